@@ -1,0 +1,316 @@
+"""Serve a `MemorySystem` over gRPC: lifecycle checks, conversion, health, reflection."""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from apmbench.adapters.sdk import errors, wire
+from apmbench.adapters.sdk.system import MemorySystem
+from apmbench.adapters.sdk.types import (
+    ExportedState,
+    Frame,
+    FrameEncoding,
+    SystemInfo,
+    UserTurn,
+)
+from apmbench.v1 import memory_system_pb2 as pb
+from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
+
+T = TypeVar("T")
+
+
+class Lifecycle:
+    """The protocol's state machine (rules R2, R3, R8), checked before method code runs."""
+
+    def __init__(self, info: SystemInfo) -> None:
+        self.info = info
+        self.session_id: str | None = None
+        self.last_time_ms: int | None = None
+
+    def forget(self) -> None:
+        self.session_id = None
+        self.last_time_ms = None
+
+    def advance(self, what: str, time_ms: int) -> None:
+        if self.last_time_ms is not None and time_ms < self.last_time_ms:
+            raise errors.InvalidArgument(
+                f"{what} at time_ms={time_ms} is earlier than the previous item at "
+                f"time_ms={self.last_time_ms}: items must arrive in non-decreasing time (R2)"
+            )
+        self.last_time_ms = time_ms
+
+    def require_session(self, what: str) -> str:
+        if self.session_id is None:
+            raise errors.FailedPrecondition(
+                f"{what} outside a session: call StartSession first (R3)"
+            )
+        return self.session_id
+
+    def start(self, session_id: str, time_ms: int) -> None:
+        if not session_id:
+            raise errors.InvalidArgument("StartSession needs a non-empty session_id")
+        if self.session_id is not None:
+            raise errors.FailedPrecondition(
+                f"StartSession({session_id!r}) while session {self.session_id!r} is open: "
+                "call EndSession first (R3)"
+            )
+        self.advance("StartSession", time_ms)
+        self.session_id = session_id
+
+    def end(self, session_id: str, time_ms: int) -> None:
+        open_id = self.require_session("EndSession")
+        if session_id != open_id:
+            raise errors.InvalidArgument(
+                f"EndSession({session_id!r}) does not match the open session {open_id!r}"
+            )
+        self.advance("EndSession", time_ms)
+        self.session_id = None
+
+    def check_frame(self, frame: Frame) -> None:
+        accepted = self.info.capabilities.frame_encodings
+        if frame.encoding not in accepted:
+            names = ", ".join(e.value for e in accepted)
+            raise errors.InvalidArgument(
+                f"frame at time_ms={frame.time_ms} is {frame.encoding.value}; "
+                f"this system accepts only: {names} (R8)"
+            )
+        if frame.width <= 0 or frame.height <= 0:
+            raise errors.InvalidArgument(f"frame at time_ms={frame.time_ms} has no size")
+        if (
+            frame.encoding is FrameEncoding.RGB24
+            and len(frame.data) != frame.width * frame.height * 3
+        ):
+            raise errors.InvalidArgument(
+                f"rgb24 frame at time_ms={frame.time_ms} has {len(frame.data)} bytes, "
+                f"expected {frame.width}x{frame.height}x3 = {frame.width * frame.height * 3}"
+            )
+        if not frame.data:
+            raise errors.InvalidArgument(f"frame at time_ms={frame.time_ms} has no data")
+
+    def require_import(self) -> None:
+        if not self.info.capabilities.supports_import:
+            raise errors.Unimplemented(
+                f"{self.info.name} declares supports_import = false: ImportState is not "
+                "available (R8); use persistence mode `trust`"
+            )
+        if self.session_id is not None:
+            raise errors.FailedPrecondition(
+                f"ImportState while session {self.session_id!r} is open: call EndSession first"
+            )
+
+
+class MemorySystemServicer(pb_grpc.MemorySystemServicer):
+    """Converts requests to plain types, checks the lifecycle and calls the method."""
+
+    def __init__(self, system: MemorySystem) -> None:
+        self._system = system
+        self._info = system.describe()
+        self._lifecycle = Lifecycle(self._info)
+        # One call at a time: method code is a single-threaded state machine.
+        self._lock = threading.Lock()
+
+    def _guarded(self, context: grpc.ServicerContext, body: Callable[[], T]) -> T:
+        with self._lock:
+            try:
+                return body()
+            except errors.ProtocolError as e:
+                context.abort(wire.status_of(e), e.message)
+            except Exception as e:  # method code failed: report, keep serving
+                context.abort(grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}")
+        raise AssertionError("unreachable: context.abort raises")
+
+    def Describe(self, request: pb.DescribeRequest, context: grpc.ServicerContext) -> pb.SystemInfo:
+        return wire.system_info_to_pb(self._info)
+
+    def Reset(self, request: pb.ResetRequest, context: grpc.ServicerContext) -> pb.ResetResponse:
+        def body() -> pb.ResetResponse:
+            self._system.reset(request.trajectory_id)
+            self._lifecycle.forget()
+            return pb.ResetResponse()
+
+        return self._guarded(context, body)
+
+    def StartSession(
+        self, request: pb.StartSessionRequest, context: grpc.ServicerContext
+    ) -> pb.StartSessionResponse:
+        def body() -> pb.StartSessionResponse:
+            start = wire.session_start_from_pb(request)
+            self._lifecycle.start(start.session_id, start.time_ms)
+            try:
+                self._system.start_session(start)
+            except Exception:
+                self._lifecycle.session_id = None
+                raise
+            return pb.StartSessionResponse()
+
+        return self._guarded(context, body)
+
+    def PushFrames(
+        self, request_iterator: Iterator[pb.StreamItem], context: grpc.ServicerContext
+    ) -> pb.PushFramesResponse:
+        def body() -> pb.PushFramesResponse:
+            self._lifecycle.require_session("PushFrames")
+            frames = turns = 0
+            for msg in request_iterator:
+                item = wire.item_from_pb(msg)
+                if isinstance(item, Frame):
+                    self._lifecycle.check_frame(item)
+                    self._lifecycle.advance("frame", item.time_ms)
+                    self._system.ingest_frame(item)
+                    frames += 1
+                else:
+                    self._lifecycle.advance("user turn", item.time_ms)
+                    self._system.ingest_user_turn(item)
+                    turns += 1
+            return pb.PushFramesResponse(frames_ingested=frames, user_turns_ingested=turns)
+
+        return self._guarded(context, body)
+
+    def EndSession(
+        self, request: pb.EndSessionRequest, context: grpc.ServicerContext
+    ) -> pb.EndSessionResponse:
+        def body() -> pb.EndSessionResponse:
+            end = wire.session_end_from_pb(request)
+            self._lifecycle.end(end.session_id, end.time_ms)
+            self._system.end_session(end)
+            return pb.EndSessionResponse()
+
+        return self._guarded(context, body)
+
+    def Query(
+        self, request: pb.QueryRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.QueryChunk]:
+        # The lock is held for the whole stream; `finally` releases it when the
+        # client cancels too (gRPC drops the generator, which closes it).
+        with self._lock:
+            answer: Iterator[str] | None = None
+            try:
+                query = wire.query_from_pb(request)
+                self._lifecycle.require_session("Query")
+                self._lifecycle.advance("Query", query.time_ms)
+                answer = iter(self._system.query(query))
+                for piece in answer:
+                    if not context.is_active():
+                        return
+                    if piece:
+                        yield pb.QueryChunk(text=piece)
+            except errors.ProtocolError as e:
+                context.abort(wire.status_of(e), e.message)
+            except Exception as e:
+                context.abort(grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}")
+            finally:
+                close = getattr(answer, "close", None)
+                if close is not None:
+                    close()
+
+    def ExportState(
+        self, request: pb.ExportStateRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.StateChunk]:
+        def body() -> tuple[wire.StateManifest, ExportedState]:
+            state = self._system.export_state()
+            return (
+                wire.manifest_for(state.data, state.content_type, state.format_version),
+                state,
+            )
+
+        manifest, state = self._guarded(context, body)
+        size = wire.chunk_size(request.max_chunk_bytes)
+        yield from wire.state_chunks(manifest, wire.split(state.data, size))
+
+    def ImportState(
+        self, request_iterator: Iterator[pb.StateChunk], context: grpc.ServicerContext
+    ) -> pb.ImportStateResponse:
+        def body() -> pb.ImportStateResponse:
+            self._lifecycle.require_import()
+            first = next(request_iterator, None)
+            if first is None:
+                raise errors.InvalidArgument("ImportState stream is empty: send the manifest first")
+            manifest = wire.manifest_from_chunk(first)
+            digest = hashlib.sha256()
+            buffer = bytearray()
+            for msg in request_iterator:
+                piece = wire.data_from_chunk(msg)
+                digest.update(piece)
+                buffer += piece
+            wire.check_received(manifest, len(buffer), digest.hexdigest())
+            self._system.import_state(
+                ExportedState(bytes(buffer), manifest.content_type, manifest.format_version)
+            )
+            self._lifecycle.forget()
+            return pb.ImportStateResponse(bytes_imported=len(buffer))
+
+        return self._guarded(context, body)
+
+
+@dataclass
+class RunningServer:
+    """A started server: `address` is what a client dials (the bound port filled in)."""
+
+    server: grpc.Server
+    address: str
+    health: health.HealthServicer
+
+    def stop(self, grace: float | None = 1.0) -> None:
+        self.health.enter_graceful_shutdown()
+        self.server.stop(grace).wait()
+
+    def wait(self) -> None:
+        self.server.wait_for_termination()
+
+
+def start_server(system: MemorySystem, address: str, *, max_workers: int = 8) -> RunningServer:
+    """Start serving `system` at `address` ("unix:/path", "host:port", "host:0") and return.
+
+    Health reports SERVING for the empty service name and for
+    "apmbench.v1.MemorySystem" once this returns.
+    """
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="apmbench-rpc")
+    )
+    pb_grpc.add_MemorySystemServicer_to_server(MemorySystemServicer(system), server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    service_name = pb.DESCRIPTOR.services_by_name["MemorySystem"].full_name
+    reflection.enable_server_reflection(
+        (service_name, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as e:
+        raise errors.Unavailable(f"cannot listen on {address!r}: {e}") from e
+    if port == 0 and not address.startswith("unix:"):
+        raise errors.Unavailable(f"cannot listen on {address!r}")
+    server.start()
+    for name in ("", service_name):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    bound = address
+    if not address.startswith("unix:") and address.rsplit(":", 1)[-1] == "0":
+        bound = f"{address.rsplit(':', 1)[0]}:{port}"
+    return RunningServer(server, bound, health_servicer)
+
+
+def serve(system: MemorySystem, address: str, *, on_ready: Callable[[str], Any] | None = None) -> None:
+    """Serve `system` at `address` until SIGTERM or SIGINT, then shut down gracefully."""
+    running = start_server(system, address)
+    stop = threading.Event()
+
+    def handle(signum: int, frame: object) -> None:
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handle)
+    if on_ready is not None:
+        on_ready(running.address)
+    stop.wait()
+    running.stop()
+

@@ -1,0 +1,44 @@
+"""Reference memory systems, found by name without importing them all.
+
+A name maps to "module:attribute"; the module is imported only when that
+system is asked for, so a model-based system's torch import never slows the
+others. `load_system` also accepts "package.module:Attribute" directly, which
+is how a method author serves a system that is not registered here.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from apmbench.adapters.sdk.errors import ApmbenchError
+from apmbench.adapters.sdk.system import MemorySystem
+
+REGISTRY: dict[str, str] = {
+    "null": "apmbench.adapters.systems.null:NullSystem",
+}
+
+
+class UnknownSystem(ApmbenchError):
+    """No registered system has this name and it is not an importable "module:attr"."""
+
+
+def load_system(spec: str) -> MemorySystem:
+    """Build the system registered as `spec`, or the class at "module:attr"."""
+    target = REGISTRY.get(spec, spec)
+    if ":" not in target:
+        known = ", ".join(sorted(REGISTRY))
+        raise UnknownSystem(
+            f"unknown system {spec!r}: use one of {known}, or give 'package.module:ClassName'"
+        )
+    module_name, attr = target.split(":", 1)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise UnknownSystem(f"cannot import {module_name!r} for system {spec!r}: {e}") from e
+    factory = getattr(module, attr, None)
+    if factory is None:
+        raise UnknownSystem(f"{module_name!r} has no attribute {attr!r}")
+    system = factory()
+    if not isinstance(system, MemorySystem):
+        raise UnknownSystem(f"{target} did not build a MemorySystem (got {type(system).__name__})")
+    return system
