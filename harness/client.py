@@ -1,0 +1,251 @@
+"""The harness's gRPC client: the only harness module that touches generated types.
+
+Every call has a deadline; failures come back as the SDK's error hierarchy
+(`apmbench.adapters.sdk.errors`), raised `from` the original gRPC error.
+Timing is taken here, on the harness's monotonic clock, because a server-side
+interceptor cannot time a streamed reply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, TypeVar
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from apmbench.adapters.sdk import errors, wire
+from apmbench.adapters.sdk.types import (
+    PROTOCOL_VERSION,
+    Query,
+    SessionEnd,
+    SessionStart,
+    StateManifest,
+    StreamItem,
+    SystemInfo,
+)
+from apmbench.v1 import memory_system_pb2 as pb
+from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """Seconds allowed per call. Generous by default: real models are slow."""
+
+    control: float = 60.0
+    push: float = 600.0
+    query: float = 600.0
+    state: float = 1800.0
+    end_session: float = 1800.0
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    text: str
+    chunks: int
+    ttft_s: float | None
+    total_s: float
+
+
+@dataclass(frozen=True)
+class PushResult:
+    frames: int
+    user_turns: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    manifest: StateManifest
+    seconds: float
+
+
+def _major(version: str) -> str:
+    return version.split(".", 1)[0]
+
+
+class SystemClient:
+    """A connection to one memory system server."""
+
+    def __init__(self, address: str, deadlines: Deadlines | None = None) -> None:
+        self.address = address
+        self.deadlines = deadlines or Deadlines()
+        self._channel = grpc.insecure_channel(address)
+        self._stub = pb_grpc.MemorySystemStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> SystemClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, rpc: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except grpc.RpcError as e:
+            raise wire.error_from_rpc(rpc, e) from e
+
+    # -- readiness ------------------------------------------------------------
+
+    def wait_serving(self, timeout_s: float, alive: Callable[[], bool] = lambda: True) -> None:
+        """Block until health reports SERVING, or raise `Unavailable` with what was seen."""
+        deadline = time.monotonic() + timeout_s
+        last = "no answer"
+        while time.monotonic() < deadline:
+            if not alive():
+                raise errors.Unavailable(f"server at {self.address} exited before it was ready")
+            try:
+                reply = self._health.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+                last = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+            except grpc.RpcError as e:
+                last = f"{e.code().name}" if isinstance(e, grpc.Call) else str(e)
+            time.sleep(0.05)
+        raise errors.Unavailable(
+            f"server at {self.address} did not report SERVING within {timeout_s:.0f} s "
+            f"(last health answer: {last})"
+        )
+
+    # -- calls ----------------------------------------------------------------
+
+    def describe(self) -> SystemInfo:
+        reply = self._call(
+            "Describe",
+            lambda: self._stub.Describe(pb.DescribeRequest(), timeout=self.deadlines.control),
+        )
+        info = wire.system_info_from_pb(reply)
+        if _major(info.protocol_version) != _major(PROTOCOL_VERSION):
+            raise errors.FailedPrecondition(
+                f"system {info.name!r} speaks protocol {info.protocol_version or '(none)'}, "
+                f"this harness speaks {PROTOCOL_VERSION}: rebuild the server with a matching SDK",
+                rpc="Describe",
+            )
+        if not info.capabilities.frame_encodings:
+            raise errors.FailedPrecondition(
+                f"system {info.name!r} declares no frame encoding it accepts", rpc="Describe"
+            )
+        return info
+
+    def reset(self, trajectory_id: str) -> None:
+        self._call(
+            "Reset",
+            lambda: self._stub.Reset(
+                pb.ResetRequest(trajectory_id=trajectory_id), timeout=self.deadlines.control
+            ),
+        )
+
+    def start_session(self, start: SessionStart) -> None:
+        self._call(
+            "StartSession",
+            lambda: self._stub.StartSession(
+                wire.session_start_to_pb(start), timeout=self.deadlines.control
+            ),
+        )
+
+    def push(self, items: Iterable[StreamItem]) -> PushResult:
+        """Push items in one PushFrames stream; time is measured around the call only."""
+        messages = [wire.item_to_pb(item) for item in items]
+        started = time.perf_counter()
+        reply = self._call(
+            "PushFrames",
+            lambda: self._stub.PushFrames(iter(messages), timeout=self.deadlines.push),
+        )
+        seconds = time.perf_counter() - started
+        return PushResult(reply.frames_ingested, reply.user_turns_ingested, seconds)
+
+    def end_session(self, end: SessionEnd) -> float:
+        started = time.perf_counter()
+        self._call(
+            "EndSession",
+            lambda: self._stub.EndSession(
+                wire.session_end_to_pb(end), timeout=self.deadlines.end_session
+            ),
+        )
+        return time.perf_counter() - started
+
+    def query(self, query: Query) -> QueryResult:
+        request = wire.query_to_pb(query)
+        pieces: list[str] = []
+        ttft: float | None = None
+        started = time.perf_counter()
+
+        def run() -> None:
+            nonlocal ttft
+            for chunk in self._stub.Query(request, timeout=self.deadlines.query):
+                if chunk.text:
+                    if ttft is None:
+                        ttft = time.perf_counter() - started
+                    pieces.append(chunk.text)
+
+        self._call("Query", run)
+        total = time.perf_counter() - started
+        return QueryResult("".join(pieces), len(pieces), ttft, total)
+
+    def export_state(self, sink: BinaryIO, max_chunk_bytes: int = 0) -> ExportResult:
+        """Stream the state into `sink`, verifying length and sha256 against the manifest."""
+        started = time.perf_counter()
+
+        def run() -> StateManifest:
+            stream: Iterator[pb.StateChunk] = self._stub.ExportState(
+                pb.ExportStateRequest(max_chunk_bytes=max_chunk_bytes),
+                timeout=self.deadlines.state,
+            )
+            first = next(stream, None)
+            if first is None:
+                raise errors.InvalidArgument("ExportState sent no manifest", rpc="ExportState")
+            manifest = wire.manifest_from_chunk(first)
+            digest = hashlib.sha256()
+            received = 0
+            for msg in stream:
+                piece = wire.data_from_chunk(msg)
+                digest.update(piece)
+                received += len(piece)
+                sink.write(piece)
+            wire.check_received(manifest, received, digest.hexdigest())
+            return manifest
+
+        try:
+            manifest = self._call("ExportState", run)
+        except errors.ProtocolError as e:
+            e.rpc = e.rpc or "ExportState"
+            raise
+        return ExportResult(manifest, time.perf_counter() - started)
+
+    def export_to_file(self, path: Path, max_chunk_bytes: int = 0) -> ExportResult:
+        tmp = path.with_name(path.name + ".partial")
+        with tmp.open("wb") as sink:
+            result = self.export_state(sink, max_chunk_bytes)
+        tmp.replace(path)
+        return result
+
+    def import_state(
+        self, manifest: StateManifest, source: BinaryIO, max_chunk_bytes: int = 0
+    ) -> int:
+        size = wire.chunk_size(max_chunk_bytes)
+
+        def pieces() -> Iterator[bytes]:
+            while piece := source.read(size):
+                yield piece
+
+        reply = self._call(
+            "ImportState",
+            lambda: self._stub.ImportState(
+                wire.state_chunks(manifest, pieces()), timeout=self.deadlines.state
+            ),
+        )
+        return reply.bytes_imported
+
+    def import_file(self, manifest: StateManifest, path: Path, max_chunk_bytes: int = 0) -> int:
+        with path.open("rb") as source:
+            return self.import_state(manifest, source, max_chunk_bytes)

@@ -1,0 +1,25 @@
+"""Harness errors: part of the one hierarchy rooted at `ApmbenchError`."""
+
+from __future__ import annotations
+
+from apmbench.adapters.sdk.errors import ApmbenchError
+
+
+class DatasetError(ApmbenchError):
+    """The dataset on disk is missing, malformed or inconsistent; the message says where."""
+
+
+class VideoError(DatasetError):
+    """A session video is missing, unreadable, or shorter than its session."""
+
+
+class ConfigError(ApmbenchError):
+    """Settings that cannot work together (e.g. `restart` persistence on an endpoint)."""
+
+
+class RuntimeStartError(ApmbenchError):
+    """A system could not be started or did not become ready."""
+
+
+class RunDirError(ApmbenchError):
+    """The run directory cannot be used (e.g. --resume with different settings)."""

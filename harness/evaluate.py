@@ -1,0 +1,159 @@
+"""`apmbench-grpc evaluate`: a dataset, a system, a run directory, a report."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import socket
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from apmbench.adapters.sdk.types import PROTOCOL_VERSION, SystemInfo
+from apmbench.harness import __version__, records
+from apmbench.harness.client import Deadlines, SystemClient
+from apmbench.harness.dataset import Dataset, load_dataset
+from apmbench.harness.frames import FrameSettings
+from apmbench.harness.report import render_markdown
+from apmbench.harness.runner import (
+    Persistence,
+    RunSettings,
+    TrajectoryRunner,
+    check_settings,
+    describe_info,
+)
+from apmbench.harness.runtimes import EndpointRuntime, ProcessRuntime, Runtime
+from apmbench.harness.schedule import Segment, plan_trajectory
+from apmbench.harness.scoring import score
+
+
+@dataclass(frozen=True)
+class EvaluateOptions:
+    dataset: Path
+    out: Path
+    system: str | None = None
+    """A registered system name or "module:Class", run as a local process."""
+    endpoint: str | None = None
+    """Address of a server that is already running ("unix:/path" or "host:port")."""
+    persistence: Persistence | None = None
+    """None: `restart` where the runtime can restart the system, else `reset`."""
+    resume: bool = False
+    frames: FrameSettings = field(default_factory=FrameSettings)
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    startup_timeout_s: float = 120.0
+
+
+@dataclass
+class Progress:
+    """Callbacks for a progress display; all optional."""
+
+    trajectories: Callable[[int, int], None] = lambda total, skipped: None
+    trajectory_started: Callable[[str, int], None] = lambda tid, segments: None
+    segment_started: Callable[[Segment], None] = lambda s: None
+    trajectory_done: Callable[[str], None] = lambda tid: None
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    run_dir: Path
+    report: dict[str, Any]
+
+
+def _host() -> dict[str, Any]:
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "grpcio": grpc.__version__,
+    }
+
+
+def _make_runtime(opts: EvaluateOptions, logs: Path) -> Runtime:
+    if (opts.system is None) == (opts.endpoint is None):
+        from apmbench.harness.errors import ConfigError
+
+        raise ConfigError("give exactly one of --system NAME or --endpoint ADDRESS")
+    if opts.endpoint is not None:
+        return EndpointRuntime(opts.endpoint, opts.deadlines, opts.startup_timeout_s)
+    assert opts.system is not None
+    return ProcessRuntime(opts.system, logs / "system.log", opts.deadlines, opts.startup_timeout_s)
+
+
+def _manifest(
+    opts: EvaluateOptions, dataset: Dataset, info: SystemInfo, runtime: Runtime, settings: RunSettings
+) -> dict[str, Any]:
+    return {
+        "harness_version": __version__,
+        "protocol_version": PROTOCOL_VERSION,
+        "system": describe_info(info),
+        "system_spec": opts.system or opts.endpoint,
+        "runtime": runtime.describe(),
+        "dataset": {
+            "name": dataset.name,
+            "path": str(dataset.root.resolve()),
+            "trajectories": len(dataset.trajectories),
+            "sessions": sum(len(t.sessions) for t in dataset.trajectories),
+            "candidates": len(dataset.candidates),
+        },
+        "dataset_hash": dataset.content_hash,
+        "settings": {**settings.as_dict(), "deadlines_s": asdict(opts.deadlines)},
+        "host": _host(),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def write_report(run: records.RunDir, dataset: Dataset) -> dict[str, Any]:
+    """Assemble the tables from finished trajectories and score them."""
+    recs = [run.load_trajectory(t.trajectory_id) for t in dataset.trajectories]
+    run.write_tables(recs)
+    instances = [r for rec in recs for r in rec["instances"]]
+    sessions = [s for rec in recs for s in rec["sessions"]]
+    report = score(instances, sessions)
+    manifest = json.loads((run.root / "manifest.json").read_text())
+    records.atomic_write(run.root / "report.json", records.dump(report))
+    records.atomic_write(run.root / "report.md", render_markdown(report, manifest))
+    return report
+
+
+def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluation:
+    progress = progress or Progress()
+    dataset = load_dataset(opts.dataset)
+    run = records.RunDir(opts.out)
+    run.check_usable(opts.resume)
+    with _make_runtime(opts, run.logs) as runtime:
+        client: SystemClient = runtime.start()
+        info = client.describe()
+        persistence = opts.persistence or (
+            Persistence.RESTART if runtime.can_restart else Persistence.RESET
+        )
+        settings = RunSettings(persistence=persistence, frames=opts.frames)
+        check_settings(settings, info, runtime)
+        run.prepare(_manifest(opts, dataset, info, runtime, settings), opts.resume)
+        todo = [t for t in dataset.trajectories if not run.is_done(t.trajectory_id)]
+        progress.trajectories(len(dataset.trajectories), len(dataset.trajectories) - len(todo))
+        for trajectory in todo:
+            segments = plan_trajectory(dataset, trajectory, info.capabilities.supports_import)
+            progress.trajectory_started(trajectory.trajectory_id, len(segments))
+            runner = TrajectoryRunner(
+                runtime,
+                client,
+                info,
+                trajectory,
+                settings,
+                run.work_dir(trajectory.trajectory_id),
+                on_segment=progress.segment_started,
+            )
+            record = runner.run(segments)
+            client = runner.client
+            run.save_trajectory(trajectory.trajectory_id, record)
+            progress.trajectory_done(trajectory.trajectory_id)
+    run.finish()
+    report = write_report(run, dataset)
+    run.update_manifest(finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    return Evaluation(run.root, report)

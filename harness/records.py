@@ -1,0 +1,117 @@
+"""The run directory: manifest, per-trajectory records written atomically, resume.
+
+    RUN/manifest.json              versions, system, dataset hash, settings, host
+    RUN/trajectories/<id>.json     one finished trajectory (atomic: temp + rename)
+    RUN/instances.jsonl            one line per query or probe, dataset order
+    RUN/sessions.jsonl             one line per main-pass session
+    RUN/report.json, report.md     scores and measurements
+    RUN/logs/                      system output
+    RUN/work/                      state snapshots while a trajectory runs
+
+A trajectory's record appears only when it is complete, so a run killed at
+any point loses nothing finished; `--resume` skips trajectories that have a
+record and removes leftovers of the one that was running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from apmbench.harness.errors import RunDirError
+
+# Settings that must match for --resume to continue a run.
+RESUME_KEYS = ("dataset_hash", "system_spec", "settings")
+
+
+def atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True) + "\n"
+
+
+def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
+    return "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
+
+
+class RunDir:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.trajectories = self.root / "trajectories"
+        self.work = self.root / "work"
+        self.logs = self.root / "logs"
+
+    def check_usable(self, resume: bool) -> None:
+        """Refuse to overwrite: a run needs --resume, anything else another --out."""
+        if (self.root / "manifest.json").exists():
+            if not resume:
+                raise RunDirError(
+                    f"{self.root} already holds a run: pass --resume to continue it, "
+                    "or choose another --out"
+                )
+        elif self.root.exists() and any(self.root.iterdir()):
+            raise RunDirError(f"{self.root} exists and is not an apmbench run directory")
+
+    def prepare(self, manifest: Mapping[str, Any], resume: bool) -> None:
+        """Create the directory, or check it against `manifest` when resuming."""
+        existing = self.root / "manifest.json"
+        if existing.exists():
+            old = json.loads(existing.read_text())
+            for key in RESUME_KEYS:
+                if old.get(key) != manifest.get(key):
+                    raise RunDirError(
+                        f"cannot resume {self.root}: {key} differs from the original run "
+                        f"({old.get(key)!r} then, {manifest.get(key)!r} now)"
+                    )
+        for d in (self.trajectories, self.logs):
+            d.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.work, ignore_errors=True)
+        for stale in self.trajectories.glob(".*.tmp"):
+            stale.unlink()
+        if not existing.exists():
+            atomic_write(existing, dump(manifest))
+
+    def finish(self) -> None:
+        """Drop the snapshot area once every trajectory is recorded."""
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def record_path(self, trajectory_id: str) -> Path:
+        return self.trajectories / f"{trajectory_id}.json"
+
+    def is_done(self, trajectory_id: str) -> bool:
+        return self.record_path(trajectory_id).exists()
+
+    def save_trajectory(self, trajectory_id: str, record: Mapping[str, Any]) -> None:
+        atomic_write(self.record_path(trajectory_id), dump(record))
+        shutil.rmtree(self.work / trajectory_id, ignore_errors=True)
+
+    def load_trajectory(self, trajectory_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.record_path(trajectory_id).read_text())
+        return data
+
+    def work_dir(self, trajectory_id: str) -> Path:
+        path = self.work / trajectory_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def write_tables(self, records: list[dict[str, Any]]) -> None:
+        atomic_write(self.root / "instances.jsonl", jsonl(r for rec in records for r in rec["instances"]))
+        atomic_write(self.root / "sessions.jsonl", jsonl(r for rec in records for r in rec["sessions"]))
+
+    def update_manifest(self, **fields: Any) -> None:
+        path = self.root / "manifest.json"
+        manifest = json.loads(path.read_text())
+        manifest.update(fields)
+        atomic_write(path, dump(manifest))
