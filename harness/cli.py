@@ -6,9 +6,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from apmbench.adapters.sdk.errors import ApmbenchError, ProtocolError
 from apmbench.adapters.sdk.types import FrameEncoding
 from apmbench.harness import logs
@@ -16,6 +13,8 @@ from apmbench.harness.client import Deadlines
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.frames import FrameSettings
 from apmbench.harness.runner import Persistence
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 EXIT_USAGE = 2
 EXIT_SYSTEM = 3
@@ -35,7 +34,9 @@ def main(verbose: bool, json_logs: bool) -> None:
 
 @main.command()
 @click.argument("system")
-@click.option("--address", required=True, help='"unix:/path/to.sock" or "host:port" (port 0 = any).')
+@click.option(
+    "--address", required=True, help='"unix:/path/to.sock" or "host:port" (port 0 = any).'
+)
 def serve(system: str, address: str) -> None:
     """Serve SYSTEM (a registered name such as `null`, or "package.module:Class")."""
     from apmbench.adapters.sdk.server import serve as run_server
@@ -44,30 +45,68 @@ def serve(system: str, address: str) -> None:
     log = logs.get("serve")
     try:
         instance = load_system(system)
-        run_server(instance, address, on_ready=lambda a: log.info("serving", system=system, address=a))
+        run_server(
+            instance, address, on_ready=lambda a: log.info("serving", system=system, address=a)
+        )
     except ApmbenchError as e:
         console.print(f"[red]error:[/red] {e}")
         sys.exit(EXIT_USAGE)
 
 
 @main.command()
-@click.option("--dataset", "dataset", type=click.Path(path_type=Path), required=True,
-              help="Dataset directory (dataset.json, candidates/, videos/).")
-@click.option("--system", "system", help="Reference system to run as a local process, or module:Class.")
+@click.option(
+    "--dataset",
+    "dataset",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Dataset directory (dataset.json, candidates/, videos/).",
+)
+@click.option(
+    "--system", "system", help="Reference system to run as a local process, or module:Class."
+)
 @click.option("--endpoint", help="Address of an already running server (unix:/path or host:port).")
-@click.option("--persistence", type=click.Choice([p.value for p in Persistence]), default=None,
-              help="What crosses a session gap. Default: restart (reset for --endpoint).")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Run directory. Default: runs/<dataset>-<system>.")
-@click.option("--resume", is_flag=True, help="Continue a run directory, skipping finished trajectories.")
-@click.option("--fps", type=float, default=1.0, show_default=True, help="Frames pushed per second of video.")
-@click.option("--max-side", type=int, default=448, show_default=True,
-              help="Longest frame side unless the system prefers another.")
-@click.option("--encoding", type=click.Choice([e.value for e in FrameEncoding]), default="jpeg",
-              show_default=True, help="Frame encoding when the system accepts it.")
-@click.option("--query-timeout", type=float, default=600.0, show_default=True, help="Seconds per Query.")
-@click.option("--startup-timeout", type=float, default=120.0, show_default=True,
-              help="Seconds for the system to report SERVING.")
+@click.option(
+    "--persistence",
+    type=click.Choice([p.value for p in Persistence]),
+    default=None,
+    help="What crosses a session gap. Default: restart (reset for --endpoint).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Run directory. Default: runs/<dataset>-<system>.",
+)
+@click.option(
+    "--resume", is_flag=True, help="Continue a run directory, skipping finished trajectories."
+)
+@click.option(
+    "--fps", type=float, default=1.0, show_default=True, help="Frames pushed per second of video."
+)
+@click.option(
+    "--max-side",
+    type=int,
+    default=448,
+    show_default=True,
+    help="Longest frame side unless the system prefers another.",
+)
+@click.option(
+    "--encoding",
+    type=click.Choice([e.value for e in FrameEncoding]),
+    default="jpeg",
+    show_default=True,
+    help="Frame encoding when the system accepts it.",
+)
+@click.option(
+    "--query-timeout", type=float, default=600.0, show_default=True, help="Seconds per Query."
+)
+@click.option(
+    "--startup-timeout",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds for the system to report SERVING.",
+)
 def evaluate(
     dataset: Path,
     system: str | None,
@@ -104,7 +143,12 @@ def evaluate(
         startup_timeout_s=startup_timeout,
     )
     log = logs.get("evaluate")
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     try:
         with Progress(*columns, console=console, transient=True) as bar:
             overall = bar.add_task("trajectories", total=None)

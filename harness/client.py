@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
 from apmbench.adapters.sdk import errors, wire
 from apmbench.adapters.sdk.types import (
     PROTOCOL_VERSION,
@@ -30,6 +28,7 @@ from apmbench.adapters.sdk.types import (
 )
 from apmbench.v1 import memory_system_pb2 as pb
 from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 T = TypeVar("T")
 
@@ -110,7 +109,7 @@ class SystemClient:
                     return
                 last = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
             except grpc.RpcError as e:
-                last = f"{e.code().name}" if isinstance(e, grpc.Call) else str(e)
+                last = str(wire.error_from_rpc("Check", e))
             time.sleep(0.05)
         raise errors.Unavailable(
             f"server at {self.address} did not report SERVING within {timeout_s:.0f} s "
@@ -197,9 +196,11 @@ class SystemClient:
         started = time.perf_counter()
 
         def run() -> StateManifest:
-            stream: Iterator[pb.StateChunk] = self._stub.ExportState(
-                pb.ExportStateRequest(max_chunk_bytes=max_chunk_bytes),
-                timeout=self.deadlines.state,
+            stream = iter(
+                self._stub.ExportState(
+                    pb.ExportStateRequest(max_chunk_bytes=max_chunk_bytes),
+                    timeout=self.deadlines.state,
+                )
             )
             first = next(stream, None)
             if first is None:

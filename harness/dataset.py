@@ -401,9 +401,13 @@ def load_dataset(root: Path) -> Dataset:
                 raise DatasetError(f"{where}: duplicate candidate_id {candidate.candidate_id!r}")
             ids.add(candidate.candidate_id)
             candidates.append(candidate)
-    missing = sorted({str(s.video) for t in trajectories for s in t.sessions if not s.video.is_file()})
+    missing = sorted(
+        {str(s.video) for t in trajectories for s in t.sessions if not s.video.is_file()}
+    )
     if missing:
         raise DatasetError("session videos not found: " + ", ".join(missing))
     videos = [s.video for t in trajectories for s in t.sessions]
     content_hash = _hash_files(root, [root / "dataset.json", *files], videos)
-    return Dataset(root, str(doc.get("name", root.name)), trajectories, tuple(candidates), content_hash)
+    return Dataset(
+        root, str(doc.get("name", root.name)), trajectories, tuple(candidates), content_hash
+    )

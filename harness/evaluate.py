@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-
 from apmbench.adapters.sdk.types import PROTOCOL_VERSION, SystemInfo
 from apmbench.harness import __version__, records
 from apmbench.harness.client import Deadlines, SystemClient
@@ -86,7 +85,11 @@ def _make_runtime(opts: EvaluateOptions, logs: Path) -> Runtime:
 
 
 def _manifest(
-    opts: EvaluateOptions, dataset: Dataset, info: SystemInfo, runtime: Runtime, settings: RunSettings
+    opts: EvaluateOptions,
+    dataset: Dataset,
+    info: SystemInfo,
+    runtime: Runtime,
+    settings: RunSettings,
 ) -> dict[str, Any]:
     return {
         "harness_version": __version__,

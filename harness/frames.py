@@ -18,7 +18,6 @@ from typing import Any
 import av
 import numpy as np
 import simplejpeg
-
 from apmbench.adapters.sdk.types import Frame, FrameEncoding
 from apmbench.harness.dataset import Session
 from apmbench.harness.errors import VideoError
@@ -65,7 +64,9 @@ def _encode(frame: Any, time_ms: int, settings: FrameSettings) -> Frame:
     return Frame(time_ms, settings.encoding, width, height, data)
 
 
-def decode_session(session: Session, settings: FrameSettings, until_ms: int | None = None) -> Iterator[Frame]:
+def decode_session(
+    session: Session, settings: FrameSettings, until_ms: int | None = None
+) -> Iterator[Frame]:
     """Frames of `session` at `settings.fps`, each the latest video frame at or before its time.
 
     Stops after `until_ms` when given. Raises `VideoError` for a missing or
@@ -79,7 +80,9 @@ def decode_session(session: Session, settings: FrameSettings, until_ms: int | No
     try:
         container = av.open(str(session.video))
     except (OSError, av.error.FFmpegError) as e:
-        raise VideoError(f"cannot open video {session.video} of session {session.session_id}: {e}") from e
+        raise VideoError(
+            f"cannot open video {session.video} of session {session.session_id}: {e}"
+        ) from e
     with container:
         if not container.streams.video:
             raise VideoError(f"{session.video} has no video stream")
@@ -89,7 +92,7 @@ def decode_session(session: Session, settings: FrameSettings, until_ms: int | No
         previous: Any = None
         try:
             for decoded in container.decode(stream):
-                if decoded.time is None:
+                if decoded.pts is None:
                     continue
                 at_ms = session.start_ms + round(decoded.time * 1000)
                 while k < len(times) and at_ms > times[k]:
@@ -124,7 +127,11 @@ class FrameProducer:
     _DONE = object()
 
     def __init__(
-        self, session: Session, settings: FrameSettings, until_ms: int | None = None, depth: int = 64
+        self,
+        session: Session,
+        settings: FrameSettings,
+        until_ms: int | None = None,
+        depth: int = 64,
     ) -> None:
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
         self._stop = threading.Event()

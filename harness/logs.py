@@ -11,7 +11,9 @@ import structlog
 def configure(verbose: bool = False, json_logs: bool = False) -> None:
     level = logging.DEBUG if verbose else logging.INFO
     renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer()
+        if json_logs
+        else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
         processors=[

@@ -86,8 +86,7 @@ _INTERVAL_TAIL = (
 MPA_PROBE = (
     _INTERVAL_HEAD
     + "Use earlier experiences, preferences, or repeated behavior only when they materially "
-    "improve concrete assistance in the current situation."
-    + _INTERVAL_TAIL
+    "improve concrete assistance in the current situation." + _INTERVAL_TAIL
 )
 PRM_PROBE = (
     _INTERVAL_HEAD
@@ -100,8 +99,7 @@ PRM_PROBE = (
 TPG_PROBE = (
     _INTERVAL_HEAD
     + "Consider whether progress in the same ongoing longer-term task makes stage-appropriate "
-    "guidance useful now."
-    + _INTERVAL_TAIL
+    "guidance useful now." + _INTERVAL_TAIL
 )
 
 EVIDENCE_AVAILABILITY = (

@@ -55,7 +55,9 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         "| " + " | ".join(tasks.MCQA_TASKS + tasks.ADAPTIVE_TASKS) + " |",
         "|" + "---|" * len(tasks.MCQA_TASKS + tasks.ADAPTIVE_TASKS),
         "| "
-        + " | ".join(_num(report["tasks"][t]["score"]) for t in tasks.MCQA_TASKS + tasks.ADAPTIVE_TASKS)
+        + " | ".join(
+            _num(report["tasks"][t]["score"]) for t in tasks.MCQA_TASKS + tasks.ADAPTIVE_TASKS
+        )
         + " |",
         "",
         "## Adaptive decision accuracy (appendix B.1)",
@@ -76,7 +78,8 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         "",
         "| EA | EU | Balanced | available | unavailable |",
         "|---|---|---|---|---|",
-        f"| {_num(ea['evidence_available_accuracy'])} | {_num(ea['evidence_unavailable_detection'])} "
+        f"| {_num(ea['evidence_available_accuracy'])} "
+        f"| {_num(ea['evidence_unavailable_detection'])} "
         f"| {_num(ea['balanced_accuracy'])} | {ea['n_available']} | {ea['n_unavailable']} |",
         "",
         "## Latency and storage",

@@ -81,7 +81,9 @@ def check_settings(settings: RunSettings, info: SystemInfo, runtime: Runtime) ->
 def frame_settings_for(settings: FrameSettings, info: SystemInfo) -> FrameSettings:
     """Adapt frame size and encoding to what the system declared."""
     caps = info.capabilities
-    encoding = settings.encoding if settings.encoding in caps.frame_encodings else caps.frame_encodings[0]
+    encoding = (
+        settings.encoding if settings.encoding in caps.frame_encodings else caps.frame_encodings[0]
+    )
     max_side = caps.preferred_max_side or settings.max_side
     return FrameSettings(settings.fps, max_side, encoding, settings.jpeg_quality)
 
@@ -121,7 +123,9 @@ def _query_for(ask: Ask, time_ms: int) -> Query:
     )
 
 
-def _merge(frames: Iterator[Frame], turns: list[Turn], asks: list[Ask]) -> Iterator[StreamItem | Ask]:
+def _merge(
+    frames: Iterator[Frame], turns: list[Turn], asks: list[Ask]
+) -> Iterator[StreamItem | Ask]:
     """Frames, turns and asks in time order; at equal times frame < turn < ask."""
     events: list[tuple[int, int, UserTurn | Ask]] = [
         (t.time_ms, 0, UserTurn(t.time_ms, t.kind, t.text)) for t in turns
@@ -224,10 +228,14 @@ class TrajectoryRunner:
             elif self.settings.persistence is not Persistence.TRUST:
                 carried, _ = self._export("fork")
 
-    def _play_session(self, segment: Segment, index: int, stop_at: int | None, load_s: float) -> None:
+    def _play_session(
+        self, segment: Segment, index: int, stop_at: int | None, load_s: float
+    ) -> None:
         session = self.trajectory.sessions[index]
         tid = self.trajectory.trajectory_id
-        self.client.start_session(SessionStart(tid, session.session_id, session.day_id, session.start_ms))
+        self.client.start_session(
+            SessionStart(tid, session.session_id, session.day_id, session.start_ms)
+        )
         ingest_s = 0.0
         frames = turns = 0
         batch: list[StreamItem] = []
@@ -279,7 +287,12 @@ class TrajectoryRunner:
         )
 
     def _record(
-        self, segment: Segment, ask: Ask, result: QueryResult, ingest_s: float, session_start_ms: int
+        self,
+        segment: Segment,
+        ask: Ask,
+        result: QueryResult,
+        ingest_s: float,
+        session_start_ms: int,
     ) -> None:
         c, p = ask.candidate, ask.probe
         prefix_s = (p.time_ms - session_start_ms) / 1000.0
@@ -323,4 +336,3 @@ def describe_info(info: SystemInfo) -> dict[str, Any]:
         },
         "details": dict(info.details),
     }
-

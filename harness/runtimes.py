@@ -137,8 +137,15 @@ class ProcessRuntime(Runtime):
         self._log.flush()
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        cmd = [sys.executable, "-m", "apmbench.harness.cli", "serve", self.system,
-               "--address", self.address]
+        cmd = [
+            sys.executable,
+            "-m",
+            "apmbench.harness.cli",
+            "serve",
+            self.system,
+            "--address",
+            self.address,
+        ]
         self._proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )

@@ -52,9 +52,7 @@ def _sorted_asks(asks: list[Ask]) -> tuple[Ask, ...]:
     return tuple(sorted(asks, key=lambda a: (a.probe.time_ms, a.probe.probe_id)))
 
 
-def _fork(
-    name: str, candidate: Candidate, probes: tuple[Probe, ...], can_import: bool
-) -> Segment:
+def _fork(name: str, candidate: Candidate, probes: tuple[Probe, ...], can_import: bool) -> Segment:
     turns = tuple(
         sorted(
             (*candidate.turns, *(t for p in probes for t in p.turns)),

@@ -15,7 +15,6 @@ from statistics import fmean
 from typing import Any
 
 import numpy as np
-
 from apmbench.harness import tasks
 from apmbench.harness.answers import FAILURE, parse_choice, parse_decision
 from apmbench.harness.dataset import Candidate, Probe
@@ -98,7 +97,9 @@ def task_scores(instances: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, A
     return out
 
 
-def family_scores(by_task: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+def family_scores(
+    by_task: Mapping[str, Mapping[str, Any]],
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Family = mean of its tasks' scores; Overall = mean of the three families."""
     families: dict[str, Any] = {}
     for family, names in tasks.FAMILIES.items():
@@ -113,8 +114,12 @@ def family_scores(by_task: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, A
         else:
             families[family] = {"score": fmean(scored), "tasks": list(names)}
     missing = [f for f, v in families.items() if v["score"] is None]
+    overall: dict[str, Any]
     if missing:
-        overall = {"score": None, "reason": "not computed: " + ", ".join(missing) + " have no score"}
+        overall = {
+            "score": None,
+            "reason": "not computed: " + ", ".join(missing) + " have no score",
+        }
     else:
         overall = {"score": fmean(v["score"] for v in families.values())}
     return families, overall
@@ -201,7 +206,9 @@ def storage(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def latency(instances: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def latency(
+    instances: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
     ttft = [r["ttft_s"] for r in instances if r["ttft_s"] is not None]
     frames = sum(s["frames"] for s in sessions)
     ingest = sum(s["ingest_s"] for s in sessions)
@@ -230,7 +237,9 @@ def format_failures(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def score(instances: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def score(
+    instances: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
     by_task = task_scores(instances)
     families, overall = family_scores(by_task)
     return {

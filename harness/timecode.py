@@ -31,7 +31,7 @@ def to_ms(day_id: str, clock: str) -> int:
 
 
 def format_ms(time_ms: int) -> str:
-    """"DAY4 18:39:09" (milliseconds shown only when not zero)."""
+    """ "DAY4 18:39:09" (milliseconds shown only when not zero)."""
     day, rest = divmod(time_ms, MS_PER_DAY)
     seconds, ms = divmod(rest, 1000)
     h, rem = divmod(seconds, 3600)

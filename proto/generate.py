@@ -42,7 +42,9 @@ def generate_into(out_dir: Path) -> list[Path]:
     args.insert(1, f"--plugin=protoc-gen-mypy={plugin}")
     grpc_plugin = shutil.which("protoc-gen-mypy_grpc", path=str(Path(sys.executable).parent))
     if grpc_plugin is None:
-        raise SystemExit("protoc-gen-mypy_grpc not found next to this Python: install the dev extra")
+        raise SystemExit(
+            "protoc-gen-mypy_grpc not found next to this Python: install the dev extra"
+        )
     args.insert(1, f"--plugin=protoc-gen-mypy_grpc={grpc_plugin}")
     if protoc.main(args) != 0:
         raise SystemExit("protoc failed")

@@ -11,20 +11,19 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
-
 from apmbench.adapters.sdk import errors, wire
 from apmbench.adapters.sdk.system import MemorySystem
 from apmbench.adapters.sdk.types import (
     ExportedState,
     Frame,
     FrameEncoding,
+    StateManifest,
     SystemInfo,
-    UserTurn,
 )
 from apmbench.v1 import memory_system_pb2 as pb
 from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
 
 T = TypeVar("T")
 
@@ -216,7 +215,7 @@ class MemorySystemServicer(pb_grpc.MemorySystemServicer):
     def ExportState(
         self, request: pb.ExportStateRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.StateChunk]:
-        def body() -> tuple[wire.StateManifest, ExportedState]:
+        def body() -> tuple[StateManifest, ExportedState]:
             state = self._system.export_state()
             return (
                 wire.manifest_for(state.data, state.content_type, state.format_version),
@@ -299,7 +298,9 @@ def start_server(system: MemorySystem, address: str, *, max_workers: int = 8) ->
     return RunningServer(server, bound, health_servicer)
 
 
-def serve(system: MemorySystem, address: str, *, on_ready: Callable[[str], Any] | None = None) -> None:
+def serve(
+    system: MemorySystem, address: str, *, on_ready: Callable[[str], Any] | None = None
+) -> None:
     """Serve `system` at `address` until SIGTERM or SIGINT, then shut down gracefully."""
     running = start_server(system, address)
     stop = threading.Event()
@@ -313,4 +314,3 @@ def serve(system: MemorySystem, address: str, *, on_ready: Callable[[str], Any] 
         on_ready(running.address)
     stop.wait()
     running.stop()
-

@@ -10,7 +10,6 @@ import hashlib
 from collections.abc import Iterable, Iterator
 
 import grpc
-
 from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import (
     Capabilities,
@@ -58,8 +57,11 @@ def status_of(error: errors.ProtocolError) -> grpc.StatusCode:
 
 def error_from_rpc(rpc: str, error: grpc.RpcError) -> errors.ProtocolError:
     """Translate a failed call into the hierarchy (the caller raises it `from` the original)."""
-    code = error.code() if isinstance(error, grpc.Call) else grpc.StatusCode.UNKNOWN
-    details = error.details() if isinstance(error, grpc.Call) else str(error)
+    # Failed calls are also grpc.Call objects; stubs cannot express that.
+    code_of = getattr(error, "code", None)
+    details_of = getattr(error, "details", None)
+    code = code_of() if callable(code_of) else grpc.StatusCode.UNKNOWN
+    details = details_of() if callable(details_of) else str(error)
     cls = ERROR_BY_STATUS.get(code, errors.MethodFailure)
     return cls(f"{code.name}: {details or 'no details'}", rpc=rpc)
 

@@ -1,0 +1,48 @@
+# Set-up and checks. `make install` creates .venv; every other target installs first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# mypy cannot follow the install-time mapping of apmbench.* onto the top-level
+# folders, so it reads them through a tree of links with the import names.
+TYPECHECK := .typecheck
+
+.PHONY: install test unit lint typecheck proto demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+unit: install
+	$(BIN)/python -m pytest -q tests/unit
+
+lint: install typecheck
+	$(BIN)/ruff check proto harness adapters tests
+	$(BIN)/ruff format --check proto/generate.py harness adapters tests
+
+typecheck: install
+	rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/apmbench
+	ln -s ../../proto/apmbench/v1 $(TYPECHECK)/apmbench/v1
+	ln -s ../../harness $(TYPECHECK)/apmbench/harness
+	ln -s ../../adapters $(TYPECHECK)/apmbench/adapters
+	cd $(TYPECHECK) && ../$(BIN)/mypy --config-file ../pyproject.toml -p apmbench.harness -p apmbench.adapters
+
+proto: install
+	$(BIN)/python proto/generate.py
+
+demo: install
+	rm -rf runs/demo
+	$(BIN)/apmbench-grpc evaluate --dataset tests/fixtures/mini --system null --out runs/demo
+
+bench: install
+	$(BIN)/python tests/bench/run_bench.py
+
+clean:
+	rm -rf $(VENV) $(TYPECHECK) runs build *.egg-info
