@@ -75,7 +75,11 @@ class SystemClient:
     def __init__(self, address: str, deadlines: Deadlines | None = None) -> None:
         self.address = address
         self.deadlines = deadlines or Deadlines()
-        self._channel = grpc.insecure_channel(address)
+        # A streamed Query otherwise costs a helper thread per call in grpcio;
+        # the harness reads each stream to its end on the calling thread.
+        self._channel = grpc.insecure_channel(
+            address, options=[(grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)]
+        )
         self._stub = pb_grpc.MemorySystemStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
 

@@ -1,0 +1,605 @@
+"""Harness overhead benchmark (`make bench`): one JSON object on stdout, progress on stderr.
+
+Three measurements, each against a baseline measured in the same run:
+
+1. query_overhead: latency of `SystemClient.query` against the `null` server,
+   versus a bare gRPC unary echo of a payload of the same size (target: the
+   harness's p50 is at most 1.2x the echo's).
+2. push: frames/s of `SystemClient.push` in batches of 64 real 448x336 JPEGs,
+   versus a bare gRPC client stream of the same bytes in the same batches
+   (targets: at least half the baseline, and at least 1000 frames/s).
+3. rss: the `evaluate` command's peak RSS on a short and on a 20x longer
+   trajectory (target: flat, long/short at most 1.2).
+
+Servers run as subprocesses on Unix sockets, the same way for the echo
+baseline (`run_bench.py --echo-server ADDRESS`) and for the harness
+(`apmbench-grpc serve null`). This is a measurement, not a test: nothing
+fails on speed; each target is reported as a boolean.
+
+    .venv/bin/python tests/bench/run_bench.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import selectors
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from pathlib import Path
+from typing import IO, Any
+
+import av
+import grpc
+import numpy as np
+import numpy.typing as npt
+import psutil
+import simplejpeg
+from apmbench.adapters.sdk.types import (
+    Choice,
+    Frame,
+    FrameEncoding,
+    Query,
+    QueryKind,
+    SessionEnd,
+    SessionStart,
+)
+from apmbench.adapters.sdk.wire import query_to_pb
+from apmbench.harness import prompts
+from apmbench.harness.client import SystemClient
+
+ECHO_SERVICE = "apmbench.bench.Echo"
+ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
+STREAM_METHOD = f"/{ECHO_SERVICE}/Stream"
+SINK_METHOD = f"/{ECHO_SERVICE}/Sink"
+NULL_ANSWER = b'{"answer":"A"}'
+
+QUERY_CALLS = 2000
+QUERY_WARMUP = 200
+QUERY_ROUNDS = 4
+PUSH_BATCH = 64  # the harness's default RunSettings.push_batch
+PUSH_BATCHES = 160  # per side: 10240 frames
+PUSH_WARMUP_BATCHES = 4
+PUSH_ROUNDS = 4
+FRAME_SIZE = (448, 336)  # width, height
+SHORT_SESSION_S = 60
+LONG_SESSION_S = 1200
+RSS_POLL_S = 0.02
+
+QUERY_TARGET = 1.2
+PUSH_RATIO_TARGET = 0.5
+PUSH_FPS_TARGET = 1000.0
+RSS_TARGET = 1.2
+
+_T0 = time.perf_counter()
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.perf_counter() - _T0:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+# -- the bare gRPC baseline server ---------------------------------------------------
+
+
+def _echo(request: bytes, context: grpc.ServicerContext) -> bytes:
+    return request
+
+
+def _stream_one(request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+    yield NULL_ANSWER
+
+
+def _sink(requests: Iterator[bytes], context: grpc.ServicerContext) -> bytes:
+    count = 0
+    for _ in requests:
+        count += 1
+    return count.to_bytes(8, "little")
+
+
+def echo_server(address: str) -> None:
+    """Serve raw-bytes Echo (unary), Stream (unary-stream) and Sink (client stream)."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    handler = grpc.method_handlers_generic_handler(
+        ECHO_SERVICE,
+        {
+            "Echo": grpc.unary_unary_rpc_method_handler(_echo),
+            "Stream": grpc.unary_stream_rpc_method_handler(_stream_one),
+            "Sink": grpc.stream_unary_rpc_method_handler(_sink),
+        },
+    )
+    server.add_generic_rpc_handlers((handler,))
+    server.add_insecure_port(address)
+    server.start()
+    stop = threading.Event()
+
+    def handle(signum: int, frame: object) -> None:
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handle)
+    print("ready", flush=True)
+    stop.wait()
+    server.stop(1.0).wait()
+
+
+# -- subprocess servers -----------------------------------------------------------------
+
+
+def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _cli() -> list[str]:
+    script = Path(sys.executable).parent / "apmbench-grpc"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "apmbench.harness.cli"]
+
+
+def start_echo(address: str, log_file: IO[bytes]) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--echo-server", address],
+        stdout=subprocess.PIPE,
+        stderr=log_file,
+    )
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout=60) or proc.stdout.readline().strip() != b"ready":
+            _stop(proc)
+            raise RuntimeError(f"echo server at {address} did not start")
+    return proc
+
+
+def start_null(address: str, log_file: IO[bytes]) -> tuple[subprocess.Popen[bytes], SystemClient]:
+    proc = subprocess.Popen(
+        [*_cli(), "serve", "null", "--address", address],
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+    )
+    client = SystemClient(address)
+    try:
+        client.wait_serving(60.0, alive=lambda: proc.poll() is None)
+    except Exception:
+        client.close()
+        _stop(proc)
+        raise
+    return proc, client
+
+
+# -- 1. per-query overhead --------------------------------------------------------------
+
+
+def _us(samples: list[float]) -> dict[str, float]:
+    return {
+        "mean_us": round(statistics.fmean(samples) * 1e6, 1),
+        "p50_us": round(statistics.median(samples) * 1e6, 1),
+        "p90_us": round(statistics.quantiles(samples, n=10)[-1] * 1e6, 1),
+    }
+
+
+def _timed(call: Callable[[], object], n: int, into: list[float]) -> None:
+    for _ in range(n):
+        started = time.perf_counter()
+        call()
+        into.append(time.perf_counter() - started)
+
+
+def bench_query(echo: grpc.Channel, client: SystemClient) -> dict[str, Any]:
+    choices = tuple(
+        Choice(letter, f"I put the red mug on the {place}.")
+        for letter, place in zip("ABCD", ("shelf", "table", "sink", "counter"), strict=True)
+    )
+    question = "What did I do with the red mug this morning?"
+    session_start = 8 * 3600 * 1000
+    template = Query(
+        query_id="0" * 32,
+        time_ms=session_start,
+        kind=QueryKind.MULTIPLE_CHOICE,
+        system_prompt=prompts.SYSTEM_PROMPT,
+        prompt=prompts.mcqa(question, choices),
+        question=question,
+        choices=choices,
+    )
+    payload = query_to_pb(template).SerializeToString()
+    echo_call = echo.unary_unary(ECHO_METHOD, None, None)
+    stream_call = echo.unary_stream(STREAM_METHOD, None, None)
+
+    client.reset("bench-query")
+    client.start_session(SessionStart("bench-query", "S001", "DAY1", session_start))
+    clock = session_start
+
+    def harness_call() -> None:
+        nonlocal clock
+        clock += 1  # non-decreasing, after the session start
+        result = client.query(
+            Query(
+                query_id=f"{clock:032x}",
+                time_ms=clock,
+                kind=template.kind,
+                system_prompt=template.system_prompt,
+                prompt=template.prompt,
+                question=template.question,
+                choices=template.choices,
+            )
+        )
+        if result.text != NULL_ANSWER.decode():
+            raise RuntimeError(f"unexpected null answer {result.text!r}")
+
+    def echo_once() -> None:
+        if echo_call(payload) != payload:
+            raise RuntimeError("echo returned other bytes")
+
+    def stream_once() -> None:
+        for _ in stream_call(payload):
+            pass
+
+    warm: list[float] = []
+    for call in (echo_once, stream_once, harness_call):
+        _timed(call, QUERY_WARMUP, warm)
+    echo_s: list[float] = []
+    stream_s: list[float] = []
+    harness_s: list[float] = []
+    per_round = QUERY_CALLS // QUERY_ROUNDS
+    for r in range(QUERY_ROUNDS):  # alternate, so drift hits both sides alike
+        _timed(echo_once, per_round, echo_s)
+        _timed(stream_once, per_round, stream_s)
+        _timed(harness_call, per_round, harness_s)
+        log(f"query round {r + 1}/{QUERY_ROUNDS}")
+    client.end_session(SessionEnd("S001", clock + 1))
+
+    echo_stats, harness_stats = _us(echo_s), _us(harness_s)
+    ratio_p50 = harness_stats["p50_us"] / echo_stats["p50_us"]
+    ratio_mean = harness_stats["mean_us"] / echo_stats["mean_us"]
+    stream_stats = _us(stream_s)
+    return {
+        "calls": len(harness_s),
+        "payload_bytes": len(payload),
+        "echo_mean_us": echo_stats["mean_us"],
+        "echo_p50_us": echo_stats["p50_us"],
+        "echo_p90_us": echo_stats["p90_us"],
+        "harness_mean_us": harness_stats["mean_us"],
+        "harness_p50_us": harness_stats["p50_us"],
+        "harness_p90_us": harness_stats["p90_us"],
+        "ratio_p50": round(ratio_p50, 3),
+        "ratio_mean": round(ratio_mean, 3),
+        "target": f"ratio_p50 <= {QUERY_TARGET}",
+        "met": ratio_p50 <= QUERY_TARGET,
+        # Not part of the target: a bare unary-stream call (the shape of Query)
+        # with the same request bytes, to split the overhead into "RPC shape"
+        # and "harness + SDK code".
+        "diagnostic_bare_stream_mean_us": stream_stats["mean_us"],
+        "diagnostic_bare_stream_p50_us": stream_stats["p50_us"],
+        "diagnostic_ratio_p50_vs_bare_stream": round(
+            harness_stats["p50_us"] / stream_stats["p50_us"], 3
+        ),
+    }
+
+
+# -- 2. push throughput -----------------------------------------------------------------
+
+
+def _test_image(width: int, height: int, shift: int = 0) -> npt.NDArray[np.uint8]:
+    """A gradient with texture: compresses like a camera frame, not like a flat colour."""
+    y, x = np.mgrid[0:height, 0:width]
+    rng = np.random.default_rng(7)
+    noise = rng.integers(0, 14, size=(height, width, 3))
+    img = np.stack(
+        [
+            (x + shift) * 255 // width,
+            y * 255 // height,
+            ((x + y + 2 * shift) // 3) % 256,
+        ],
+        axis=-1,
+    )
+    img = img + noise + 40 * (((x // 32) + (y // 32)) % 2)[..., None]
+    out: npt.NDArray[np.uint8] = np.clip(img, 0, 255).astype(np.uint8)
+    return out
+
+
+def bench_push(echo: grpc.Channel, client: SystemClient) -> dict[str, Any]:
+    width, height = FRAME_SIZE
+    jpeg: bytes = simplejpeg.encode_jpeg(_test_image(width, height), quality=90, colorspace="RGB")
+    sink = echo.stream_unary(SINK_METHOD, None, None)
+    start_ms = 9 * 3600 * 1000
+    clock = start_ms
+
+    def harness_batch() -> int:
+        nonlocal clock
+        frames = []
+        for _ in range(PUSH_BATCH):
+            clock += 1000
+            frames.append(Frame(clock, FrameEncoding.JPEG, width, height, jpeg))
+        result = client.push(frames)
+        return result.frames
+
+    def baseline_batch() -> int:
+        return int.from_bytes(sink(iter([jpeg] * PUSH_BATCH)), "little")
+
+    def run(batch: Callable[[], int], batches: int) -> tuple[int, float]:
+        sent = 0
+        started = time.perf_counter()
+        for _ in range(batches):
+            sent += batch()
+        return sent, time.perf_counter() - started
+
+    client.reset("bench-push")
+    client.start_session(SessionStart("bench-push", "S001", "DAY1", start_ms))
+    run(baseline_batch, PUSH_WARMUP_BATCHES)
+    run(harness_batch, PUSH_WARMUP_BATCHES)
+    base_frames = harness_frames = 0
+    base_s = harness_s = 0.0
+    per_round = PUSH_BATCHES // PUSH_ROUNDS
+    for r in range(PUSH_ROUNDS):
+        n, s = run(baseline_batch, per_round)
+        base_frames, base_s = base_frames + n, base_s + s
+        n, s = run(harness_batch, per_round)
+        harness_frames, harness_s = harness_frames + n, harness_s + s
+        log(f"push round {r + 1}/{PUSH_ROUNDS}")
+    client.end_session(SessionEnd("S001", clock + 1))
+    expected = PUSH_BATCH * PUSH_BATCHES
+    if base_frames != expected or harness_frames != expected:
+        raise RuntimeError(f"sent {expected} frames, counted {base_frames} and {harness_frames}")
+
+    base_fps = base_frames / base_s
+    harness_fps = harness_frames / harness_s
+    ratio = harness_fps / base_fps
+    return {
+        "frames": harness_frames,
+        "batch": PUSH_BATCH,
+        "frame_size": f"{width}x{height}",
+        "jpeg_bytes": len(jpeg),
+        "baseline_fps": round(base_fps, 1),
+        "harness_fps": round(harness_fps, 1),
+        "baseline_mb_per_s": round(base_fps * len(jpeg) / 1e6, 1),
+        "harness_mb_per_s": round(harness_fps * len(jpeg) / 1e6, 1),
+        "ratio": round(ratio, 3),
+        "target": f"ratio >= {PUSH_RATIO_TARGET} and harness_fps >= {PUSH_FPS_TARGET:.0f}",
+        "met_ratio": ratio >= PUSH_RATIO_TARGET,
+        "met_fps": harness_fps >= PUSH_FPS_TARGET,
+        "met": ratio >= PUSH_RATIO_TARGET and harness_fps >= PUSH_FPS_TARGET,
+    }
+
+
+# -- 3. peak RSS against trajectory length ------------------------------------------------
+
+
+def write_video(path: Path, seconds: int, seed: int) -> None:
+    """H.264 at 1 FPS, every frame a key frame, content changing every second."""
+    width, height = FRAME_SIZE
+    base = _test_image(width, height, shift=seed * 17)
+    with av.open(str(path), "w", format="mp4") as out:
+        stream = out.add_stream("libx264", rate=1)
+        stream.width, stream.height = width, height
+        stream.pix_fmt = "yuv420p"
+        stream.options = {
+            "g": "1",
+            "keyint_min": "1",
+            "sc_threshold": "0",
+            "preset": "ultrafast",
+            "crf": "30",
+        }
+        for i in range(seconds):
+            img = np.roll(base, shift=(i * 7) % width, axis=1)
+            x = (i * 11) % (width - 24)
+            img[:, x : x + 24] = 255
+            frame = av.VideoFrame.from_ndarray(img, format="rgb24")
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+
+
+def _clock(seconds: int) -> str:
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def build_dataset(root: Path, session_s: int) -> None:
+    """One trajectory of two sessions, one ER question in the second session."""
+    (root / "videos").mkdir(parents=True)
+    (root / "candidates").mkdir()
+    sessions = []
+    starts = {"S001": 8 * 3600, "S002": 12 * 3600}
+    for k, (sid, start) in enumerate(starts.items()):
+        video = f"videos/T01_{sid}.mp4"
+        write_video(root / video, session_s, seed=k)
+        sessions.append(
+            {
+                "session_id": sid,
+                "day_id": "DAY1",
+                "start_time": _clock(start),
+                "end_time": _clock(start + session_s),
+                "video": video,
+            }
+        )
+    doc = {
+        "format": "apmbench-dataset",
+        "format_version": 1,
+        "name": f"bench-{session_s}s",
+        "trajectories": [{"trajectory_id": "T01", "title": "bench", "sessions": sessions}],
+    }
+    (root / "dataset.json").write_text(json.dumps(doc, indent=2) + "\n")
+    first = starts["S001"]
+    mcqa = [
+        {
+            "task_type": "ER",
+            "trajectory_id": "T01",
+            "candidate_id": "T01-ER-0",
+            "question": "What did I do with the red mug this morning?",
+            "choices": [{"option_id": c, "text": f"option {c}"} for c in "ABCD"],
+            "correct_option_id": "B",
+            "query": {
+                "day_id": "DAY1",
+                "session_id": "S002",
+                "query_time": _clock(starts["S002"] + session_s * 3 // 4),
+            },
+            "evidence_moments": [
+                {
+                    "day_id": "DAY1",
+                    "session_id": "S001",
+                    "start_time": _clock(first + 5),
+                    "end_time": _clock(first + 10),
+                    "evidence_content": "The red mug is put on the shelf.",
+                }
+            ],
+        }
+    ]
+    (root / "candidates" / "mcqa.json").write_text(json.dumps(mcqa, indent=2) + "\n")
+
+
+def measure_evaluate(dataset: Path, out: Path) -> dict[str, Any]:
+    """Run `apmbench-grpc evaluate` and poll the RSS of its own process (not the server's)."""
+    cmd = [
+        *_cli(),
+        "evaluate",
+        "--dataset",
+        str(dataset),
+        "--system",
+        "null",
+        "--persistence",
+        "trust",
+        "--out",
+        str(out),
+    ]
+    log_path = out.parent / f"{out.name}.log"
+    peak = 0
+    samples = 0
+    started = time.perf_counter()
+    with log_path.open("wb") as log_file:
+        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT)
+        try:
+            watched = psutil.Process(proc.pid)
+            kernel_maxrss_kib = 0
+            while True:
+                try:
+                    peak = max(peak, watched.memory_info().rss)
+                    samples += 1
+                except psutil.Error:
+                    pass
+                # wait4 reaps it and returns the kernel's high-water mark; it covers
+                # the harness and its reaped children (the server), so it is an upper bound.
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid != 0:
+                    proc.returncode = os.waitstatus_to_exitcode(status)
+                    kernel_maxrss_kib = usage.ru_maxrss
+                    break
+                time.sleep(RSS_POLL_S)
+        finally:
+            _stop(proc)
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        tail = log_path.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"evaluate on {dataset} exited with {proc.returncode}:\n{tail}")
+    rows = [json.loads(line) for line in (out / "sessions.jsonl").read_text().splitlines()]
+    instances = (out / "instances.jsonl").read_text().splitlines()
+    return {
+        "session_s": sum(r["duration_s"] for r in rows) / len(rows),
+        "frames": sum(r["frames"] for r in rows),
+        "instances": len(instances),
+        "peak_rss_mib": round(peak / 2**20, 1),
+        "kernel_maxrss_mib": round(kernel_maxrss_kib / 1024, 1),
+        "rss_samples": samples,
+        "seconds": round(seconds, 1),
+    }
+
+
+def bench_rss(tmp: Path) -> dict[str, Any]:
+    results: dict[str, dict[str, Any]] = {}
+    for name, session_s in (("short", SHORT_SESSION_S), ("long", LONG_SESSION_S)):
+        dataset = tmp / f"ds-{name}"
+        log(f"rss: writing {name} dataset (2 sessions of {session_s} s)")
+        build_dataset(dataset, session_s)
+        log(f"rss: evaluate {name}")
+        results[name] = measure_evaluate(dataset, tmp / f"run-{name}")
+    short, long = results["short"], results["long"]
+    ratio = long["peak_rss_mib"] / short["peak_rss_mib"]
+    return {
+        "short": short,
+        "long": long,
+        "ratio": round(ratio, 3),
+        "target": f"ratio <= {RSS_TARGET}",
+        "met": ratio <= RSS_TARGET,
+        "note": "peak_rss_mib: the harness process only, polled every 20 ms; "
+        "kernel_maxrss_mib: wait4 high-water mark, harness or its server child",
+    }
+
+
+# -- main -----------------------------------------------------------------------------
+
+
+def run_all() -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="apmb", dir="/tmp"))
+    echo_proc: subprocess.Popen[bytes] | None = None
+    null_proc: subprocess.Popen[bytes] | None = None
+    client: SystemClient | None = None
+    channel: grpc.Channel | None = None
+    report: dict[str, Any] = {}
+    try:
+        with (tmp / "servers.log").open("wb") as server_log:
+            echo_address = f"unix:{tmp / 'echo.sock'}"
+            null_address = f"unix:{tmp / 'null.sock'}"
+            log("starting the echo and null servers")
+            echo_proc = start_echo(echo_address, server_log)
+            null_proc, client = start_null(null_address, server_log)
+            channel = grpc.insecure_channel(echo_address)
+            log(f"query overhead: {QUERY_CALLS} calls each")
+            report["query_overhead"] = bench_query(channel, client)
+            log(f"push: {PUSH_BATCHES} batches of {PUSH_BATCH} frames each")
+            report["push"] = bench_push(channel, client)
+        channel.close()
+        client.close()
+        channel = client = None
+        _stop(echo_proc)
+        _stop(null_proc)
+        report["rss"] = bench_rss(tmp)
+    finally:
+        if channel is not None:
+            channel.close()
+        if client is not None:
+            client.close()
+        _stop(echo_proc)
+        _stop(null_proc)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return report
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "--echo-server":
+        echo_server(argv[1])
+        return 0
+    if argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    report = run_all()
+    report["all_met"] = all(
+        section["met"] for section in report.values() if isinstance(section, dict)
+    )
+    report["host"] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "grpcio": grpc.__version__,
+        "platform": platform.platform(),
+    }
+    report["seconds"] = round(time.perf_counter() - _T0, 1)
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
