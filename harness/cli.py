@@ -20,7 +20,7 @@ EXIT_USAGE = 2
 EXIT_SYSTEM = 3
 EXIT_INTERRUPTED = 130
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 
 
 @click.group()
@@ -37,7 +37,12 @@ def main(verbose: bool, json_logs: bool) -> None:
 @click.option(
     "--address", required=True, help='"unix:/path/to.sock" or "host:port" (port 0 = any).'
 )
-def serve(system: str, address: str) -> None:
+@click.option(
+    "--exit-with-parent",
+    is_flag=True,
+    help="Stop when the process that started this one dies (used by the harness).",
+)
+def serve(system: str, address: str, exit_with_parent: bool) -> None:
     """Serve SYSTEM (a registered name such as `null`, or "package.module:Class")."""
     from apmbench.adapters.sdk.server import serve as run_server
     from apmbench.adapters.systems import load_system
@@ -46,7 +51,10 @@ def serve(system: str, address: str) -> None:
     try:
         instance = load_system(system)
         run_server(
-            instance, address, on_ready=lambda a: log.info("serving", system=system, address=a)
+            instance,
+            address,
+            on_ready=lambda a: log.info("serving", system=system, address=a),
+            exit_with_parent=exit_with_parent,
         )
     except ApmbenchError as e:
         console.print(f"[red]error:[/red] {e}")

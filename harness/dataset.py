@@ -372,6 +372,23 @@ def _hash_files(root: Path, annotations: Sequence[Path], videos: Sequence[Path])
     return digest.hexdigest()
 
 
+def _check_video_lengths(trajectories: Sequence[Trajectory]) -> None:
+    """Fail before any work when a video is unreadable or shorter than its session."""
+    from apmbench.harness.frames import END_TOLERANCE_MS, probe_duration_ms
+
+    problems = []
+    for t in trajectories:
+        for s in t.sessions:
+            length = probe_duration_ms(s.video)
+            if length + END_TOLERANCE_MS < s.end_ms - s.start_ms:
+                problems.append(
+                    f"{s.video.name} lasts {length / 1000:.1f} s but session "
+                    f"{t.trajectory_id}/{s.session_id} lasts {s.duration_s:.1f} s"
+                )
+    if problems:
+        raise DatasetError("videos shorter than their sessions: " + "; ".join(problems))
+
+
 def load_dataset(root: Path) -> Dataset:
     """Read and validate a dataset directory; raise `DatasetError` naming what to fix."""
     root = Path(root)
@@ -406,6 +423,7 @@ def load_dataset(root: Path) -> Dataset:
     )
     if missing:
         raise DatasetError("session videos not found: " + ", ".join(missing))
+    _check_video_lengths(trajectories)
     videos = [s.video for t in trajectories for s in t.sessions]
     content_hash = _hash_files(root, [root / "dataset.json", *files], videos)
     return Dataset(

@@ -24,7 +24,7 @@ from apmbench.harness.errors import VideoError
 from apmbench.harness.timecode import format_ms
 
 # A session may end up to one frame period after the last video frame.
-_END_TOLERANCE_MS = 1000
+END_TOLERANCE_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def decode_session(
             raise VideoError(f"{session.video} has no decodable frames")
         last_ms = session.start_ms + round(previous.time * 1000)
         while k < len(times):
-            if times[k] - last_ms > _END_TOLERANCE_MS:
+            if times[k] - last_ms > END_TOLERANCE_MS:
                 raise VideoError(
                     f"video {session.video} ends at {format_ms(last_ms)} but session "
                     f"{session.session_id} runs until {format_ms(session.end_ms)}: the video is "

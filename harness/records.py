@@ -46,6 +46,16 @@ def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
     return "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
 
 
+def _differences(path: str, then: Any, now: Any) -> list[tuple[str, Any, Any]]:
+    if isinstance(then, dict) and isinstance(now, dict):
+        return [
+            d
+            for key in sorted(set(then) | set(now))
+            for d in _differences(f"{path}.{key}", then.get(key), now.get(key))
+        ]
+    return [] if then == now else [(path, then, now)]
+
+
 class RunDir:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
@@ -69,12 +79,17 @@ class RunDir:
         existing = self.root / "manifest.json"
         if existing.exists():
             old = json.loads(existing.read_text())
-            for key in RESUME_KEYS:
-                if old.get(key) != manifest.get(key):
-                    raise RunDirError(
-                        f"cannot resume {self.root}: {key} differs from the original run "
-                        f"({old.get(key)!r} then, {manifest.get(key)!r} now)"
-                    )
+            changes = [
+                f"{path}: {then!r} then, {now!r} now"
+                for key in RESUME_KEYS
+                for path, then, now in _differences(key, old.get(key), manifest.get(key))
+            ]
+            if changes:
+                raise RunDirError(
+                    f"cannot resume {self.root}: the run was started with other settings ("
+                    + "; ".join(changes)
+                    + "). Resume with the original settings, or choose another --out"
+                )
         for d in (self.trajectories, self.logs):
             d.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.work, ignore_errors=True)

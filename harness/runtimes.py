@@ -145,6 +145,7 @@ class ProcessRuntime(Runtime):
             self.system,
             "--address",
             self.address,
+            "--exit-with-parent",
         ]
         self._proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True

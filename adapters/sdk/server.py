@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -299,9 +300,17 @@ def start_server(system: MemorySystem, address: str, *, max_workers: int = 8) ->
 
 
 def serve(
-    system: MemorySystem, address: str, *, on_ready: Callable[[str], Any] | None = None
+    system: MemorySystem,
+    address: str,
+    *,
+    on_ready: Callable[[str], Any] | None = None,
+    exit_with_parent: bool = False,
 ) -> None:
-    """Serve `system` at `address` until SIGTERM or SIGINT, then shut down gracefully."""
+    """Serve `system` at `address` until SIGTERM or SIGINT, then shut down gracefully.
+
+    With `exit_with_parent`, also stop when the parent process dies, so a
+    harness killed with SIGKILL leaves no server behind.
+    """
     running = start_server(system, address)
     stop = threading.Event()
 
@@ -310,6 +319,15 @@ def serve(
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, handle)
+    if exit_with_parent:
+        parent = os.getppid()
+
+        def watch() -> None:
+            while not stop.wait(0.5):
+                if os.getppid() != parent:
+                    stop.set()
+
+        threading.Thread(target=watch, daemon=True, name="parent-watch").start()
     if on_ready is not None:
         on_ready(running.address)
     stop.wait()

@@ -1,0 +1,11 @@
+"""Types shared by the RPC-level tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from apmbench.adapters.sdk import MemorySystem
+from apmbench.harness.client import SystemClient
+
+Serve = Callable[[MemorySystem], SystemClient]
+"""Start a system in this process and return a connected, ready client."""

@@ -1,0 +1,209 @@
+"""Memory systems used only by the tests, served by `apmbench-grpc serve helpers.systems:NAME`."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from apmbench.adapters.sdk import (
+    Capabilities,
+    ExportedState,
+    Frame,
+    FrameEncoding,
+    MemorySystem,
+    Query,
+    QueryKind,
+    SessionEnd,
+    SessionStart,
+    SystemInfo,
+    UserTurn,
+)
+
+
+class JsonMemory(MemorySystem):
+    """A system whose whole memory is one JSON-able dict, exported canonically."""
+
+    name = "json-memory"
+    supports_import = True
+
+    def __init__(self) -> None:
+        self.memory: dict[str, Any] = self.empty()
+
+    def empty(self) -> dict[str, Any]:
+        return {"turns": [], "sessions": [], "frames": 0}
+
+    def describe(self) -> SystemInfo:
+        return SystemInfo(
+            name=self.name,
+            version="1",
+            capabilities=Capabilities(
+                frame_encodings=(FrameEncoding.JPEG,),
+                preferred_max_side=64,
+                supports_import=self.supports_import,
+            ),
+        )
+
+    def reset(self, trajectory_id: str) -> None:
+        self.memory = self.empty()
+
+    def start_session(self, start: SessionStart) -> None:
+        pass
+
+    def ingest_frame(self, frame: Frame) -> None:
+        self.memory["frames"] += 1
+
+    def ingest_user_turn(self, turn: UserTurn) -> None:
+        self.memory["turns"].append(turn.text)
+
+    def end_session(self, end: SessionEnd) -> None:
+        self.memory["sessions"].append(end.session_id)
+
+    def answer(self, query: Query) -> dict[str, Any]:
+        if query.kind is QueryKind.DECISION:
+            return {"decision": "SILENT", "reason": "seen"}
+        return {"answer": "A"}
+
+    def query(self, query: Query) -> Iterator[str]:
+        reply = self.answer(query)
+        reply["memory"] = self.memory
+        yield json.dumps(reply)
+
+    def export_state(self) -> ExportedState:
+        data = json.dumps(self.memory, sort_keys=True).encode()
+        return ExportedState(data, "application/json", 1)
+
+    def import_state(self, state: ExportedState) -> None:
+        self.memory = json.loads(state.data)
+
+
+class TurnEcho(JsonMemory):
+    """Answers with every user turn it remembers: shows which turns reached which query."""
+
+    name = "turn-echo"
+
+
+class NoImport(JsonMemory):
+    """Declares that it cannot import: forks must replay from the start."""
+
+    name = "no-import"
+    supports_import = False
+
+
+# Process-wide memory that is never exported: it survives Reset but not a restart.
+_HIDDEN: list[str] = []
+
+
+class HiddenState(JsonMemory):
+    """Keeps a second, unexported memory of session starts (what a cheater would do)."""
+
+    name = "hidden-state"
+
+    def start_session(self, start: SessionStart) -> None:
+        _HIDDEN.append(start.session_id)
+
+    def query(self, query: Query) -> Iterator[str]:
+        reply = self.answer(query)
+        reply["exported_sessions"] = self.memory["sessions"]
+        reply["hidden_sessions"] = list(_HIDDEN)
+        yield json.dumps(reply)
+
+
+class Recorder(JsonMemory):
+    """Appends everything that reaches it to the JSONL file named by $APMBENCH_RECORD."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._path = os.environ["APMBENCH_RECORD"]
+
+    def _log(self, **event: Any) -> None:
+        with open(self._path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(event) + "\n")
+
+    def start_session(self, start: SessionStart) -> None:
+        self._log(event="start", session=start.session_id, time_ms=start.time_ms)
+
+    def ingest_frame(self, frame: Frame) -> None:
+        super().ingest_frame(frame)
+        self._log(event="frame", time_ms=frame.time_ms, size=[frame.width, frame.height])
+
+    def ingest_user_turn(self, turn: UserTurn) -> None:
+        super().ingest_user_turn(turn)
+        self._log(event="turn", time_ms=turn.time_ms, kind=turn.kind.value, text=turn.text)
+
+    def end_session(self, end: SessionEnd) -> None:
+        super().end_session(end)
+        self._log(event="end", session=end.session_id, time_ms=end.time_ms)
+
+    def query(self, query: Query) -> Iterator[str]:
+        self._log(
+            event="query",
+            time_ms=query.time_ms,
+            kind=query.kind.value,
+            text=" ".join(
+                [query.system_prompt, query.prompt, query.question]
+                + [c.text for c in query.choices]
+            ),
+        )
+        yield json.dumps(self.answer(query))
+
+
+class SlowIngest(JsonMemory):
+    """Takes $APMBENCH_INGEST_DELAY seconds per frame, so a run can be killed mid-way."""
+
+    name = "slow-ingest"
+
+    def ingest_frame(self, frame: Frame) -> None:
+        time.sleep(float(os.environ.get("APMBENCH_INGEST_DELAY", "0.01")))
+        super().ingest_frame(frame)
+
+
+class BigState(JsonMemory):
+    """Exports `size` pseudo-random bytes; imports whatever it is given."""
+
+    name = "big-state"
+
+    def __init__(self, size: int = 70 << 20) -> None:
+        super().__init__()
+        block = bytes(range(256)) * 4096  # 1 MiB
+        self.blob = (block * (size // len(block) + 1))[:size]
+
+    def export_state(self) -> ExportedState:
+        return ExportedState(self.blob, "application/octet-stream", 3)
+
+    def import_state(self, state: ExportedState) -> None:
+        self.blob = state.data
+
+
+class Crashing(JsonMemory):
+    """Fails in ingest_frame with an unexpected exception."""
+
+    name = "crashing"
+
+    def ingest_frame(self, frame: Frame) -> None:
+        raise ZeroDivisionError("boom in method code")
+
+
+class SlowStream(JsonMemory):
+    """Streams its answer slowly; counts how many answers ran to completion."""
+
+    name = "slow-stream"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.finished = 0
+        self.closed = threading.Event()
+
+    def query(self, query: Query) -> Iterator[str]:
+        try:
+            for _ in range(50):
+                time.sleep(0.05)
+                yield "."
+            self.finished += 1
+        finally:
+            self.closed.set()
