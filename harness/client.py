@@ -31,6 +31,8 @@ from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 T = TypeVar("T")
+# The value of grpc.experimental.ChannelOptions.SingleThreadedUnaryStream.
+_SINGLE_THREADED_STREAM = "SingleThreadedUnaryStream"
 
 
 @dataclass(frozen=True)
@@ -77,9 +79,7 @@ class SystemClient:
         self.deadlines = deadlines or Deadlines()
         # A streamed Query otherwise costs a helper thread per call in grpcio;
         # the harness reads each stream to its end on the calling thread.
-        self._channel = grpc.insecure_channel(
-            address, options=[(grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)]
-        )
+        self._channel = grpc.insecure_channel(address, options=[(_SINGLE_THREADED_STREAM, 1)])
         self._stub = pb_grpc.MemorySystemStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
