@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
 from apmbench.adapters.sdk import errors, wire
 from apmbench.adapters.sdk.types import (
     PROTOCOL_VERSION,
@@ -28,7 +30,6 @@ from apmbench.adapters.sdk.types import (
 )
 from apmbench.v1 import memory_system_pb2 as pb
 from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 T = TypeVar("T")
 # The value of grpc.experimental.ChannelOptions.SingleThreadedUnaryStream.

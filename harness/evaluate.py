@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+
 from apmbench.adapters.sdk.types import PROTOCOL_VERSION, SystemInfo
 from apmbench.harness import __version__, records
 from apmbench.harness.client import Deadlines, SystemClient

@@ -18,6 +18,7 @@ from typing import Any
 import av
 import numpy as np
 import simplejpeg
+
 from apmbench.adapters.sdk.types import Frame, FrameEncoding
 from apmbench.harness.dataset import Session
 from apmbench.harness.errors import VideoError

@@ -15,6 +15,7 @@ from statistics import fmean
 from typing import Any
 
 import numpy as np
+
 from apmbench.harness import tasks
 from apmbench.harness.answers import FAILURE, parse_choice, parse_decision
 from apmbench.harness.dataset import Candidate, Probe

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
 from apmbench.adapters.sdk import errors, wire
 from apmbench.adapters.sdk.system import MemorySystem
 from apmbench.adapters.sdk.types import (
@@ -23,8 +26,6 @@ from apmbench.adapters.sdk.types import (
 )
 from apmbench.v1 import memory_system_pb2 as pb
 from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 T = TypeVar("T")
 

@@ -10,6 +10,7 @@ import hashlib
 from collections.abc import Iterable, Iterator
 
 import grpc
+
 from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import (
     Capabilities,

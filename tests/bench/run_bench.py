@@ -44,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 import psutil
 import simplejpeg
+
 from apmbench.adapters.sdk.types import (
     Choice,
     Frame,

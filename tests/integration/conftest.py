@@ -6,9 +6,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.servers import Serve
+
 from apmbench.adapters.sdk import MemorySystem, RunningServer, start_server
 from apmbench.harness.client import SystemClient
-from helpers.servers import Serve
 
 
 @pytest.fixture(params=["unix", "tcp"])

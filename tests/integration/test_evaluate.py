@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from apmbench.harness.dataset import load_dataset
 from apmbench.harness.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.runner import Persistence

@@ -7,6 +7,9 @@ import time
 
 import grpc
 import pytest
+from helpers.servers import Serve
+from helpers.systems import Crashing, JsonMemory, NoImport, SlowStream
+
 from apmbench.adapters.sdk import (
     DataLoss,
     FailedPrecondition,
@@ -29,8 +32,6 @@ from apmbench.adapters.systems.null import NullSystem
 from apmbench.harness.client import Deadlines, SystemClient
 from apmbench.v1 import memory_system_pb2 as pb
 from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
-from helpers.servers import Serve
-from helpers.systems import Crashing, JsonMemory, NoImport, SlowStream
 
 JPEG = b"\xff\xd8 not really a jpeg \xff\xd9"
 

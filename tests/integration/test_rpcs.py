@@ -7,6 +7,11 @@ import io
 import json
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from helpers.servers import Serve
+from helpers.systems import BigState, JsonMemory
+
 from apmbench.adapters.sdk import (
     PROTOCOL_VERSION,
     Frame,
@@ -21,10 +26,6 @@ from apmbench.adapters.sdk import (
 from apmbench.adapters.sdk.wire import DEFAULT_CHUNK_BYTES
 from apmbench.adapters.systems.null import NullSystem
 from apmbench.harness.client import SystemClient
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from helpers.servers import Serve
-from helpers.systems import BigState, JsonMemory
 
 JPEG = bytes.fromhex("ffd8ffe000104a46494600010100000100010000ffd9")
 

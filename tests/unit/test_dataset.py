@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from apmbench.adapters.sdk.types import UserTurnKind
 from apmbench.harness.dataset import load_dataset
 from apmbench.harness.errors import DatasetError, VideoError

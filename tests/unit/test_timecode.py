@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from apmbench.harness.errors import DatasetError
 from apmbench.harness.timecode import MS_PER_DAY, format_ms, to_ms
 

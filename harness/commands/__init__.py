@@ -1,0 +1,1 @@
+"""One module per `apmbench-grpc` command; `apmbench.harness.cli` assembles them."""

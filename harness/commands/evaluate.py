@@ -1,0 +1,152 @@
+"""`apmbench-grpc evaluate`: run a system on a dataset, write a run directory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from apmbench.adapters.sdk.errors import ApmbenchError, ProtocolError
+from apmbench.adapters.sdk.types import FrameEncoding
+from apmbench.harness import logs
+from apmbench.harness.client import Deadlines
+from apmbench.harness.commands.common import EXIT_INTERRUPTED, EXIT_SYSTEM, EXIT_USAGE, console
+from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
+from apmbench.harness.frames import FrameSettings
+from apmbench.harness.runner import Persistence
+
+
+@click.command()
+@click.option(
+    "--dataset",
+    "dataset",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Dataset directory (dataset.json, candidates/, videos/).",
+)
+@click.option(
+    "--system", "system", help="Reference system to run as a local process, or module:Class."
+)
+@click.option("--endpoint", help="Address of an already running server (unix:/path or host:port).")
+@click.option(
+    "--persistence",
+    type=click.Choice([p.value for p in Persistence]),
+    default=None,
+    help="What crosses a session gap. Default: restart (reset for --endpoint).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Run directory. Default: runs/<dataset>-<system>.",
+)
+@click.option(
+    "--resume", is_flag=True, help="Continue a run directory, skipping finished trajectories."
+)
+@click.option(
+    "--fps", type=float, default=1.0, show_default=True, help="Frames pushed per second of video."
+)
+@click.option(
+    "--max-side",
+    type=int,
+    default=448,
+    show_default=True,
+    help="Longest frame side unless the system prefers another.",
+)
+@click.option(
+    "--encoding",
+    type=click.Choice([e.value for e in FrameEncoding]),
+    default="jpeg",
+    show_default=True,
+    help="Frame encoding when the system accepts it.",
+)
+@click.option(
+    "--query-timeout", type=float, default=600.0, show_default=True, help="Seconds per Query."
+)
+@click.option(
+    "--startup-timeout",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds for the system to report SERVING.",
+)
+def evaluate(
+    dataset: Path,
+    system: str | None,
+    endpoint: str | None,
+    persistence: str | None,
+    out: Path | None,
+    resume: bool,
+    fps: float,
+    max_side: int,
+    encoding: str,
+    query_timeout: float,
+    startup_timeout: float,
+) -> None:
+    """Run a system on a dataset and write a run directory with its report."""
+    from apmbench.harness.evaluate import EvaluateOptions
+    from apmbench.harness.evaluate import Progress as Callbacks
+    from apmbench.harness.evaluate import evaluate as run_evaluation
+
+    if (system is None) == (endpoint is None):
+        raise click.UsageError("give exactly one of --system NAME or --endpoint ADDRESS")
+    if fps <= 0:
+        raise click.BadParameter("must be positive", param_hint="--fps")
+    label = (system or "endpoint").replace(":", "_").replace("/", "_")
+    out = out or Path("runs") / f"{dataset.name}-{label}"
+    opts = EvaluateOptions(
+        dataset=dataset,
+        out=out,
+        system=system,
+        endpoint=endpoint,
+        persistence=Persistence(persistence) if persistence else None,
+        resume=resume,
+        frames=FrameSettings(fps=fps, max_side=max_side, encoding=FrameEncoding(encoding)),
+        deadlines=Deadlines(query=query_timeout),
+        startup_timeout_s=startup_timeout,
+    )
+    log = logs.get("evaluate")
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    try:
+        with Progress(*columns, console=console, transient=True) as bar:
+            overall = bar.add_task("trajectories", total=None)
+            current = bar.add_task("segments", total=None, visible=False)
+
+            def trajectories(total: int, skipped: int) -> None:
+                bar.update(overall, total=total, completed=skipped)
+                if skipped:
+                    log.info("resuming", finished=skipped, remaining=total - skipped)
+
+            def started(tid: str, segments: int) -> None:
+                bar.update(current, description=tid, total=segments, completed=0, visible=True)
+
+            callbacks = Callbacks(
+                trajectories=trajectories,
+                trajectory_started=started,
+                segment_started=lambda s: bar.advance(current),
+                trajectory_done=lambda tid: bar.advance(overall),
+            )
+            result = run_evaluation(opts, callbacks)
+    except (DatasetError, ConfigError, RunDirError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        sys.exit(EXIT_USAGE)
+    except ProtocolError as e:
+        console.print(f"[red]system error:[/red] {e}")
+        console.print(f"finished trajectories are kept in {out}; rerun with --resume to continue")
+        sys.exit(EXIT_SYSTEM)
+    except ApmbenchError as e:
+        console.print(f"[red]error:[/red] {e}")
+        console.print(f"finished trajectories are kept in {out}; rerun with --resume to continue")
+        sys.exit(EXIT_SYSTEM)
+    except KeyboardInterrupt:
+        console.print(f"interrupted: finished trajectories are kept in {out}; rerun with --resume")
+        sys.exit(EXIT_INTERRUPTED)
+    click.echo((result.run_dir / "report.md").read_text())
+    click.echo(f"run directory: {result.run_dir}")
