@@ -8,8 +8,13 @@ unrecoverable format failure, counted per task and system:
   "B.", "option B", a lone letter, or the exact text of one choice). Two
   different options named = failure.
 - decisions: a JSON object with "decision" SILENT or INTERVENE (any case);
-  else exactly one of the two words in the text. For ERA, an INTERVENE
-  decision also needs one option, read as above.
+  else, in JSON cut off before it closed (an output that ran to the length
+  limit), one "decision" field value; else exactly one of the two words in
+  the text. For ERA, an INTERVENE decision also needs one option, read as
+  above.
+
+Several JSON objects that disagree (two different answers or decisions) are
+a failure, never a pick; repeated identical objects are repaired.
 """
 
 from __future__ import annotations
@@ -104,14 +109,16 @@ def parse_choice(text: str, choices: Sequence[tuple[str, str]]) -> ParsedChoice:
     options = [o for o, _ in choices]
     if not text.strip():
         return ParsedChoice(None, FAILURE, "empty output")
-    for obj in _json_objects(text):
-        if "answer" in obj:
-            value = obj["answer"]
-            option = _option_in_value(str(value), options) if value is not None else None
-            if option is not None:
-                exact = _is_clean_json(text, obj) and str(value) == option
-                return ParsedChoice(option, CLEAN if exact else REPAIRED)
-            return ParsedChoice(None, FAILURE, f"answer field {value!r} names no single option")
+    answers = [obj for obj in _json_objects(text) if "answer" in obj]
+    if answers:
+        values = [obj["answer"] for obj in answers]
+        picked = [_option_in_value(str(v), options) if v is not None else None for v in values]
+        if len(set(picked)) > 1:
+            return ParsedChoice(None, FAILURE, "several JSON answers disagree")
+        if picked[0] is None:
+            return ParsedChoice(None, FAILURE, f"answer field {values[0]!r} names no single option")
+        exact = _is_clean_json(text, answers[0]) and str(values[0]) == picked[0]
+        return ParsedChoice(picked[0], CLEAN if exact else REPAIRED)
     named = _options_in_prose(text, choices)
     if len(named) == 1:
         return ParsedChoice(named.pop(), REPAIRED, "option read from prose")
@@ -120,15 +127,66 @@ def parse_choice(text: str, choices: Sequence[tuple[str, str]]) -> ParsedChoice:
     return ParsedChoice(None, FAILURE, "no option found")
 
 
+_FIELD = r'"{}"\s*:\s*"((?:[^"\\]|\\.)*)'
+
+
+def _unescape(value: str) -> str:
+    try:
+        text: str = json.loads(f'"{value}"')
+    except json.JSONDecodeError:
+        return value
+    return text
+
+
+def _field_values(text: str, name: str) -> list[str]:
+    """Values of a string field in JSON that may be cut off: closed strings whole, else the rest."""
+    closed = [_unescape(v) for v in re.findall(_FIELD.format(name) + '"', text)]
+    if closed:
+        return closed
+    m = re.search(_FIELD.format(name) + "$", text)
+    return [m.group(1)] if m else []
+
+
+def _unterminated_decision(
+    text: str, choices: Sequence[tuple[str, str]], needs_option: bool
+) -> ParsedDecision | None:
+    """A decision from JSON that never closed, when its decision field is unambiguous."""
+    values = {v.strip().upper() for v in _field_values(text, "decision")}
+    if len(values) != 1 or not values <= {"SILENT", "INTERVENE"}:
+        return None
+    decision = values.pop()
+    option = None
+    if needs_option and decision == "INTERVENE":
+        answers = {
+            p.option
+            for v in _field_values(text, "answer")
+            if (p := parse_choice(json.dumps({"answer": v}), choices)).option is not None
+        }
+        if len(answers) != 1:
+            return ParsedDecision(decision, FAILURE, "INTERVENE without a single option")
+        option = answers.pop()
+    response = _field_values(text, "proactive_response")
+    reason = _field_values(text, "reason")
+    return ParsedDecision(
+        decision,
+        REPAIRED,
+        "decision read from JSON cut off before it closed",
+        option=option,
+        response=response[0] if response else "",
+        explanation=reason[0] if reason else "",
+    )
+
+
 def parse_decision(
     text: str, choices: Sequence[tuple[str, str]] = (), *, needs_option: bool = False
 ) -> ParsedDecision:
     """SILENT / INTERVENE (and, for ERA, the chosen option) from `text`."""
     if not text.strip():
         return ParsedDecision(None, FAILURE, "empty output")
-    for obj in _json_objects(text):
-        if "decision" not in obj:
-            continue
+    decided = [obj for obj in _json_objects(text) if "decision" in obj]
+    if len({str(obj["decision"]).strip().upper() for obj in decided}) > 1:
+        return ParsedDecision(None, FAILURE, "several JSON decisions disagree")
+    for obj in decided:
         raw = str(obj["decision"]).strip().upper()
         if raw not in ("SILENT", "INTERVENE"):
             return ParsedDecision(None, FAILURE, f"decision {obj['decision']!r} is neither")
@@ -146,6 +204,10 @@ def parse_decision(
             response=str(obj.get("proactive_response", "")),
             explanation=str(obj.get("reason", "")),
         )
+    if not decided:
+        cut = _unterminated_decision(text, choices, needs_option)
+        if cut is not None:
+            return cut
     words = {w.upper() for w in re.findall(r"\b(silent|intervene)\b", text, re.I)}
     if len(words) != 1:
         why = "both SILENT and INTERVENE" if words else "no decision"

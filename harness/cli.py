@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from apmbench.harness import logs
+from apmbench.harness.commands.compare import compare
 from apmbench.harness.commands.evaluate import evaluate
+from apmbench.harness.commands.score import score
 from apmbench.harness.commands.serve import serve
 
 
@@ -20,6 +22,8 @@ def main(verbose: bool, json_logs: bool) -> None:
 
 main.add_command(serve)
 main.add_command(evaluate)
+main.add_command(score)
+main.add_command(compare)
 
 if __name__ == "__main__":
     main()

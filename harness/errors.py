@@ -23,3 +23,15 @@ class RuntimeStartError(ApmbenchError):
 
 class RunDirError(ApmbenchError):
     """The run directory cannot be used (e.g. --resume with different settings)."""
+
+
+class JudgeError(ApmbenchError):
+    """The LLM judge could not give a usable verdict for a probe."""
+
+
+class JudgeReplyError(JudgeError):
+    """The judge replied, but not with the one JSON object the A.3 rubric asks for."""
+
+
+class JudgeUnavailable(JudgeError):
+    """The judge could not be reached or refused the call (HTTP error, timeout, no model)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import platform
 import socket
@@ -19,7 +18,8 @@ from apmbench.harness import __version__, records
 from apmbench.harness.client import Deadlines, SystemClient
 from apmbench.harness.dataset import Dataset, load_dataset
 from apmbench.harness.frames import FrameSettings
-from apmbench.harness.report import render_markdown
+from apmbench.harness.judge import ChatBackend, JudgeConfig, open_judge
+from apmbench.harness.run_scoring import score_run, scoring_record
 from apmbench.harness.runner import (
     Persistence,
     RunSettings,
@@ -29,7 +29,6 @@ from apmbench.harness.runner import (
 )
 from apmbench.harness.runtimes import EndpointRuntime, ProcessRuntime, Runtime
 from apmbench.harness.schedule import Segment, plan_trajectory
-from apmbench.harness.scoring import score
 
 
 @dataclass(frozen=True)
@@ -46,6 +45,8 @@ class EvaluateOptions:
     frames: FrameSettings = field(default_factory=FrameSettings)
     deadlines: Deadlines = field(default_factory=Deadlines)
     startup_timeout_s: float = 120.0
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    """The LLM judge of the adaptive tasks; `none` leaves judge-dependent numbers uncomputed."""
 
 
 @dataclass
@@ -56,6 +57,7 @@ class Progress:
     trajectory_started: Callable[[str, int], None] = lambda tid, segments: None
     segment_started: Callable[[Segment], None] = lambda s: None
     trajectory_done: Callable[[str], None] = lambda tid: None
+    judged: Callable[[int, int], None] = lambda done, total: None
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ def _manifest(
     info: SystemInfo,
     runtime: Runtime,
     settings: RunSettings,
+    judge: ChatBackend | None,
 ) -> dict[str, Any]:
     return {
         "harness_version": __version__,
@@ -107,22 +110,21 @@ def _manifest(
         },
         "dataset_hash": dataset.content_hash,
         "settings": {**settings.as_dict(), "deadlines_s": asdict(opts.deadlines)},
+        "scoring": scoring_record(opts.judge, judge),
         "host": _host(),
         "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
 
 
-def write_report(run: records.RunDir, dataset: Dataset) -> dict[str, Any]:
-    """Assemble the tables from finished trajectories and score them."""
-    recs = [run.load_trajectory(t.trajectory_id) for t in dataset.trajectories]
-    run.write_tables(recs)
-    instances = [r for rec in recs for r in rec["instances"]]
-    sessions = [s for rec in recs for s in rec["sessions"]]
-    report = score(instances, sessions)
-    manifest = json.loads((run.root / "manifest.json").read_text())
-    records.atomic_write(run.root / "report.json", records.dump(report))
-    records.atomic_write(run.root / "report.md", render_markdown(report, manifest))
-    return report
+def write_report(
+    run: records.RunDir,
+    dataset: Dataset,
+    judge_config: JudgeConfig | None = None,
+    judge: ChatBackend | None = None,
+    on_judged: Callable[[int, int], None] = lambda done, total: None,
+) -> dict[str, Any]:
+    """Assemble the tables from finished trajectories, judge and score them."""
+    return score_run(run, dataset, judge_config or JudgeConfig(), judge, on_judged)
 
 
 def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluation:
@@ -130,6 +132,8 @@ def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluat
     dataset = load_dataset(opts.dataset)
     run = records.RunDir(opts.out)
     run.check_usable(opts.resume)
+    # Opened before the system starts, so a judge that cannot work stops the run at once.
+    judge = open_judge(opts.judge)
     with _make_runtime(opts, run.logs) as runtime:
         client: SystemClient = runtime.start()
         info = client.describe()
@@ -138,7 +142,7 @@ def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluat
         )
         settings = RunSettings(persistence=persistence, frames=opts.frames)
         check_settings(settings, info, runtime)
-        run.prepare(_manifest(opts, dataset, info, runtime, settings), opts.resume)
+        run.prepare(_manifest(opts, dataset, info, runtime, settings, judge), opts.resume)
         todo = [t for t in dataset.trajectories if not run.is_done(t.trajectory_id)]
         progress.trajectories(len(dataset.trajectories), len(dataset.trajectories) - len(todo))
         for trajectory in todo:
@@ -158,6 +162,10 @@ def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluat
             run.save_trajectory(trajectory.trajectory_id, record)
             progress.trajectory_done(trajectory.trajectory_id)
     run.finish()
-    report = write_report(run, dataset)
+    try:
+        report = write_report(run, dataset, opts.judge, judge, progress.judged)
+    finally:
+        if judge is not None:
+            judge.close()
     run.update_manifest(finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     return Evaluation(run.root, report)

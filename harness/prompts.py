@@ -1,9 +1,14 @@
-"""The benchmark's prompts (APM-Bench appendix E.1-E.4), rendered by the harness.
+"""The benchmark's prompts (APM-Bench appendix E.1-E.5), rendered by the harness.
 
 The wording follows the paper; the paper's text extraction lost the spaces
 after punctuation, which are restored here. Angle-bracket fields of the paper
 are `{named}` fields. Times are rendered on the trajectory clock as
 "DAY7 14:24:19" so that intervals spanning days stay unambiguous.
+
+E.5 (the text-summary memory writer) is not sent by the harness: a
+text-summary memory system renders it itself at session end, from the
+SessionStart/SessionEnd it receives, so that every such system uses the
+paper's wording.
 """
 
 from __future__ import annotations
@@ -151,3 +156,38 @@ def interval_marker(start_time: str) -> str:
 def interval_probe(task: str, start_time: str, end_time: str) -> str:
     template = {"MPA": MPA_PROBE, "PRM": PRM_PROBE, "TPG": TPG_PROBE}[task]
     return template.format(start_time=start_time, end_time=end_time)
+
+
+TEXT_SUMMARY_WRITER = (
+    "You maintain query-agnostic persistent memory for a first-person streaming video "
+    "assistant.\n\n"
+    "Observe this complete session and the user interactions that occur during it. After the "
+    "session ends, write a detailed, self-contained memory of information that may remain useful "
+    "in later sessions. The original session will not be available then.\n\n"
+    "Decide what to retain and how to organize it without anticipating any future evaluation "
+    "question. Preserve events, entities, states, locations, task progress, corrections, "
+    "preferences, and registered obligations when they are visually or explicitly supported. Do "
+    "not invent details; preserve uncertainty when needed.\n\n"
+    "Return exactly one valid JSON object in this format:\n"
+    '{{"memory":"A detailed, self-contained memory of the session."}}'
+)
+
+TEXT_SUMMARY_REQUEST = (
+    "Session metadata:\n"
+    "- day: {day_id}\n"
+    "- session: {session_id}\n"
+    "- wall-clock interval: [{start_time}, {end_time})\n\n"
+    "The session has ended. Write its persistent memory now."
+)
+
+
+def text_summary_writer() -> str:
+    """E.5 writer instruction: given to a text-summary memory before it watches a session."""
+    return TEXT_SUMMARY_WRITER.format()
+
+
+def text_summary_request(day_id: str, session_id: str, start_time: str, end_time: str) -> str:
+    """E.5 session-end request; times as "HH:MM:SS" on the session's day."""
+    return TEXT_SUMMARY_REQUEST.format(
+        day_id=day_id, session_id=session_id, start_time=start_time, end_time=end_time
+    )

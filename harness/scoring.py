@@ -1,15 +1,21 @@
 """The paper's metrics, computed from the run's records (APM-Bench section 3.3, appendix B).
 
-Every number here is computed from `instances.jsonl` and `sessions.jsonl`
-alone, so a run can be re-scored without running the system again.
-Judge-dependent numbers (the gated LLM-judge score of the five adaptive
-tasks, hence the Adaptive Response family and Overall) are reported as not
-computed until a judge is configured: never as a number.
+Every number here is computed from the instance and session records alone,
+so a run can be re-scored without running the system again. Judge-dependent
+numbers (the gated LLM-judge score of the five adaptive tasks, hence the
+Adaptive Response family and Overall, and the response quality of Eq. 3) are
+`null` with a reason when no judge was configured or the judge gave no usable
+verdict for a gate-passing probe: never a guessed number.
+
+An adaptive instance row carries `gate_passed` (set by `grade_instance`),
+`judge_score` (1-5, or None) and `judge` (the recorded outcome, whose
+`status` is "not_needed" when the gate failed, "not_configured" without a
+judge, else "scored", "invalid" or "error").
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from statistics import fmean
 from typing import Any
@@ -17,11 +23,13 @@ from typing import Any
 import numpy as np
 
 from apmbench.harness import tasks
-from apmbench.harness.answers import FAILURE, parse_choice, parse_decision
+from apmbench.harness.answers import FAILURE, REPAIRED, parse_choice, parse_decision
 from apmbench.harness.dataset import Candidate, Probe
 
 SCHEMA_VERSION = 1
 NOT_COMPUTED_JUDGE = "needs an LLM judge (gated judge score, Eq. 1); none was configured"
+NOT_NEEDED = "not_needed"
+NOT_CONFIGURED = "not_configured"
 
 
 def grade_instance(candidate: Candidate, probe: Probe, text: str) -> dict[str, Any]:
@@ -53,6 +61,8 @@ def grade_instance(candidate: Candidate, probe: Probe, text: str) -> dict[str, A
         "decision_correct": decision_correct,
         "gate_passed": gate,
         "judge_score": None,
+        # Replaced by the judging pass; a failed gate never reaches the judge (g_r = 0).
+        "judge": {"status": NOT_CONFIGURED if gate else NOT_NEEDED},
     }
 
 
@@ -71,6 +81,80 @@ def _summary(values: Sequence[float]) -> dict[str, float | int | None]:
 
 def _rate(hits: int, total: int) -> float | None:
     return 100.0 * hits / total if total else None
+
+
+def _judge_gap(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why a judge-dependent number over `rows` cannot be computed, or None if it can."""
+    pending = [r for r in rows if r["gate_passed"] and r.get("judge_score") is None]
+    if not pending:
+        return None
+    statuses = Counter(str((r.get("judge") or {}).get("status", NOT_CONFIGURED)) for r in pending)
+    if set(statuses) == {NOT_CONFIGURED}:
+        return NOT_COMPUTED_JUDGE
+    passing = sum(bool(r["gate_passed"]) for r in rows)
+    detail = ", ".join(f"{k}: {n}" for k, n in sorted(statuses.items()))
+    return (
+        f"the judge gave no usable verdict for {len(pending)} of {passing} gate-passing probes "
+        f"({detail}); see `judge` in instances.jsonl, then re-score with `apmbench-grpc score`"
+    )
+
+
+def _by_candidate(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    out: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        out[r["candidate_id"]].append(r)
+    return out
+
+
+def gated_probe_score(row: Mapping[str, Any]) -> float:
+    """g_r of Eq. 1: 0 when the gate failed, else the judge's 1-5 score."""
+    if not row["gate_passed"]:
+        return 0.0
+    judged = row.get("judge_score")
+    if judged is None:
+        raise ValueError(f"{row.get('instance_id')}: gate passed but no judge score")
+    return float(judged)
+
+
+def candidate_score(rows: Sequence[Mapping[str, Any]]) -> float:
+    """s_c of Eq. 1: the mean of the positive and negative probe means, or the sole one."""
+    pos = [gated_probe_score(r) for r in rows if r["polarity"] == "positive"]
+    neg = [gated_probe_score(r) for r in rows if r["polarity"] == "negative"]
+    if pos and neg:
+        return (fmean(pos) + fmean(neg)) / 2
+    return fmean(pos or neg)
+
+
+def gated_judge_score(rows: Sequence[Mapping[str, Any]]) -> tuple[float | None, str | None]:
+    """Eq. 1 for one task: 20 x the mean candidate score; (None, reason) when not computable."""
+    if not rows:
+        return None, "no candidates of this task in the dataset"
+    gap = _judge_gap(rows)
+    if gap is not None:
+        return None, gap
+    scores = [candidate_score(group) for group in _by_candidate(rows).values()]
+    return 20.0 * fmean(scores), None
+
+
+def response_quality_score(rows: Sequence[Mapping[str, Any]]) -> tuple[float | None, str | None]:
+    """Eq. 3 for one task: judged gate-passing probes, averaged per polarity, then candidate."""
+    if not rows:
+        return None, "no candidates of this task in the dataset"
+    gap = _judge_gap(rows)
+    if gap is not None:
+        return None, gap
+    per_candidate: list[float] = []
+    for group in _by_candidate(rows).values():
+        means = [
+            fmean(float(r["judge_score"]) for r in judged)
+            for polarity in ("positive", "negative")
+            if (judged := [r for r in group if r["polarity"] == polarity and r["gate_passed"]])
+        ]
+        if means:
+            per_candidate.append(fmean(means))
+    if not per_candidate:
+        return None, "no probe passed the gate, so no response was judged"
+    return 100.0 / 5.0 * fmean(per_candidate), None
 
 
 def task_scores(instances: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -92,8 +176,9 @@ def task_scores(instances: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, A
                 entry["reason"] = "no candidates of this task in the dataset"
         else:
             entry["metric"] = "gated_llm_judge"
-            entry["score"] = None
-            entry["reason"] = NOT_COMPUTED_JUDGE
+            entry["score"], reason = gated_judge_score(rows)
+            if reason is not None:
+                entry["reason"] = reason
         out[task] = entry
     return out
 
@@ -173,6 +258,40 @@ def gate_pass_rate(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def response_quality(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Appendix B.2, Table 7: Eq. 3 per task with its balanced gate pass rate, and the average."""
+    rates = gate_pass_rate(instances)
+    per_task: dict[str, Any] = {}
+    for t in tasks.ADAPTIVE_TASKS:
+        rows = [r for r in instances if r["task"] == t]
+        value, reason = response_quality_score(rows)
+        entry: dict[str, Any] = {"score": value, "gate_pass_rate": rates[t]}
+        if reason is not None:
+            entry["reason"] = reason
+        per_task[t] = entry
+    missing = [t for t, v in per_task.items() if v["score"] is None]
+    average: dict[str, Any] = (
+        {"score": None, "reason": "not computed: " + ", ".join(missing) + " have no score"}
+        if missing
+        else {"score": fmean(v["score"] for v in per_task.values())}
+    )
+    return {"tasks": per_task, "average": average}
+
+
+def judge_summary(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How every adaptive probe was (or was not) judged, per task and in all."""
+    adaptive = [r for r in instances if r["task"] in tasks.ADAPTIVE_TASKS]
+
+    def count(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+        statuses = Counter(str((r.get("judge") or {}).get("status", NOT_CONFIGURED)) for r in rows)
+        return dict(sorted(statuses.items()))
+
+    return {
+        "by_status": count(adaptive),
+        "by_task": {t: count(r for r in adaptive if r["task"] == t) for t in tasks.ADAPTIVE_TASKS},
+    }
+
+
 def storage(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Eq. 2 and Table 10.
 
@@ -225,32 +344,44 @@ def latency(
 
 
 def format_failures(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    by_task: dict[str, int] = defaultdict(int)
+    """Appendix B.5, Tables 11-12: unrecoverable failures after deterministic repair."""
+    counts: dict[str, int] = defaultdict(int)
+    totals: dict[str, int] = defaultdict(int)
+    repaired = 0
     for r in instances:
-        if r["format"] == FAILURE:
-            by_task[r["task"]] += 1
-    total = sum(by_task.values())
+        totals[r["task"]] += 1
+        counts[r["task"]] += r["format"] == FAILURE
+        repaired += r["format"] == REPAIRED
+    total = sum(counts.values())
     return {
         "total": total,
         "rate": total / len(instances) if instances else None,
         "probes": len(instances),
-        "by_task": dict(sorted(by_task.items())),
+        "repaired": repaired,
+        "by_task": {t: counts[t] for t in tasks.ALL_TASKS if counts[t]},
+        "rate_by_task": {t: counts[t] / totals[t] for t in tasks.ALL_TASKS if totals[t]},
     }
 
 
 def score(
-    instances: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]]
+    instances: Sequence[Mapping[str, Any]],
+    sessions: Sequence[Mapping[str, Any]],
+    scoring: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """Every metric of the report; `scoring` (judge identity and settings) is recorded as is."""
     by_task = task_scores(instances)
     families, overall = family_scores(by_task)
     return {
         "schema_version": SCHEMA_VERSION,
+        "scoring": dict(scoring or {}),
         "tasks": by_task,
         "families": families,
         "overall": overall,
         "evidence_availability": evidence_availability(instances),
         "decision_accuracy": decision_accuracy(instances),
         "gate_pass_rate": gate_pass_rate(instances),
+        "response_quality": response_quality(instances),
+        "judge": judge_summary(instances),
         "format_failures": format_failures(instances),
         "latency": latency(instances, sessions),
         "storage": storage(sessions),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -13,6 +14,7 @@ from apmbench.adapters.sdk.types import FrameEncoding
 from apmbench.harness import logs
 from apmbench.harness.client import Deadlines
 from apmbench.harness.commands.common import EXIT_INTERRUPTED, EXIT_SYSTEM, EXIT_USAGE, console
+from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.frames import FrameSettings
 from apmbench.harness.runner import Persistence
@@ -72,6 +74,7 @@ from apmbench.harness.runner import Persistence
     show_default=True,
     help="Seconds for the system to report SERVING.",
 )
+@judge_options(default_judge="none")
 def evaluate(
     dataset: Path,
     system: str | None,
@@ -84,6 +87,7 @@ def evaluate(
     encoding: str,
     query_timeout: float,
     startup_timeout: float,
+    **judge: Any,
 ) -> None:
     """Run a system on a dataset and write a run directory with its report."""
     from apmbench.harness.evaluate import EvaluateOptions
@@ -106,6 +110,7 @@ def evaluate(
         frames=FrameSettings(fps=fps, max_side=max_side, encoding=FrameEncoding(encoding)),
         deadlines=Deadlines(query=query_timeout),
         startup_timeout_s=startup_timeout,
+        judge=judge_config(**judge),
     )
     log = logs.get("evaluate")
     columns = (
@@ -132,6 +137,9 @@ def evaluate(
                 trajectory_started=started,
                 segment_started=lambda s: bar.advance(current),
                 trajectory_done=lambda tid: bar.advance(overall),
+                judged=lambda done, total: bar.update(
+                    current, description="judging", completed=done, total=total, visible=True
+                ),
             )
             result = run_evaluation(opts, callbacks)
     except (DatasetError, ConfigError, RunDirError) as e:
@@ -150,3 +158,5 @@ def evaluate(
         sys.exit(EXIT_INTERRUPTED)
     click.echo((result.run_dir / "report.md").read_text())
     click.echo(f"run directory: {result.run_dir}")
+    for warning in judge_warnings(result.report):
+        console.print(f"[yellow]warning:[/yellow] {warning}")

@@ -1,0 +1,133 @@
+"""The --judge options that `evaluate` and `score` share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from apmbench.harness.errors import ConfigError
+from apmbench.harness.judge.config import JudgeConfig, parse_judge_spec
+
+F = TypeVar("F", bound=Callable[..., Any])
+_DEFAULTS = JudgeConfig()
+
+
+def judge_options(default_judge: str | None) -> Callable[[F], F]:
+    """Decorate a command with the judge options; `default_judge` None means "as recorded"."""
+    spec_help = "none | openai | transformers:PATH. " + (
+        f"Default: {default_judge}."
+        if default_judge
+        else "Default: the judge the run was last scored with."
+    )
+    options = [
+        click.option("--judge", "judge", default=default_judge, help=spec_help),
+        click.option("--judge-model", help="openai: the model name the endpoint serves."),
+        click.option(
+            "--judge-base-url",
+            help='openai: API root that "/chat/completions" is appended to (e.g. http://host/v1).',
+        ),
+        click.option(
+            "--judge-api-key-env",
+            default=None,
+            help=f"openai: environment variable holding the key. Default: {_DEFAULTS.api_key_env}.",
+        ),
+        click.option(
+            "--judge-max-tokens",
+            type=int,
+            default=None,
+            help=f"Longest judge reply. Default: {_DEFAULTS.max_tokens}.",
+        ),
+        click.option(
+            "--judge-attempts",
+            type=int,
+            default=None,
+            help="Tries per probe when the reply is not the rubric's JSON; then the failure is "
+            f"recorded. Default: {_DEFAULTS.attempts}.",
+        ),
+        click.option(
+            "--judge-concurrency",
+            type=int,
+            default=None,
+            help=f"Judge calls in flight at once. Default: {_DEFAULTS.concurrency}.",
+        ),
+        click.option(
+            "--judge-timeout",
+            type=float,
+            default=None,
+            help=f"Seconds per HTTP call. Default: {_DEFAULTS.timeout_s:g}.",
+        ),
+        click.option(
+            "--judge-http-retries",
+            type=int,
+            default=None,
+            help="Retries after timeouts, connection errors, 408/409/429/5xx. "
+            f"Default: {_DEFAULTS.http_retries}.",
+        ),
+        click.option(
+            "--judge-cache",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="Reply cache directory. Default: judge-cache/ in the run directory.",
+        ),
+    ]
+
+    def decorate(f: F) -> F:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
+def judge_config(recorded: JudgeConfig | None = None, **given: Any) -> JudgeConfig:
+    """A JudgeConfig from the options; unset options keep `recorded` (or the defaults)."""
+    base = recorded or JudgeConfig()
+    spec = given.pop("judge")
+    fields: dict[str, Any] = {}
+    if spec is not None:
+        try:
+            kind, path = parse_judge_spec(spec)
+        except ConfigError as e:
+            raise click.BadParameter(str(e), param_hint="--judge") from None
+        fields = {"kind": kind, "path": path}
+        if kind != base.kind:
+            # Another judge: nothing of the recorded one (model, URL, path) carries over.
+            base = JudgeConfig()
+    names = {
+        "judge_model": "model",
+        "judge_base_url": "base_url",
+        "judge_api_key_env": "api_key_env",
+        "judge_max_tokens": "max_tokens",
+        "judge_attempts": "attempts",
+        "judge_concurrency": "concurrency",
+        "judge_timeout": "timeout_s",
+        "judge_http_retries": "http_retries",
+        "judge_cache": "cache_dir",
+    }
+    for option, field_name in names.items():
+        if given.get(option) is not None:
+            fields[field_name] = given[option]
+    merged = {**JudgeConfig.as_dict(base), **fields}
+    merged["path"] = fields.get("path", base.path)
+    merged["cache_dir"] = fields.get("cache_dir", base.cache_dir)
+    return JudgeConfig.from_dict(merged)
+
+
+def judge_warnings(report: dict[str, Any]) -> list[str]:
+    """Say plainly when the judge left numbers uncomputed, and how to retry."""
+    by_status = report.get("judge", {}).get("by_status", {})
+    out = []
+    if by_status.get("invalid"):
+        out.append(
+            f"the judge's reply for {by_status['invalid']} probes was never the rubric's JSON "
+            "(see `judge.problems` in instances.jsonl; try more --judge-attempts or another judge)"
+        )
+    if by_status.get("error"):
+        out.append(
+            f"the judge could not be reached for {by_status['error']} probes; "
+            "rerun `apmbench-grpc score RUN_DIR` (answered calls are cached)"
+        )
+    return out

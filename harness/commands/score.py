@@ -1,0 +1,55 @@
+"""`apmbench-grpc score RUN_DIR`: re-score a finished run without running the system again."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
+from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--dataset",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The run's dataset, when it is no longer where the manifest says. "
+    "Its hash must match the run's.",
+)
+@judge_options(default_judge=None)
+def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
+    """Re-grade RUN_DIR's raw outputs, judge its adaptive probes and rewrite its report.
+
+    Judge replies are cached (judge-cache/ in the run directory), so scoring
+    again with the same judge makes no new calls and gives the same numbers.
+    """
+    from apmbench.harness import records
+    from apmbench.harness.judge import open_judge
+    from apmbench.harness.run_scoring import dataset_for_run, recorded_judge, score_run
+
+    manifest_path = run_dir / "manifest.json"
+    try:
+        if not manifest_path.is_file():
+            raise RunDirError(f"{run_dir} is not an apmbench run directory (no manifest.json)")
+        manifest = json.loads(manifest_path.read_text())
+        data = dataset_for_run(manifest, dataset)
+        config = judge_config(recorded_judge(manifest), **judge)
+        backend = open_judge(config)
+        try:
+            report = score_run(records.RunDir(run_dir), data, config, backend)
+        finally:
+            if backend is not None:
+                backend.close()
+    except (DatasetError, ConfigError, RunDirError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        sys.exit(EXIT_USAGE)
+    click.echo((run_dir / "report.md").read_text())
+    for warning in judge_warnings(report):
+        console.print(f"[yellow]warning:[/yellow] {warning}")

@@ -1,0 +1,24 @@
+"""What every judge backend offers the gated scorer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+Messages = Sequence[Mapping[str, str]]
+
+
+class ChatBackend(Protocol):
+    cache_identity: dict[str, Any]
+    """The judge model and every setting that changes its replies: the cache key's first half."""
+    identity: dict[str, Any]
+    """`cache_identity` plus what describes the backend to a reader (URL, versions)."""
+    max_concurrency: int
+    calls: int
+    """Calls that reached the model (cache hits never do)."""
+
+    def complete(self, messages: Messages) -> str:
+        """The judge's reply text at temperature 0; `JudgeUnavailable` if none could be had."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,72 @@
+"""On-disk cache of judge replies, keyed by the judge model, its settings and the exact prompt.
+
+Judges drift between versions and cost money per call; with every reply
+kept, re-scoring a run is free and gives the same numbers. Only replies are
+stored (a reply that later fails strict parsing is kept too: it is what the
+judge said). Transport failures are never stored, so a later re-score
+retries them. One file per key, written to a temp name and renamed, so
+concurrent writers never leave a torn entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def cache_key(judge: Mapping[str, Any], messages: Sequence[Mapping[str, str]]) -> str:
+    canonical = json.dumps(
+        {"judge": judge, "messages": list(messages)},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class ReplyCache:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> str | None:
+        path = self._path(key)
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            with self._lock:
+                self.misses += 1
+            return None
+        except json.JSONDecodeError:
+            # Only a hand-edited file can be torn (writes are atomic): treat it as absent.
+            with self._lock:
+                self.misses += 1
+            return None
+        with self._lock:
+            self.hits += 1
+        reply: str = entry["reply"]
+        return reply
+
+    def put(
+        self,
+        key: str,
+        judge: Mapping[str, Any],
+        messages: Sequence[Mapping[str, str]],
+        reply: str,
+    ) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"key": key, "judge": dict(judge), "messages": list(messages), "reply": reply}
+        tmp = path.with_name(f".{key}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(entry, ensure_ascii=False, indent=1), encoding="utf-8")
+        tmp.replace(path)

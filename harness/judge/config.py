@@ -1,0 +1,95 @@
+"""Which judge scores the adaptive probes, and how it is called.
+
+--judge none                 judge-dependent numbers are reported as not computed
+--judge openai               any OpenAI-compatible chat-completions endpoint
+--judge transformers:PATH    a local model directory with a chat template (offline)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from apmbench.harness.errors import ConfigError
+
+KINDS = ("none", "openai", "transformers")
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    kind: str = "none"
+    """"none", "openai" or "transformers"."""
+    model: str | None = None
+    """openai: the model name the endpoint serves (the paper used DeepSeek-V4-Flash)."""
+    base_url: str | None = None
+    """openai: the API root that `/chat/completions` is appended to, e.g. "http://host/v1"."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """openai: the environment variable holding the key (the key itself is never recorded)."""
+    path: Path | None = None
+    """transformers: the model directory (weights, tokenizer and chat template)."""
+    max_tokens: int = 1024
+    """Longest reply the judge may write."""
+    attempts: int = 3
+    """Tries per probe when the reply is not the rubric's JSON (then the failure is recorded)."""
+    concurrency: int = 4
+    """Judge calls in flight at once (a local model always runs one at a time)."""
+    timeout_s: float = 120.0
+    """Seconds for one HTTP call."""
+    http_retries: int = 4
+    """Retries of one HTTP call after a timeout, a connection error, 408, 409, 429 or 5xx."""
+    backoff_s: float = 2.0
+    """First retry delay; doubled per retry (a Retry-After header wins when longer)."""
+    cache_dir: Path | None = field(default=None, compare=False)
+    """Reply cache; None: judge-cache/ in the run directory."""
+
+    def check(self) -> None:
+        """Refuse settings that cannot work, saying what to fix, before any work is done."""
+        if self.kind not in KINDS:
+            raise ConfigError(f"--judge {self.kind!r}: use none, openai or transformers:PATH")
+        if self.attempts < 1 or self.concurrency < 1 or self.max_tokens < 1:
+            raise ConfigError(
+                "--judge-attempts, --judge-concurrency and --judge-max-tokens must be >= 1"
+            )
+        if self.http_retries < 0 or self.timeout_s <= 0 or self.backoff_s < 0:
+            raise ConfigError("--judge-timeout must be > 0 and the HTTP retries and backoff >= 0")
+        if self.kind == "openai":
+            needed = (("--judge-model", self.model), ("--judge-base-url", self.base_url))
+            missing = [flag for flag, value in needed if not value]
+            if missing:
+                raise ConfigError("--judge openai needs " + " and ".join(missing))
+            if not os.environ.get(self.api_key_env):
+                raise ConfigError(
+                    f"--judge openai reads its API key from ${self.api_key_env}, which is not set "
+                    "(set it, or name another variable with --judge-api-key-env)"
+                )
+        if self.kind == "transformers" and (self.path is None or not self.path.is_dir()):
+            raise ConfigError(f"--judge transformers:PATH: {self.path} is not a model directory")
+
+    def as_dict(self) -> dict[str, Any]:
+        """For the manifest: every setting; the API key's variable name, never the key."""
+        d = asdict(self)
+        d["path"] = None if self.path is None else str(self.path.resolve())
+        d["cache_dir"] = None if self.cache_dir is None else str(self.cache_dir)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> JudgeConfig:
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        for key in ("path", "cache_dir"):
+            if known.get(key) is not None:
+                known[key] = Path(known[key])
+        return cls(**known)
+
+    def with_cache(self, cache_dir: Path) -> JudgeConfig:
+        return self if self.cache_dir is not None else replace(self, cache_dir=cache_dir)
+
+
+def parse_judge_spec(spec: str) -> tuple[str, Path | None]:
+    """ "none" | "openai" | "transformers:PATH" -> (kind, path)."""
+    if spec in ("none", "openai"):
+        return spec, None
+    if spec.startswith("transformers:") and len(spec) > len("transformers:"):
+        return "transformers", Path(spec.split(":", 1)[1])
+    raise ConfigError(f"--judge {spec!r}: use none, openai or transformers:PATH")
