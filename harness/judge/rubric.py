@@ -73,7 +73,9 @@ TASK_GUIDANCE: dict[str, str] = {
 
 # The paper's box shows the five guidance lines under "Task-specific guidance
 # field (select the matching task)"; one call carries only its task's line.
-SYSTEM_TEMPLATE = RUBRIC + "\n\nTask-specific guidance:\n{task}: {guidance}"
+SYSTEM_TEMPLATE = (
+    RUBRIC.replace("{", "{{").replace("}", "}}") + "\n\nTask-specific guidance:\n{task}: {guidance}"
+)
 
 REQUEST_TEMPLATE = (
     "Task: {task}\n"

@@ -82,3 +82,55 @@ def test_proactive_response_and_reason_are_kept() -> None:
     )
     assert parsed.response == "Turn off the stove." and parsed.explanation == "plate"
     assert parsed.status == CLEAN
+
+
+@pytest.mark.parametrize(
+    ("text", "decision", "option", "status"),
+    [
+        # Cut off at the output limit inside the JSON: the decision field is unambiguous.
+        (
+            '{"decision":"SILENT","reason":"I will not INTERVENE until the drawer op',
+            "SILENT",
+            None,
+            REPAIRED,
+        ),
+        (
+            '{"decision": "INTERVENE", "answer": "C", "reason": "the drawer is open and',
+            "INTERVENE",
+            "C",
+            REPAIRED,
+        ),
+        ('{"decision":"INTERVENE","reason":"the drawer', "INTERVENE", None, FAILURE),
+        # The same object repeated until the limit: repaired; two different ones: a failure.
+        ('{"decision":"SILENT","reason":"x"}' * 5 + '{"decision":"SIL', "SILENT", None, REPAIRED),
+        (
+            '{"decision":"SILENT","reason":"x"} {"decision":"INTERVENE","answer":"A"}',
+            None,
+            None,
+            FAILURE,
+        ),
+        # Repetition with no decision anywhere: unrecoverable.
+        ("I think that I think that I think that " * 50, None, None, FAILURE),
+    ],
+)
+def test_adaptive_outputs_cut_at_the_length_limit(
+    text: str, decision: str | None, option: str | None, status: str
+) -> None:
+    parsed = parse_decision(text, CHOICES, needs_option=True)
+    assert (parsed.decision, parsed.option, parsed.status) == (decision, option, status), (
+        parsed.reason
+    )
+
+
+def test_response_and_reason_are_kept_from_a_cut_off_object() -> None:
+    parsed = parse_decision(
+        '{"decision":"INTERVENE","proactive_response":"Turn off the \\"stove\\".","reason":"the pl'
+    )
+    assert parsed.decision == "INTERVENE" and parsed.status == REPAIRED
+    assert parsed.response == 'Turn off the "stove".' and parsed.explanation == "the pl"
+
+
+def test_disagreeing_json_answers_are_a_failure_not_a_pick() -> None:
+    assert parse_choice('{"answer":"A"} {"answer":"B"}', CHOICES).status == FAILURE
+    repeated = parse_choice('{"answer":"B"}\n{"answer":"B"}', CHOICES)
+    assert (repeated.option, repeated.status) == ("B", REPAIRED)
