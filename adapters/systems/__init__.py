@@ -15,7 +15,13 @@ from apmbench.adapters.sdk.system import MemorySystem
 
 REGISTRY: dict[str, str] = {
     "null": "apmbench.adapters.systems.null:NullSystem",
+    "recent-frames": "apmbench.adapters.systems.recent_frames:RecentFrames",
+    "frame-archive": "apmbench.adapters.systems.frame_archive:FrameArchive",
+    "text-log": "apmbench.adapters.systems.text_log:TextLog",
+    "text-only": "apmbench.adapters.systems.text_only:TextOnly",
 }
+# The reference systems the embedded default compares, in this order.
+REFERENCE_SYSTEMS = ("recent-frames", "frame-archive", "text-log", "text-only")
 
 
 class UnknownSystem(ApmbenchError):

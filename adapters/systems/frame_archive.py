@@ -1,0 +1,107 @@
+"""`frame-archive`: raw video as memory; keeps and exports every frame, replays them at query time.
+
+At a query it perceives up to `BUDGET` frames sampled uniformly over the
+whole archive (the paper samples up to 1,024 frames at 1 FPS), always with
+the most recent frames, so its cost grows with the history it holds.
+"""
+
+from __future__ import annotations
+
+import json
+
+from apmbench.adapters.perception.events import Observation, derive_events, last_seen
+from apmbench.adapters.sdk import (
+    ExportedState,
+    Frame,
+    FrameEncoding,
+    InvalidArgument,
+    Query,
+    UserTurn,
+    UserTurnKind,
+)
+from apmbench.adapters.systems.answering import Knowledge
+from apmbench.adapters.systems.perceiving import PerceivingSystem, perceive
+
+BUDGET = 1024
+RECENT = 4
+CONTENT_TYPE = "application/x-apmbench-frame-archive"
+MAGIC = b"APMBENCH-FRAME-ARCHIVE 1\n"
+
+
+class FrameArchive(PerceivingSystem):
+    name = "frame-archive"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frames: list[tuple[int, Frame]] = []  # (session index, frame)
+        self.registrations: list[tuple[int, str]] = []  # (session index, text)
+
+    def memory_kind(self) -> str:
+        return f"every frame (JPEG); up to {BUDGET} replayed per query"
+
+    def forget(self) -> None:
+        self.frames = []
+        self.registrations = []
+
+    def ingest_frame(self, frame: Frame) -> None:
+        self.frames.append((self.session_index, frame))
+
+    def ingest_user_turn(self, turn: UserTurn) -> None:
+        super().ingest_user_turn(turn)
+        if turn.kind is UserTurnKind.REGISTRATION:
+            self.registrations.append((self.session_index, turn.text))
+
+    def _sample(self) -> list[tuple[int, Frame]]:
+        n = len(self.frames)
+        if n <= BUDGET:
+            return self.frames
+        step = (n - RECENT) / (BUDGET - RECENT)
+        picked = sorted({int(i * step) for i in range(BUDGET - RECENT)} | set(range(n - RECENT, n)))
+        return [self.frames[i] for i in picked]
+
+    def knowledge(self, query: Query) -> Knowledge:
+        seen: list[Observation] = [perceive(f, s) for s, f in self._sample()]
+        earlier = [text for s, text in self.registrations if s < self.session_index]
+        return Knowledge(
+            session_index=self.session_index,
+            events=derive_events(seen),
+            latest=seen[-1].scene
+            if seen and seen[-1].session_index == self.session_index
+            else None,
+            locations=last_seen(seen),
+            turns=list(self.turns),
+            registrations=earlier,
+        )
+
+    def export_state(self) -> ExportedState:
+        index = [
+            [s, f.time_ms, f.encoding.value, f.width, f.height, len(f.data)] for s, f in self.frames
+        ]
+        header = {
+            "sessions": self.session_index + 1,
+            "frames": index,
+            "registrations": self.registrations,
+        }
+        body = b"".join(f.data for _, f in self.frames)
+        data = MAGIC + json.dumps(header, separators=(",", ":")).encode() + b"\n" + body
+        return ExportedState(data, CONTENT_TYPE, 1)
+
+    def import_state(self, state: ExportedState) -> None:
+        if state.content_type != CONTENT_TYPE or not state.data.startswith(MAGIC):
+            raise InvalidArgument(f"frame-archive imports {CONTENT_TYPE}, got {state.content_type}")
+        rest = state.data[len(MAGIC) :]
+        line, _, body = rest.partition(b"\n")
+        header = json.loads(line)
+        frames: list[tuple[int, Frame]] = []
+        offset = 0
+        for s, t, encoding, w, h, size in header["frames"]:
+            frames.append(
+                (s, Frame(t, FrameEncoding(encoding), w, h, body[offset : offset + size]))
+            )
+            offset += size
+        if offset != len(body):
+            raise InvalidArgument("frame-archive state is truncated or has trailing bytes")
+        self.frames = frames
+        self.registrations = [(int(s), str(text)) for s, text in header["registrations"]]
+        self.session_index = header["sessions"] - 1
+        self.turns = []
