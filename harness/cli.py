@@ -9,6 +9,7 @@ from apmbench.harness.commands.compare import compare
 from apmbench.harness.commands.evaluate import evaluate
 from apmbench.harness.commands.score import score
 from apmbench.harness.commands.serve import serve
+from apmbench.harness.commands.synth import synth
 
 
 @click.group()
@@ -24,6 +25,7 @@ main.add_command(serve)
 main.add_command(evaluate)
 main.add_command(score)
 main.add_command(compare)
+main.add_command(synth)
 
 if __name__ == "__main__":
     main()

@@ -34,6 +34,14 @@ from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
 T = TypeVar("T")
 # The value of grpc.experimental.ChannelOptions.SingleThreadedUnaryStream.
 _SINGLE_THREADED_STREAM = "SingleThreadedUnaryStream"
+_CHANNEL_OPTIONS = [
+    (_SINGLE_THREADED_STREAM, 1),
+    # A server that is still starting refuses the first connection; gRPC's
+    # default 1 s reconnect backoff would then add up to a second per start.
+    ("grpc.initial_reconnect_backoff_ms", 20),
+    ("grpc.min_reconnect_backoff_ms", 20),
+    ("grpc.max_reconnect_backoff_ms", 500),
+]
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,7 @@ class SystemClient:
         self.deadlines = deadlines or Deadlines()
         # A streamed Query otherwise costs a helper thread per call in grpcio;
         # the harness reads each stream to its end on the calling thread.
-        self._channel = grpc.insecure_channel(address, options=[(_SINGLE_THREADED_STREAM, 1)])
+        self._channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
         self._stub = pb_grpc.MemorySystemStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
@@ -102,7 +110,10 @@ class SystemClient:
     # -- readiness ------------------------------------------------------------
 
     def wait_serving(self, timeout_s: float, alive: Callable[[], bool] = lambda: True) -> None:
-        """Block until health reports SERVING, or raise `Unavailable` with what was seen."""
+        """Block until health reports SERVING, or raise `Unavailable` with what was seen.
+
+        A server without the health service raises `Unimplemented` at once.
+        """
         deadline = time.monotonic() + timeout_s
         last = "no answer"
         while time.monotonic() < deadline:
@@ -114,7 +125,15 @@ class SystemClient:
                     return
                 last = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
             except grpc.RpcError as e:
-                last = str(wire.error_from_rpc("Check", e))
+                error = wire.error_from_rpc("Check", e)
+                if isinstance(error, errors.Unimplemented):
+                    # Waiting longer cannot help a server without the health service.
+                    raise errors.Unimplemented(
+                        f"server at {self.address} does not serve grpc.health.v1.Health "
+                        f"({error.message}); the SDK's serve() adds it",
+                        rpc="Check",
+                    ) from e
+                last = str(error)
             time.sleep(0.05)
         raise errors.Unavailable(
             f"server at {self.address} did not report SERVING within {timeout_s:.0f} s "

@@ -1,0 +1,1 @@
+"""The built-in synthetic benchmark: a small egocentric world, rendered to real video."""

@@ -1,0 +1,35 @@
+"""Sizes of the synthetic benchmark."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    trajectories: int
+    sessions: int
+    session_seconds: int
+    per_task: int
+    """Candidates of each task per trajectory (fewer when the events do not allow more)."""
+    video_fps: int = 2
+    """Frames per second of the written video; its GOP is one second."""
+    description: str = ""
+
+
+PRESETS = {
+    p.name: p
+    for p in (
+        Preset("tiny", 1, 4, 60, 1, description="tests: seconds end to end"),
+        Preset("small", 3, 5, 150, 3, description="the demo: a few minutes of CPU"),
+        Preset(
+            "paper",
+            104,
+            5,
+            780,
+            5,
+            description="the paper's shape (104 trajectories, 5 x 13 min sessions)",
+        ),
+    )
+}

@@ -1,0 +1,51 @@
+"""Draws a `Scene` as a 448x336 RGB frame (the layout in apmbench.adapters.perception.layout)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import numpy.typing as npt
+
+from apmbench.adapters.perception import layout
+from apmbench.adapters.perception.font import draw_text
+
+Image = npt.NDArray[np.uint8]
+
+
+def colour_of(label: str) -> tuple[int, int, int]:
+    """A stable, saturated colour per object name, far from the panel grey."""
+    digest = hashlib.sha256(label.encode()).digest()
+    hue = digest[0] / 255.0
+    r, g, b = (abs((hue * 6 + k) % 6 - 3) - 1 for k in (0, 4, 2))
+    return tuple(int(60 + 195 * min(1.0, max(0.0, c))) for c in (r, g, b))  # type: ignore[return-value]
+
+
+def _fill(image: Image, x0: int, y0: int, x1: int, y1: int, colour: tuple[int, int, int]) -> None:
+    image[y0:y1, x0:x1] = colour
+
+
+def render(scene: layout.Scene) -> Image:
+    image = np.empty((layout.HEIGHT, layout.WIDTH, 3), dtype=np.uint8)
+    image[:] = layout.BACKGROUND
+    draw_text(image, layout.TIME_ROW[0], layout.TIME_ROW[1], scene.clock, layout.SCALE)
+    draw_text(image, layout.PLACE_ROW[0], layout.PLACE_ROW[1], scene.place, layout.SCALE)
+    _fill(image, *layout.SCREEN_BOX, layout.SCREEN)
+    draw_text(image, layout.SCREEN_ROW[0], layout.SCREEN_ROW[1], scene.screen, layout.SCALE)
+    for i, slot in enumerate(scene.slots):
+        if not slot.label:
+            continue
+        x = layout.slot_x(i)
+        _fill(
+            image, x, layout.SLOT_Y, x + layout.SLOT_W, layout.SLOT_Y + layout.SLOT_H, layout.PANEL
+        )
+        lx, ly, _ = layout.label_row(i)
+        draw_text(image, lx, ly, slot.label, layout.SCALE)
+        sx, sy, _ = layout.state_row(i)
+        draw_text(image, sx, sy, slot.state, layout.SCALE, (255, 230, 120))
+        colour = colour_of(slot.label)
+        for cx, cy in layout.item_cells(i)[: slot.count]:
+            _fill(image, cx, cy, cx + layout.ITEM_SIZE, cy + layout.ITEM_SIZE, colour)
+    hand = f"HAND {scene.hand}" if scene.hand else "HAND"
+    draw_text(image, layout.HAND_ROW[0], layout.HAND_ROW[1], hand, layout.SCALE, (180, 220, 255))
+    return image

@@ -1,0 +1,61 @@
+"""The embedded default end to end: synthetic tiny benchmark, reference systems as processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apmbench.harness.synth.cache import synthetic_dataset
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return synthetic_dataset("tiny", 0, tmp_path_factory.mktemp("cache"))
+
+
+def test_cache_reuses_a_generated_dataset(tiny: Path) -> None:
+    stamp = (tiny / "dataset.json").stat().st_mtime_ns
+    assert synthetic_dataset("tiny", 0, tiny.parent.parent) == tiny
+    assert (tiny / "dataset.json").stat().st_mtime_ns == stamp
+    assert not [p for p in tiny.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_default_evaluation_compares_the_reference_systems(tiny: Path, tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    result = subprocess.run(
+        [sys.executable, "-m", "apmbench.harness.cli", "evaluate", "--dataset", str(tiny),
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Utility, latency and storage" in result.stdout and "frame-archive" in result.stdout
+    reports: dict[str, Any] = {
+        name: json.loads((out / name / "report.json").read_text())
+        for name in ("recent-frames", "frame-archive", "text-log", "text-only")
+    }
+
+    def family(name: str, key: str) -> float:
+        return float(reports[name]["families"][key]["score"])
+
+    archive, recent = reports["frame-archive"], reports["recent-frames"]
+    # Raw video as memory remembers earlier sessions; four recent frames cannot.
+    assert family("frame-archive", "cross_session_understanding") > family(
+        "recent-frames", "cross_session_understanding"
+    )
+    # Both see the current scene.
+    assert family("recent-frames", "real_time_perception") >= 75
+    assert family("frame-archive", "real_time_perception") >= 75
+    storage = {n: r["storage"]["storage_per_hour_bytes"] for n, r in reports.items()}
+    assert storage["frame-archive"] > 100 * storage["text-log"] > 0
+    assert storage["recent-frames"] == 0
+    ttft = {n: r["latency"]["time_to_first_token_s"]["mean"] for n, r in reports.items()}
+    assert ttft["frame-archive"] > ttft["recent-frames"]
+    assert archive["decision_accuracy"]["overall"]["BA"] > recent["decision_accuracy"]["overall"]["BA"]
+    manifest = json.loads((out / "text-log" / "manifest.json").read_text())
+    assert manifest["system"]["name"] == "text-log"
+    assert manifest["settings"]["persistence"] == "restart"
