@@ -37,6 +37,7 @@ def bubble_areas(points: Sequence[Point]) -> list[float]:
 
 def plot_tradeoff(points: Sequence[Point], y_label: str, path: Path) -> None:
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     fig = Figure(figsize=(8, 5.5), layout="constrained")
     ax = fig.add_subplot()
@@ -46,6 +47,7 @@ def plot_tradeoff(points: Sequence[Point], y_label: str, path: Path) -> None:
             xs,
             [p.utility for p in points],
             s=bubble_areas(points),
+            c=[f"C{i % 10}" for i in range(len(points))],
             alpha=0.55,
             edgecolors="black",
             linewidths=0.8,
@@ -61,6 +63,10 @@ def plot_tradeoff(points: Sequence[Point], y_label: str, path: Path) -> None:
             )
         if min(xs) > 0 and max(xs) / min(xs) > 10:
             ax.set_xscale("log")
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+        # Room for the largest bubble and its label inside the axes.
+        ax.margins(x=0.3, y=0.25)
     else:
         ax.text(
             0.5,
