@@ -5,6 +5,8 @@
                             each file a JSON array; every candidate names its
                             task_type, trajectory_id and candidate_id
     DIR/videos/...          one video per session, first frame = session start
+                            (or, instead of "video", a "render" spec: frames the
+                            synthetic generator renders on the fly)
 
 Loading turns the files into typed, validated objects. Labels (correct
 options, evidence, reference responses, silence reasons) stay in `Candidate`
@@ -35,7 +37,9 @@ class Session:
     day_id: str
     start_ms: int
     end_ms: int
-    video: Path
+    video: Path | None
+    render: Mapping[str, Any] | None = None
+    """Instead of a video: the synthetic renderer's spec for this session's frames."""
 
     @property
     def duration_s(self) -> float:
@@ -164,8 +168,11 @@ def _load_trajectories(root: Path, doc: Mapping[str, Any]) -> tuple[Trajectory, 
                 )
             if sessions and start < sessions[-1].end_ms:
                 raise DatasetError(f"{sw}: starts before the previous session ends")
-            video = root / _req(s, "video", sw)
-            sessions.append(Session(_req(s, "session_id", sw), day, start, end, video))
+            sid = _req(s, "session_id", sw)
+            if "render" in s:
+                sessions.append(Session(sid, day, start, end, None, _req(s, "render", sw, dict)))
+            else:
+                sessions.append(Session(sid, day, start, end, root / _req(s, "video", sw)))
         if not sessions:
             raise DatasetError(f"{tw}: has no sessions")
         if len({s.session_id for s in sessions}) != len(sessions):
@@ -379,6 +386,8 @@ def _check_video_lengths(trajectories: Sequence[Trajectory]) -> None:
     problems = []
     for t in trajectories:
         for s in t.sessions:
+            if s.video is None:
+                continue
             length = probe_duration_ms(s.video)
             if length + END_TOLERANCE_MS < s.end_ms - s.start_ms:
                 problems.append(
@@ -419,12 +428,17 @@ def load_dataset(root: Path) -> Dataset:
             ids.add(candidate.candidate_id)
             candidates.append(candidate)
     missing = sorted(
-        {str(s.video) for t in trajectories for s in t.sessions if not s.video.is_file()}
+        {
+            str(s.video)
+            for t in trajectories
+            for s in t.sessions
+            if s.video is not None and not s.video.is_file()
+        }
     )
     if missing:
         raise DatasetError("session videos not found: " + ", ".join(missing))
     _check_video_lengths(trajectories)
-    videos = [s.video for t in trajectories for s in t.sessions]
+    videos = [s.video for t in trajectories for s in t.sessions if s.video is not None]
     content_hash = _hash_files(root, [root / "dataset.json", *files], videos)
     return Dataset(
         root, str(doc.get("name", root.name)), trajectories, tuple(candidates), content_hash

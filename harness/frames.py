@@ -8,6 +8,7 @@ flat in video length.
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 from collections.abc import Iterator
@@ -78,6 +79,14 @@ def decode_session(
         times = [t for t in times if t <= until_ms]
     if not times:
         return
+    if session.render is not None:
+        from apmbench.harness.synth.live import render_frames
+
+        for t, rgb in zip(times, render_frames(session.render, times), strict=True):
+            yield _encode(av.VideoFrame.from_ndarray(rgb, format="rgb24"), t, settings)
+        return
+    if session.video is None:
+        raise VideoError(f"session {session.session_id} has neither a video nor a render spec")
     try:
         container = av.open(str(session.video))
     except (OSError, av.error.FFmpegError) as e:
@@ -145,7 +154,7 @@ def _keyframes_suffice(video: Path, fps: float, probe_s: float = 4.0) -> bool:
                 break
     if not keys or keys[0] > 1e-3 or len(keys) < 2:
         return False
-    gaps = [b - a for a, b in zip(keys, keys[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(keys)]
     return all(abs(g - period) < 1e-3 for g in gaps)
 
 

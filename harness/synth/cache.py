@@ -14,11 +14,9 @@ import tempfile
 from pathlib import Path
 
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.synth.live import GENERATOR_VERSION
 from apmbench.harness.synth.presets import PRESETS
 from apmbench.harness.synth.writer import build
-
-# Bump when generated content changes, so old caches are not reused.
-GENERATOR_VERSION = 1
 
 
 def cache_root() -> Path:

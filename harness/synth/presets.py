@@ -15,6 +15,8 @@ class Preset:
     """Candidates of each task per trajectory (fewer when the events do not allow more)."""
     video_fps: int = 2
     """Frames per second of the written video; its GOP is one second."""
+    stored_video: bool = True
+    """False: sessions carry a render spec and frames are rendered on the fly."""
     description: str = ""
 
 
@@ -28,8 +30,9 @@ PRESETS = {
             104,
             5,
             780,
-            5,
-            description="the paper's shape (104 trajectories, 5 x 13 min sessions)",
+            2,
+            stored_video=False,
+            description="the paper's shape (104 trajectories, 5 x 13 min sessions), rendered live",
         ),
     )
 }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -13,9 +12,16 @@ import av
 from apmbench.adapters.perception import layout
 from apmbench.harness.dataset import FORMAT, FORMAT_VERSION
 from apmbench.harness.synth.candidates import TrajectoryFacts, clock, generate
+from apmbench.harness.synth.live import (
+    GENERATOR,
+    GENERATOR_VERSION,
+    session_spec,
+    trajectory_plan,
+    trajectory_rng,
+)
 from apmbench.harness.synth.presets import Preset
 from apmbench.harness.synth.render import render
-from apmbench.harness.synth.world import SessionPlan, plan_sessions
+from apmbench.harness.synth.world import SessionPlan, apply
 
 
 def write_video(path: Path, plan: SessionPlan, fps: int) -> None:
@@ -37,8 +43,6 @@ def write_video(path: Path, plan: SessionPlan, fps: int) -> None:
         for second in range(plan.seconds):
             now = plan.start_ms + second * 1000
             while events and events[0].time_ms <= now:
-                from apmbench.harness.synth.world import apply
-
                 apply(state, events.pop(0))
             image = render(state.scene(now))
             frame = av.VideoFrame.from_ndarray(image, format="rgb24")
@@ -49,49 +53,53 @@ def write_video(path: Path, plan: SessionPlan, fps: int) -> None:
             out.mux(packet)
 
 
-def build(preset: Preset, seed: int, out: Path) -> dict[str, Any]:
-    """Write the dataset for `preset` and `seed` into `out` (which must not hold one yet)."""
+def build(preset: Preset, seed: int, out: Path) -> dict[str, int]:
+    """Write the dataset for `preset` and `seed` into `out` (which must not hold one yet).
+
+    Each trajectory has its own random streams (world and candidates), so a
+    trajectory can be re-simulated alone, which live rendering relies on.
+    """
     if (out / "dataset.json").exists():
         raise FileExistsError(f"{out} already holds a dataset")
     (out / "videos").mkdir(parents=True, exist_ok=True)
     (out / "candidates").mkdir(exist_ok=True)
-    rng = random.Random(f"apmbench-synth/{preset.name}/{seed}")
     trajectories = []
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for i in range(preset.trajectories):
         tid = f"T{i + 1:03d}"
-        plans = plan_sessions(rng, preset.sessions, preset.session_seconds)
+        plans = trajectory_plan(preset.name, seed, i)
         sessions = []
-        for plan in plans:
-            video = f"videos/{tid}_{plan.session_id}.mp4"
-            write_video(out / video, plan, preset.video_fps)
-            sessions.append(
-                {
-                    "session_id": plan.session_id,
-                    "day_id": plan.day_id,
-                    "start_time": clock(plan.start_ms),
-                    "end_time": clock(plan.end_ms),
-                    "video": video,
-                }
-            )
+        for k, plan in enumerate(plans):
+            entry: dict[str, Any] = {
+                "session_id": plan.session_id,
+                "day_id": plan.day_id,
+                "start_time": clock(plan.start_ms),
+                "end_time": clock(plan.end_ms),
+            }
+            if preset.stored_video:
+                entry["video"] = f"videos/{tid}_{plan.session_id}.mp4"
+                write_video(out / entry["video"], plan, preset.video_fps)
+            else:
+                entry["render"] = session_spec(preset.name, seed, i, k)
+            sessions.append(entry)
         trajectories.append(
             {"trajectory_id": tid, "title": f"Synthetic life {tid}", "sessions": sessions}
         )
-        for candidate in generate(TrajectoryFacts(tid, plans), rng, preset.per_task):
+        rng = trajectory_rng(preset.name, seed, i, "candidates")
+        for candidate in generate(TrajectoryFacts(tid, list(plans)), rng, preset.per_task):
             by_task[candidate["task_type"]].append(candidate)
-    manifest = {
+    manifest: dict[str, Any] = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "name": f"synthetic-{preset.name}-{seed}",
         "generator": {
+            "name": GENERATOR,
+            "version": GENERATOR_VERSION,
             "preset": preset.name,
             "seed": seed,
-            "trajectories": preset.trajectories,
-            "sessions": preset.sessions,
-            "session_seconds": preset.session_seconds,
         },
+        "trajectories": trajectories,
     }
-    manifest["trajectories"] = trajectories
     (out / "dataset.json").write_text(json.dumps(manifest, indent=1) + "\n")
     for task, items in sorted(by_task.items()):
         (out / "candidates" / f"{task}.json").write_text(json.dumps(items, indent=1) + "\n")

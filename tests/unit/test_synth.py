@@ -135,3 +135,20 @@ def test_generation_is_deterministic_for_a_seed(tmp_path: Path) -> None:
     assert not np.array_equal(images[0], images[-1])
     with pytest.raises(FileExistsError):
         build(PRESETS["tiny"], 5, tmp_path / "a")
+
+
+def test_live_rendering_shows_what_the_stored_video_shows(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from apmbench.harness.dataset import load_dataset
+    from apmbench.harness.frames import FrameSettings, decode_session
+    from apmbench.harness.synth.live import session_spec
+    from apmbench.harness.synth.presets import PRESETS
+    from apmbench.harness.synth.writer import build
+
+    build(PRESETS["tiny"], 3, tmp_path / "d")
+    stored = load_dataset(tmp_path / "d").trajectories[0].sessions[2]
+    live = replace(stored, video=None, render=session_spec("tiny", 3, 0, 2))
+    a = [read_scene(f.rgb()) for f in decode_session(stored, FrameSettings())]
+    b = [read_scene(f.rgb()) for f in decode_session(live, FrameSettings())]
+    assert len(a) == len(b) == 60 and a == b
