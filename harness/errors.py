@@ -35,3 +35,11 @@ class JudgeReplyError(JudgeError):
 
 class JudgeUnavailable(JudgeError):
     """The judge could not be reached or refused the call (HTTP error, timeout, no model)."""
+
+
+class EngineError(ConfigError):
+    """The container engine cannot run what was asked: unreachable, no such image, no GPUs."""
+
+
+class ImageBuildError(ApmbenchError):
+    """An image could not be built; the message names the step and what to install or fix."""

@@ -17,6 +17,7 @@ from apmbench.adapters.sdk.types import PROTOCOL_VERSION, SystemInfo
 from apmbench.harness import __version__, records
 from apmbench.harness.client import Deadlines, SystemClient
 from apmbench.harness.dataset import Dataset, load_dataset
+from apmbench.harness.docker.settings import ContainerSettings
 from apmbench.harness.frames import FrameSettings
 from apmbench.harness.judge import ChatBackend, JudgeConfig, open_judge
 from apmbench.harness.run_scoring import score_run, scoring_record
@@ -39,6 +40,10 @@ class EvaluateOptions:
     """A registered system name or "module:Class", run as a local process."""
     endpoint: str | None = None
     """Address of a server that is already running ("unix:/path" or "host:port")."""
+    image: str | None = None
+    """A container image that serves the system, run by the Docker runtime."""
+    container: ContainerSettings = field(default_factory=ContainerSettings)
+    """How the image's container runs (hardened defaults); used with `image` only."""
     persistence: Persistence | None = None
     """None: `restart` where the runtime can restart the system, else `reset`."""
     resume: bool = False
@@ -77,14 +82,29 @@ def _host() -> dict[str, Any]:
 
 
 def _make_runtime(opts: EvaluateOptions, logs: Path) -> Runtime:
-    if (opts.system is None) == (opts.endpoint is None):
+    if sum(x is not None for x in (opts.system, opts.endpoint, opts.image)) != 1:
         from apmbench.harness.errors import ConfigError
 
-        raise ConfigError("give exactly one of --system NAME or --endpoint ADDRESS")
+        raise ConfigError("give exactly one of --system NAME, --endpoint ADDRESS or --image IMAGE")
+    if opts.image is not None:
+        # Imported here: the docker SDK loads only for container runs.
+        from apmbench.harness.docker.runtime import DockerRuntime
+
+        return DockerRuntime(
+            opts.image, logs.parent, opts.deadlines, opts.container, opts.startup_timeout_s
+        )
     if opts.endpoint is not None:
         return EndpointRuntime(opts.endpoint, opts.deadlines, opts.startup_timeout_s)
     assert opts.system is not None
     return ProcessRuntime(opts.system, logs / "system.log", opts.deadlines, opts.startup_timeout_s)
+
+
+def _system_spec(opts: EvaluateOptions, runtime: Runtime) -> str | None:
+    """What --resume must find unchanged; an image by its id too, so a rebuilt image under
+    the same tag is a different system."""
+    if opts.image is not None:
+        return f"{opts.image} ({runtime.describe()['image']['id']})"
+    return opts.system or opts.endpoint
 
 
 def _manifest(
@@ -99,7 +119,7 @@ def _manifest(
         "harness_version": __version__,
         "protocol_version": PROTOCOL_VERSION,
         "system": describe_info(info),
-        "system_spec": opts.system or opts.endpoint,
+        "system_spec": _system_spec(opts, runtime),
         "runtime": runtime.describe(),
         "dataset": {
             "name": dataset.name,
@@ -146,6 +166,7 @@ def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluat
         todo = [t for t in dataset.trajectories if not run.is_done(t.trajectory_id)]
         progress.trajectories(len(dataset.trajectories), len(dataset.trajectories) - len(todo))
         for trajectory in todo:
+            runtime.begin_trajectory(trajectory.trajectory_id)
             segments = plan_trajectory(dataset, trajectory, info.capabilities.supports_import)
             progress.trajectory_started(trajectory.trajectory_id, len(segments))
             runner = TrajectoryRunner(

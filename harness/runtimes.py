@@ -4,7 +4,8 @@
   socket in a short temp dir; can restart it (for `restart` persistence).
 - `EndpointRuntime`: a server someone else started, at an address; cannot
   restart.
-The Docker runtime (containers issue) implements the same interface.
+- `DockerRuntime` (apmbench.harness.docker.runtime): an image in a hardened
+  container; can restart it.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ class Runtime(ABC):
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """Facts about the runtime for manifest.json."""
+
+    def begin_trajectory(self, trajectory_id: str) -> None:  # noqa: B027 - optional hook
+        """Called before each trajectory; a runtime may name what it starts after it
+        (the Docker runtime names containers per run and trajectory)."""
 
     def __enter__(self) -> Runtime:
         return self
