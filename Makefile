@@ -44,5 +44,21 @@ demo: install
 bench: install
 	$(BIN)/python tests/bench/run_bench.py
 
+# Images for `evaluate --image` (README, section Containers): a Debian root
+# built by mmdebstrap (no registry needed; as root), apmbench/base, and one image
+# per line of containers/systems.txt. Nothing is rebuilt whose inputs did not
+# change. ROOTFS=IMAGE builds on an image from a registry instead.
+.PHONY: images images-gpu containers
+images: install
+	$(BIN)/python -m apmbench.harness.docker.images $(if $(ROOTFS),--rootfs $(ROOTFS))
+
+# apmbench/base-gpu: torch and transformers with CUDA from PyPI wheels (several GB).
+images-gpu: install
+	$(BIN)/python -m apmbench.harness.docker.images --gpu $(if $(ROOTFS),--rootfs $(ROOTFS))
+
+# The container tier alone (real containers; skips without a Docker engine).
+containers: install
+	$(BIN)/python -m pytest -q tests/containers
+
 clean:
 	rm -rf $(VENV) $(TYPECHECK) runs build *.egg-info
