@@ -15,6 +15,8 @@ from apmbench.harness import logs
 from apmbench.harness.client import Deadlines
 from apmbench.harness.commands.common import EXIT_INTERRUPTED, EXIT_SYSTEM, EXIT_USAGE, console
 from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
+from apmbench.harness.docker.cli_options import container_options
+from apmbench.harness.docker.settings import ContainerSettings
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.frames import FrameSettings
 from apmbench.harness.runner import Persistence
@@ -75,6 +77,7 @@ from apmbench.harness.runner import Persistence
     help="Seconds for the system to report SERVING.",
 )
 @judge_options(default_judge="none")
+@container_options
 def evaluate(
     dataset: Path,
     system: str | None,
@@ -87,6 +90,8 @@ def evaluate(
     encoding: str,
     query_timeout: float,
     startup_timeout: float,
+    image: str | None,
+    container: ContainerSettings,
     **judge: Any,
 ) -> None:
     """Run a system on a dataset and write a run directory with its report."""
@@ -94,17 +99,19 @@ def evaluate(
     from apmbench.harness.evaluate import Progress as Callbacks
     from apmbench.harness.evaluate import evaluate as run_evaluation
 
-    if (system is None) == (endpoint is None):
-        raise click.UsageError("give exactly one of --system NAME or --endpoint ADDRESS")
+    if sum(x is not None for x in (system, endpoint, image)) != 1:
+        raise click.UsageError("give one of --system NAME, --endpoint ADDRESS, --image IMAGE")
     if fps <= 0:
         raise click.BadParameter("must be positive", param_hint="--fps")
-    label = (system or "endpoint").replace(":", "_").replace("/", "_")
+    label = (system or image or "endpoint").replace(":", "_").replace("/", "_")
     out = out or Path("runs") / f"{dataset.name}-{label}"
     opts = EvaluateOptions(
         dataset=dataset,
         out=out,
         system=system,
         endpoint=endpoint,
+        image=image,
+        container=container,
         persistence=Persistence(persistence) if persistence else None,
         resume=resume,
         frames=FrameSettings(fps=fps, max_side=max_side, encoding=FrameEncoding(encoding)),
