@@ -52,13 +52,14 @@ def plot_tradeoff(points: Sequence[Point], y_label: str, path: Path) -> None:
             edgecolors="black",
             linewidths=0.8,
         )
-        for p in points:
+        for i, p in enumerate(points):
             storage = "n/c" if p.storage_per_hour_bytes is None else size(p.storage_per_hour_bytes)
             ax.annotate(
                 f"{p.label}\n{storage}/hr",
                 (p.ttft_s, p.utility),
                 textcoords="offset points",
-                xytext=(8, 8),
+                # Staggered, so labels of systems that land on one spot stay legible.
+                xytext=(8, 8 - 24 * (i % 3)),
                 fontsize=8,
             )
         if min(xs) > 0 and max(xs) / min(xs) > 10:
