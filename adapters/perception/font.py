@@ -85,7 +85,7 @@ def draw_text(
         region[big[: region.shape[0], : region.shape[1]]] = color
 
 
-def read_cell(cell: npt.NDArray[np.bool_]) -> str:
-    """The glyph nearest (Hamming distance) to a binarised 7x5 cell."""
-    distances = np.count_nonzero(cell.reshape(1, -1) != _STACK, axis=1)
-    return CHARSET[int(np.argmin(distances))]
+def read_cells(cells: npt.NDArray[np.bool_]) -> str:
+    """The nearest glyph (Hamming distance) to each row of `cells`: binarised 7x5 cells, flat."""
+    distances = np.count_nonzero(cells[:, None, :] != _STACK[None, :, :], axis=2)
+    return "".join(CHARSET[i] for i in np.argmin(distances, axis=1))

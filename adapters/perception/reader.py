@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from apmbench.adapters.perception import layout
-from apmbench.adapters.perception.font import GLYPH_H, GLYPH_W, advance, read_cell
+from apmbench.adapters.perception.font import GLYPH_H, GLYPH_W, advance, read_cells
 
 Image = npt.NDArray[np.uint8]
 
@@ -27,45 +27,46 @@ def _to_layout_size(rgb: Image) -> Image:
     return resized
 
 
-def _text(luma: npt.NDArray[np.float32], row: tuple[int, int, int]) -> str:
+_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+
+
+def _text(rgb: Image, row: tuple[int, int, int]) -> str:
+    """All characters of a text row at once: cut cells, average each 2x2 block, match glyphs."""
     x, y, chars = row
     s = layout.SCALE
-    height, width = GLYPH_H * s, GLYPH_W * s
-    out = []
-    for i in range(chars):
-        left = x + i * advance(s)
-        block = luma[y : y + height, left : left + width]
-        cell = block.reshape(GLYPH_H, s, GLYPH_W, s).mean(axis=(1, 3)) > 128
-        out.append(read_cell(cell))
-    return "".join(out).strip()
+    step = advance(s)
+    block = rgb[y : y + GLYPH_H * s, x : x + chars * step].astype(np.float32) @ _LUMA
+    cells = block.reshape(GLYPH_H * s, chars, step)[:, :, : GLYPH_W * s]
+    means = cells.reshape(GLYPH_H, s, chars, GLYPH_W, s).mean(axis=(1, 4))  # (7, chars, 5)
+    binary = means.transpose(1, 0, 2).reshape(chars, GLYPH_H * GLYPH_W) > 128
+    return read_cells(binary).strip()
 
 
 def _count(rgb: Image, index: int) -> int:
-    panel = np.array(layout.PANEL, dtype=np.int16)
+    panel = np.array(layout.PANEL, dtype=np.float32)
     half = layout.ITEM_SIZE // 2
-    count = 0
-    for x, y in layout.item_cells(index):
-        centre = rgb[y + half - 2 : y + half + 2, x + half - 2 : x + half + 2].astype(np.int16)
-        if np.abs(centre.mean(axis=(0, 1)) - panel).sum() > 60:
-            count += 1
-    return count
+    corners = np.array(layout.item_cells(index))
+    ys = corners[:, 1, None] + half + np.arange(-2, 2)
+    xs = corners[:, 0, None] + half + np.arange(-2, 2)
+    patches = rgb[ys[:, :, None], xs[:, None, :]].astype(np.float32)  # (cells, 4, 4, 3)
+    distance = np.abs(patches.mean(axis=(1, 2)) - panel).sum(axis=1)
+    return int(np.count_nonzero(distance > 60))
 
 
 def read_scene(rgb: Image) -> layout.Scene:
     rgb = _to_layout_size(rgb)
-    luma = rgb.astype(np.float32) @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
     slots = []
     for i in range(layout.SLOTS):
-        label = _text(luma, layout.label_row(i))
+        label = _text(rgb, layout.label_row(i))
         if label:
-            slots.append(layout.SlotView(label, _text(luma, layout.state_row(i)), _count(rgb, i)))
+            slots.append(layout.SlotView(label, _text(rgb, layout.state_row(i)), _count(rgb, i)))
         else:
             slots.append(layout.SlotView("", "", 0))
-    hand = _text(luma, layout.HAND_ROW)
+    hand = _text(rgb, layout.HAND_ROW)
     return layout.Scene(
-        clock=_text(luma, layout.TIME_ROW),
-        place=_text(luma, layout.PLACE_ROW),
-        screen=_text(luma, layout.SCREEN_ROW),
+        clock=_text(rgb, layout.TIME_ROW),
+        place=_text(rgb, layout.PLACE_ROW),
+        screen=_text(rgb, layout.SCREEN_ROW),
         slots=tuple(slots),
         hand=hand.removeprefix("HAND").strip(),
     )

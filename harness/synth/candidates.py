@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -179,10 +180,15 @@ class Builder:
 
     def tr(self, index: int) -> Candidate | None:
         t = self.query_time(index)
+        before = [e for e in self.facts.events if e.time_ms < t]
+        seen = Counter(e.describe() for e in before)
+        # An option must name exactly one moment, or "first" has no single answer.
         prior = [
             e
-            for e in self.facts.events
-            if e.session_index < index and e.kind in ("pickup", "putdown", "toggle")
+            for e in before
+            if e.session_index < index
+            and e.kind in ("pickup", "putdown", "toggle")
+            and seen[e.describe()] == 1
         ]
         for _ in range(20):
             if len(prior) < 4:
@@ -578,14 +584,16 @@ def generate(facts: TrajectoryFacts, rng: random.Random, per_task: int) -> list[
             if candidate is not None:
                 out.append(candidate)
                 made += 1
+    # Evidence Availability: as many questions with the evidence inside the two
+    # most recent sessions as outside them.
     ea_sessions = list(range(3, n))
+    found: dict[bool, list[Candidate]] = {True: [], False: []}
     for available in (True, False):
-        made = 0
         for attempt in range(per_task * 12):
-            if made == per_task or not ea_sessions:
+            if len(found[available]) == per_task or not ea_sessions:
                 break
             candidate = b.ea(ea_sessions[attempt % len(ea_sessions)], available)
             if candidate is not None:
-                out.append(candidate)
-                made += 1
-    return out
+                found[available].append(candidate)
+    pairs = min(len(found[True]), len(found[False]))
+    return out + found[True][:pairs] + found[False][:pairs]

@@ -22,7 +22,7 @@ from apmbench.harness.synth.render import render
 from apmbench.harness.synth.world import SessionPlan, apply, plan_sessions
 
 GENERATOR = "apmbench-synth"
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 
 
 def trajectory_rng(preset: str, seed: int, trajectory: int, purpose: str) -> random.Random:

@@ -24,7 +24,7 @@ PRESETS = {
     p.name: p
     for p in (
         Preset("tiny", 1, 4, 60, 1, description="tests: seconds end to end"),
-        Preset("small", 3, 5, 150, 3, description="the demo: a few minutes of CPU"),
+        Preset("small", 3, 4, 120, 4, description="the demo: a few minutes of CPU"),
         Preset(
             "paper",
             104,
