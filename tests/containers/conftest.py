@@ -1,0 +1,53 @@
+"""The container tier: real images on a real Docker engine.
+
+Without an engine these tests skip, saying how to enable them; with CI=true
+(or APMBENCH_REQUIRE_DOCKER=1) they fail instead, so CI cannot pass by
+skipping them. The images are built (or found up to date) once per session
+with the same builder as `make images`, plus the test image from image/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import docker
+import docker.errors
+import pytest
+from containertools import HERE, ROOT, TEST_IMAGE, unavailable
+
+from apmbench.adapters.sdk.errors import ApmbenchError
+from apmbench.harness.docker.images import BASE, Builder, tree_files
+
+
+@pytest.fixture(scope="session")
+def engine() -> Iterator[docker.DockerClient]:
+    try:
+        client = docker.from_env(timeout=60)
+        client.ping()
+    except docker.errors.DockerException as e:
+        unavailable(f"no Docker engine answers ({e})")
+        raise AssertionError("unreachable") from e
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def builder(engine: docker.DockerClient) -> Builder:
+    return Builder(ROOT, engine, say=lambda line: None)
+
+
+@pytest.fixture(scope="session")
+def images(builder: Builder) -> dict[str, str]:
+    """Image name -> id: what `make images` builds (a no-op when up to date) and the test image."""
+    try:
+        built = builder.all()
+    except ApmbenchError as e:
+        unavailable(f"the images cannot be built ({e})")
+        raise AssertionError("unreachable") from e
+    files = {
+        "Dockerfile": (HERE / "image" / "Dockerfile").read_bytes(),
+        "testsys.py": (HERE / "image" / "testsys.py").read_bytes(),
+        **tree_files(ROOT / "tests", ["helpers"], [], ""),
+    }
+    built[TEST_IMAGE] = builder.build(TEST_IMAGE, files, parent=built[BASE])
+    return built

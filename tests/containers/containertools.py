@@ -1,0 +1,52 @@
+"""What the container tests share: names, the skip-or-fail rule, run containers, the CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+from docker.models.containers import Container
+
+from apmbench.harness.docker import leftovers
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+TEST_IMAGE = "apmbench-test/systems:latest"
+REQUIRED = any(
+    os.environ.get(name, "").lower() in ("1", "true", "yes")
+    for name in ("CI", "APMBENCH_REQUIRE_DOCKER")
+)
+HOW = (
+    "To run them (as root): `apt-get install -y docker.io mmdebstrap`, "
+    "`dockerd --storage-driver=overlay2 --iptables=false --bridge=none &`, then `make test` "
+    "(README, section Containers). With CI=true they fail instead of skipping."
+)
+
+
+def unavailable(reason: str) -> None:
+    """Skip locally; fail where the container tier must run (CI)."""
+    if REQUIRED:
+        pytest.fail(f"container tests cannot run: {reason}", pytrace=False)
+    pytest.skip(f"container tests skipped: {reason}. {HOW}")
+
+
+def run_containers(engine: docker.DockerClient, run_dir: Path) -> list[Container]:
+    """Every container, running or not, that belongs to the run in `run_dir`."""
+    key = leftovers.run_key(run_dir)
+    return list(engine.containers.list(all=True, filters={"label": f"{leftovers.RUN}={key}"}))
+
+
+def evaluate_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "apmbench.harness.cli", "evaluate", *args]
+
+
+def cli(*args: str, timeout: float = 240, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """Run `apmbench-grpc evaluate ARGS` to the end; returns the completed process."""
+    return subprocess.run(
+        evaluate_cmd(*args), capture_output=True, text=True, timeout=timeout, **kwargs
+    )

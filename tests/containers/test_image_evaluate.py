@@ -1,0 +1,99 @@
+"""`evaluate --image` end to end: the same scores as the process runtime, restart across gaps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+from containertools import ROOT, TEST_IMAGE, cli, run_containers
+
+from apmbench.harness.docker.images import BASE, Builder
+from apmbench.harness.docker.settings import ContainerSettings
+from apmbench.harness.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.runner import Persistence
+from apmbench.harness.synth.cache import synthetic_dataset
+
+pytestmark = [pytest.mark.containers, pytest.mark.usefixtures("images")]
+
+TIMING = {"ttft_s", "total_s", "ingest_s", "rtf", "end_session_s", "load_state_s", "export_s"}
+
+
+def untimed(path: Path) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
+
+
+def scores(report: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in report.items() if k != "latency"}
+
+
+def test_a_reference_image_scores_like_the_process_runtime(
+    tmp_path: Path, engine: docker.DockerClient, images: dict[str, str]
+) -> None:
+    image = "apmbench/recent-frames:latest"
+    contained = tmp_path / "image"
+    done = cli("--image", image, "--synthetic", "tiny", "--out", str(contained))
+    assert done.returncode == 0, done.stderr
+    assert "run directory:" in done.stdout
+    in_process = tmp_path / "process"
+    evaluate(
+        EvaluateOptions(
+            dataset=synthetic_dataset("tiny", 0), out=in_process, system="recent-frames"
+        )
+    )
+
+    for table in ("instances.jsonl", "sessions.jsonl"):
+        assert untimed(contained / table) == untimed(in_process / table), table
+    report = json.loads((contained / "report.json").read_text())
+    assert scores(report) == scores(json.loads((in_process / "report.json").read_text()))
+
+    manifest = json.loads((contained / "manifest.json").read_text())
+    runtime = manifest["runtime"]
+    assert runtime["kind"] == "docker"
+    assert runtime["image"]["id"] == images[image]
+    assert manifest["system_spec"] == f"{image} ({runtime['image']['id']})"
+    assert runtime["engine"]["version"] == engine.version()["Version"]
+    assert runtime["container"]["relaxations"] == []
+    assert manifest["settings"]["persistence"] == "restart"
+    log = (contained / "logs" / "system.log").read_text()
+    # restart persistence: a fresh container per segment and per gap, each logged
+    assert log.count("--- container apmbench-") > 3 and "serving" in log
+    assert run_containers(engine, contained) == []
+
+
+def test_only_exported_state_crosses_a_gap_in_restart_mode(mini: Path, tmp_path: Path) -> None:
+    def run(out: Path, persistence: Persistence) -> dict[str, Any]:
+        opts = EvaluateOptions(
+            dataset=mini, out=out, image=TEST_IMAGE, persistence=persistence,
+            container=ContainerSettings(env=(("TESTSYS", "helpers.systems:HiddenState"),)),
+        )  # fmt: skip
+        evaluate(opts)
+        rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]
+        return {r["instance_id"]: json.loads(r["raw_output"]) for r in rows}
+
+    restart = run(tmp_path / "restart", Persistence.RESTART)
+    trust = run(tmp_path / "trust", Persistence.TRUST)
+    est = "T01-EST-1"  # asked in T01's third session
+    assert restart[est]["exported_sessions"] == ["S001", "S002"]
+    assert restart[est]["hidden_sessions"] == ["S003"]  # a new container: hidden memory is gone
+    assert trust[est]["hidden_sessions"][-3:] == ["S001", "S002", "S003"]
+
+
+def test_the_template_builds_and_serves(
+    mini: Path, tmp_path: Path, builder: Builder, images: dict[str, str]
+) -> None:
+    template = ROOT / "containers" / "template"
+    files = {p.name: p.read_bytes() for p in template.iterdir() if p.is_file()}
+    builder.build("apmbench-test/template:latest", files, parent=images[BASE])
+    out = tmp_path / "run"
+    done = cli(
+        "--image", "apmbench-test/template:latest", "--dataset", str(mini), "--out", str(out),
+        "--persistence", "reset",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["system"]["name"] == "my-memory"
+    assert manifest["system"]["capabilities"]["supports_import"] is True
