@@ -55,7 +55,9 @@ def test_default_evaluation_compares_the_reference_systems(tiny: Path, tmp_path:
     assert storage["recent-frames"] == 0
     ttft = {n: r["latency"]["time_to_first_token_s"]["mean"] for n, r in reports.items()}
     assert ttft["frame-archive"] > ttft["recent-frames"]
-    assert archive["decision_accuracy"]["overall"]["BA"] > recent["decision_accuracy"]["overall"]["BA"]
+    assert (
+        archive["decision_accuracy"]["overall"]["BA"] > recent["decision_accuracy"]["overall"]["BA"]
+    )
     manifest = json.loads((out / "text-log" / "manifest.json").read_text())
     assert manifest["system"]["name"] == "text-log"
     assert manifest["settings"]["persistence"] == "restart"
