@@ -39,7 +39,7 @@ proto: install
 
 demo: install
 	rm -rf runs/demo
-	$(BIN)/apmbench-grpc evaluate --dataset tests/fixtures/mini --system null --out runs/demo
+	$(BIN)/apmbench-grpc evaluate --out runs/demo
 
 bench: install
 	$(BIN)/python tests/bench/run_bench.py

@@ -98,7 +98,7 @@ class EndpointRuntime(Runtime):
 
 
 class ProcessRuntime(Runtime):
-    """Runs `apmbench-grpc serve SPEC` as a subprocess; its output goes to `log_path`."""
+    """Runs SPEC (as `apmbench-grpc serve` would) in a subprocess; output goes to `log_path`."""
 
     kind = "process"
 
@@ -145,8 +145,7 @@ class ProcessRuntime(Runtime):
         cmd = [
             sys.executable,
             "-m",
-            "apmbench.harness.cli",
-            "serve",
+            "apmbench.adapters",
             self.system,
             "--address",
             self.address,

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from apmbench.adapters.sdk.errors import ApmbenchError, ProtocolError
 from apmbench.adapters.sdk.types import FrameEncoding
+from apmbench.adapters.systems import REFERENCE_SYSTEMS
 from apmbench.harness import logs
 from apmbench.harness.client import Deadlines
 from apmbench.harness.commands.common import EXIT_INTERRUPTED, EXIT_SYSTEM, EXIT_USAGE, console
@@ -20,6 +22,11 @@ from apmbench.harness.docker.settings import ContainerSettings
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.frames import FrameSettings
 from apmbench.harness.runner import Persistence
+from apmbench.harness.summary import summary_tables
+from apmbench.harness.synth.presets import PRESETS
+
+if TYPE_CHECKING:
+    from apmbench.harness.evaluate import EvaluateOptions, Evaluation
 
 
 @click.command()
@@ -27,11 +34,21 @@ from apmbench.harness.runner import Persistence
     "--dataset",
     "dataset",
     type=click.Path(path_type=Path),
-    required=True,
+    default=None,
     help="Dataset directory (dataset.json, candidates/, videos/).",
 )
 @click.option(
-    "--system", "system", help="Reference system to run as a local process, or module:Class."
+    "--synthetic",
+    type=click.Choice(sorted(PRESETS)),
+    default=None,
+    help="Use the built-in synthetic benchmark of this size (generated once, then cached).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --synthetic.")
+@click.option(
+    "--system",
+    "system",
+    help="Reference system to run as a local process, or module:Class. With no --system "
+    "(or --endpoint), every reference system runs and a comparison table is printed.",
 )
 @click.option("--endpoint", help="Address of an already running server (unix:/path or host:port).")
 @click.option(
@@ -79,7 +96,9 @@ from apmbench.harness.runner import Persistence
 @judge_options(default_judge="none")
 @container_options
 def evaluate(
-    dataset: Path,
+    dataset: Path | None,
+    synthetic: str | None,
+    seed: int,
     system: str | None,
     endpoint: str | None,
     persistence: str | None,
@@ -94,31 +113,63 @@ def evaluate(
     container: ContainerSettings,
     **judge: Any,
 ) -> None:
-    """Run a system on a dataset and write a run directory with its report."""
-    from apmbench.harness.evaluate import EvaluateOptions
-    from apmbench.harness.evaluate import Progress as Callbacks
-    from apmbench.harness.evaluate import evaluate as run_evaluation
+    """Run a system on a dataset and write a run directory with its report.
 
-    if sum(x is not None for x in (system, endpoint, image)) != 1:
+    With no arguments: the built-in synthetic benchmark (`small`) with every
+    reference system, one after another, and a comparison table.
+    """
+    from apmbench.harness.evaluate import EvaluateOptions
+
+    if dataset is not None and synthetic is not None:
+        raise click.UsageError("give --dataset DIR or --synthetic PRESET, not both")
+    if sum(x is not None for x in (system, endpoint, image)) > 1:
         raise click.UsageError("give one of --system NAME, --endpoint ADDRESS, --image IMAGE")
     if fps <= 0:
         raise click.BadParameter("must be positive", param_hint="--fps")
-    label = (system or image or "endpoint").replace(":", "_").replace("/", "_")
-    out = out or Path("runs") / f"{dataset.name}-{label}"
-    opts = EvaluateOptions(
-        dataset=dataset,
-        out=out,
-        system=system,
-        endpoint=endpoint,
-        image=image,
-        container=container,
-        persistence=Persistence(persistence) if persistence else None,
-        resume=resume,
-        frames=FrameSettings(fps=fps, max_side=max_side, encoding=FrameEncoding(encoding)),
-        deadlines=Deadlines(query=query_timeout),
-        startup_timeout_s=startup_timeout,
-        judge=judge_config(**judge),
-    )
+    if dataset is None:
+        dataset = _synthetic(synthetic or "small", seed)
+    embedded = system is None and endpoint is None and image is None
+    systems: list[str | None] = list(REFERENCE_SYSTEMS) if embedded else [system]
+    base = out or Path("runs") / dataset.name
+    judge_settings = judge_config(**judge)
+    results = []
+    for name in systems:
+        label = (name or image or "endpoint").replace(":", "_").replace("/", "_")
+        opts = EvaluateOptions(
+            dataset=dataset,
+            out=(base / label) if embedded or out is None else out,
+            system=name,
+            endpoint=endpoint,
+            image=image,
+            container=container,
+            persistence=Persistence(persistence) if persistence else None,
+            resume=resume,
+            frames=FrameSettings(fps=fps, max_side=max_side, encoding=FrameEncoding(encoding)),
+            deadlines=Deadlines(query=query_timeout),
+            startup_timeout_s=startup_timeout,
+            judge=judge_settings,
+        )
+        results.append(_run(opts, quiet=embedded))
+    if embedded:
+        wide = Console(width=120)
+        for table in summary_tables(results, [str(n) for n in systems]):
+            wide.print(table)
+        click.echo("run directories: " + ", ".join(str(r.run_dir) for r in results))
+
+
+def _synthetic(preset: str, seed: int) -> Path:
+    from apmbench.harness.synth.cache import synthetic_dataset
+
+    with console.status(f"preparing the synthetic {preset} benchmark (seed {seed})"):
+        return synthetic_dataset(preset, seed)
+
+
+def _run(opts: EvaluateOptions, quiet: bool) -> Evaluation:
+    """One evaluation with a progress display; exits with a code a person can act on."""
+    from apmbench.harness.evaluate import Progress as Callbacks
+    from apmbench.harness.evaluate import evaluate as run_evaluation
+
+    out = opts.out
     log = logs.get("evaluate")
     columns = (
         TextColumn("{task.description}"),
@@ -163,7 +214,9 @@ def evaluate(
     except KeyboardInterrupt:
         console.print(f"interrupted: finished trajectories are kept in {out}; rerun with --resume")
         sys.exit(EXIT_INTERRUPTED)
-    click.echo((result.run_dir / "report.md").read_text())
-    click.echo(f"run directory: {result.run_dir}")
+    if not quiet:
+        click.echo((result.run_dir / "report.md").read_text())
+        click.echo(f"run directory: {result.run_dir}")
     for warning in judge_warnings(result.report):
         console.print(f"[yellow]warning:[/yellow] {warning}")
+    return result
