@@ -121,14 +121,6 @@ class RunDir:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def write_tables(self, records: list[dict[str, Any]]) -> None:
-        atomic_write(
-            self.root / "instances.jsonl", jsonl(r for rec in records for r in rec["instances"])
-        )
-        atomic_write(
-            self.root / "sessions.jsonl", jsonl(r for rec in records for r in rec["sessions"])
-        )
-
     def update_manifest(self, **fields: Any) -> None:
         path = self.root / "manifest.json"
         manifest = json.loads(path.read_text())
