@@ -13,10 +13,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import Any, BinaryIO, TypeVar, cast
 
 import grpc
+from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from apmbench.adapters.sdk import errors, wire
 from apmbench.adapters.sdk.types import (
@@ -61,6 +63,20 @@ class QueryResult:
     chunks: int
     ttft_s: float | None
     total_s: float
+    pieces: tuple[str, ...] = ()
+    """The non-empty chunks as they arrived (their concatenation is `text`)."""
+    arrivals_s: tuple[float, ...] = ()
+    """When each of `pieces` arrived, in seconds after the call was sent."""
+
+
+@dataclass(frozen=True)
+class MethodShape:
+    """One RPC of a service as reflection describes it (full message names)."""
+
+    input_type: str
+    output_type: str
+    client_streaming: bool
+    server_streaming: bool
 
 
 @dataclass(frozen=True)
@@ -142,12 +158,16 @@ class SystemClient:
 
     # -- calls ----------------------------------------------------------------
 
-    def describe(self) -> SystemInfo:
+    def describe_unchecked(self) -> SystemInfo:
+        """Describe as the server answers it, without refusing another protocol version."""
         reply = self._call(
             "Describe",
             lambda: self._stub.Describe(pb.DescribeRequest(), timeout=self.deadlines.control),
         )
-        info = wire.system_info_from_pb(reply)
+        return wire.system_info_from_pb(reply)
+
+    def describe(self) -> SystemInfo:
+        info = self.describe_unchecked()
         if _major(info.protocol_version) != _major(PROTOCOL_VERSION):
             raise errors.FailedPrecondition(
                 f"system {info.name!r} speaks protocol {info.protocol_version or '(none)'}, "
@@ -197,23 +217,37 @@ class SystemClient:
         )
         return time.perf_counter() - started
 
-    def query(self, query: Query) -> QueryResult:
+    def query(
+        self, query: Query, timeout_s: float | None = None, cancel_after: int | None = None
+    ) -> QueryResult:
+        """Ask and read the streamed answer; `timeout_s` overrides the query deadline.
+
+        `cancel_after` = n cancels the call once n non-empty chunks have arrived,
+        as a client that gives up would (the conformance checks use it); the
+        result then holds what arrived.
+        """
         request = wire.query_to_pb(query)
         pieces: list[str] = []
-        ttft: float | None = None
+        arrivals: list[float] = []
         started = time.perf_counter()
 
         def run() -> None:
-            nonlocal ttft
-            for chunk in self._stub.Query(request, timeout=self.deadlines.query):
+            call = self._stub.Query(request, timeout=timeout_s or self.deadlines.query)
+            for chunk in call:
                 if chunk.text:
-                    if ttft is None:
-                        ttft = time.perf_counter() - started
+                    arrivals.append(time.perf_counter() - started)
                     pieces.append(chunk.text)
+                    if cancel_after is not None and len(pieces) >= cancel_after:
+                        # A stream call is also a grpc.Call; the stubs type it as an iterator.
+                        cast(Any, call).cancel()
+                        return
 
         self._call("Query", run)
         total = time.perf_counter() - started
-        return QueryResult("".join(pieces), len(pieces), ttft, total)
+        ttft = arrivals[0] if arrivals else None
+        return QueryResult(
+            "".join(pieces), len(pieces), ttft, total, tuple(pieces), tuple(arrivals)
+        )
 
     def export_state(self, sink: BinaryIO, max_chunk_bytes: int = 0) -> ExportResult:
         """Stream the state into `sink`, verifying length and sha256 against the manifest."""
@@ -274,3 +308,95 @@ class SystemClient:
     def import_file(self, manifest: StateManifest, path: Path, max_chunk_bytes: int = 0) -> int:
         with path.open("rb") as source:
             return self.import_state(manifest, source, max_chunk_bytes)
+
+    def import_raw(self, manifest: StateManifest | None, pieces: Iterable[bytes]) -> int:
+        """ImportState exactly as given: no manifest first when `manifest` is None.
+
+        For conformance checks that must send a malformed stream; runs use `import_state`.
+        """
+        head = [] if manifest is None else [next(wire.state_chunks(manifest, ()))]
+        chunks = [*head, *(pb.StateChunk(data=piece) for piece in pieces)]
+        reply = self._call(
+            "ImportState",
+            lambda: self._stub.ImportState(iter(chunks), timeout=self.deadlines.state),
+        )
+        return reply.bytes_imported
+
+    # -- the standard services (conformance checks) -----------------------------
+
+    def health_status(self, service: str = "") -> str:
+        """The health service's answer for `service`: "SERVING", "NOT_SERVING", ...
+
+        Raises `Unimplemented` without a health service, and the hierarchy's
+        error for NOT_FOUND (an unknown service name).
+        """
+        reply = self._call(
+            "Check",
+            lambda: self._health.Check(
+                health_pb2.HealthCheckRequest(service=service), timeout=self.deadlines.control
+            ),
+        )
+        name: str = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+        return name
+
+    def _reflect(self, request: reflection_pb2.ServerReflectionRequest) -> Any:
+        stub = reflection_pb2_grpc.ServerReflectionStub(self._channel)
+
+        def ask() -> Any:
+            for reply in stub.ServerReflectionInfo(iter([request]), timeout=self.deadlines.control):
+                if reply.HasField("error_response"):
+                    raise errors.InvalidArgument(
+                        f"reflection error {reply.error_response.error_code}: "
+                        f"{reply.error_response.error_message}",
+                        rpc="ServerReflectionInfo",
+                    )
+                return reply
+            raise errors.Unavailable("reflection sent no answer", rpc="ServerReflectionInfo")
+
+        return self._call("ServerReflectionInfo", ask)
+
+    def list_services(self) -> list[str]:
+        """Service names that server reflection lists; `Unimplemented` without reflection."""
+        reply = self._reflect(reflection_pb2.ServerReflectionRequest(list_services=""))
+        return sorted(s.name for s in reply.list_services_response.service)
+
+    def reflected_methods(self, service: str) -> dict[str, MethodShape]:
+        """The methods of `service` as the server's own descriptors (via reflection) declare."""
+        reply = self._reflect(
+            reflection_pb2.ServerReflectionRequest(file_containing_symbol=service)
+        )
+        package, _, name = service.rpartition(".")
+        for blob in reply.file_descriptor_response.file_descriptor_proto:
+            proto = descriptor_pb2.FileDescriptorProto.FromString(blob)
+            if proto.package != package:
+                continue
+            for svc in proto.service:
+                if svc.name == name:
+                    return {
+                        m.name: MethodShape(
+                            m.input_type.lstrip("."),
+                            m.output_type.lstrip("."),
+                            m.client_streaming,
+                            m.server_streaming,
+                        )
+                        for m in svc.method
+                    }
+        return {}
+
+
+def protocol_methods() -> dict[str, MethodShape]:
+    """The methods of apmbench.v1.MemorySystem as this harness was built with them."""
+    service = pb.DESCRIPTOR.services_by_name["MemorySystem"]
+    return {
+        m.name: MethodShape(
+            m.input_type.full_name,
+            m.output_type.full_name,
+            m.client_streaming,
+            m.server_streaming,
+        )
+        for m in service.methods
+    }
+
+
+MEMORY_SYSTEM_SERVICE: str = pb.DESCRIPTOR.services_by_name["MemorySystem"].full_name
+HEALTH_SERVICE = "grpc.health.v1.Health"
