@@ -17,6 +17,13 @@ from apmbench.harness.docker.settings import ContainerSettings, GpuRequest, pars
 from apmbench.harness.errors import ConfigError
 
 _DEFAULTS = ContainerSettings()
+# What each option is when not given: the click defaults, and how options given
+# without --image are recognised (and refused).
+OPTION_DEFAULTS: dict[str, Any] = {
+    "gpus": "none", "allow_network": False, "network": None, "writable_root": False,
+    "container_user": None, "cap_add": (), "allow_new_privileges": False, "memory": "16g",
+    "cpus": "4", "pids_limit": "4096", "shm_size": "1g", "tmp_size": "4g", "container_env": (),
+}  # fmt: skip
 _OPTIONS = [
     click.option(
         "--image",
@@ -26,7 +33,7 @@ _OPTIONS = [
     ),
     click.option(
         "--gpus",
-        default="none",
+        default=OPTION_DEFAULTS["gpus"],
         show_default=True,
         help="GPUs for --image: none, all, a count, or device ids (e.g. 0,1).",
     ),
@@ -59,21 +66,34 @@ _OPTIONS = [
     ),
     click.option(
         "--memory",
-        default="16g",
+        default=OPTION_DEFAULTS["memory"],
         show_default=True,
         help="Container memory limit (no swap), or 'none'.",
     ),
     click.option(
         "--cpus",
-        default="4",
+        default=OPTION_DEFAULTS["cpus"],
         show_default=True,
         help="Container CPU limit in cores (capped at the engine's), or 'none'.",
     ),
     click.option(
-        "--pids-limit", default="4096", show_default=True, help="Container process/thread limit."
+        "--pids-limit",
+        default=OPTION_DEFAULTS["pids_limit"],
+        show_default=True,
+        help="Container process/thread limit.",
     ),
-    click.option("--shm-size", default="1g", show_default=True, help="Size of /dev/shm."),
-    click.option("--tmp-size", default="4g", show_default=True, help="Size of the /tmp tmpfs."),
+    click.option(
+        "--shm-size",
+        default=OPTION_DEFAULTS["shm_size"],
+        show_default=True,
+        help="Size of /dev/shm.",
+    ),
+    click.option(
+        "--tmp-size",
+        default=OPTION_DEFAULTS["tmp_size"],
+        show_default=True,
+        help="Size of the /tmp tmpfs.",
+    ),
     click.option(
         "--env",
         "container_env",
@@ -132,14 +152,15 @@ def container_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         image = kwargs.pop("image")
-        picked = {
-            name: kwargs.pop(name)
-            for name in (
-                "gpus", "allow_network", "network", "writable_root", "container_user",
-                "cap_add", "allow_new_privileges", "memory", "cpus", "pids_limit",
-                "shm_size", "tmp_size", "container_env",
-            )
-        }  # fmt: skip
+        picked = {name: kwargs.pop(name) for name in OPTION_DEFAULTS}
+        if image is None:
+            given = [
+                "--" + name.removeprefix("container_").replace("_", "-")
+                for name, value in picked.items()
+                if value != OPTION_DEFAULTS[name]
+            ]
+            if given:
+                raise click.UsageError(f"{', '.join(given)}: only for --image (a container)")
         try:
             container = container_settings(**picked)
         except ConfigError as e:

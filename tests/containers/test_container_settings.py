@@ -6,19 +6,17 @@ import os
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from apmbench.harness.cli import main
 from apmbench.harness.docker import leftovers
-from apmbench.harness.docker.cli_options import container_settings
+from apmbench.harness.docker.cli_options import OPTION_DEFAULTS, container_settings
 from apmbench.harness.docker.settings import ContainerSettings, GpuRequest, parse_size
 from apmbench.harness.errors import ConfigError
 
 pytestmark = pytest.mark.containers
 
-DEFAULT_ARGS = dict(
-    gpus="none", allow_network=False, network=None, writable_root=False, container_user=None,
-    cap_add=(), allow_new_privileges=False, memory="16g", cpus="4", pids_limit="4096",
-    shm_size="1g", tmp_size="4g", container_env=(),
-)  # fmt: skip
+DEFAULT_ARGS = dict(OPTION_DEFAULTS)
 
 
 def test_defaults_are_hardened_and_relax_nothing() -> None:
@@ -98,3 +96,15 @@ def test_container_names_are_fixed_per_run_and_trajectory(tmp_path: Path) -> Non
 def test_user_must_be_numeric() -> None:
     with pytest.raises(ConfigError):
         ContainerSettings(user="nobody")
+
+
+def test_container_options_without_an_image_are_refused(mini: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        main,
+        ["evaluate", "--dataset", str(mini), "--system", "null", "--out", str(out),
+         "--gpus", "all", "--allow-network", "--memory", "2g"],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "--gpus, --allow-network, --memory: only for --image (a container)" in result.output
+    assert not out.exists()
