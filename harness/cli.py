@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from apmbench.harness import logs
+from apmbench.harness.commands.check import check
 from apmbench.harness.commands.compare import compare
 from apmbench.harness.commands.evaluate import evaluate
 from apmbench.harness.commands.score import score
@@ -26,6 +27,7 @@ main.add_command(evaluate)
 main.add_command(score)
 main.add_command(compare)
 main.add_command(synth)
+main.add_command(check)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,24 @@
+"""`apmbench-grpc check`: a conformance suite any memory-system server can be run against,
+and the audits `evaluate --audit` runs during real runs.
+
+    from apmbench.harness.check import CHECKS, run_suite, select
+
+Each check names the rule of memory_system.proto it holds the server to
+(`rules.RULES`) and ends pass, fail or not applicable, with what it saw and a
+hint. Checks talk to the server only through `apmbench.harness.client`.
+"""
+
+from apmbench.harness.check.context import CheckSettings
+from apmbench.harness.check.model import Check, CheckReport, CheckResult, Outcome
+from apmbench.harness.check.suite import CHECKS, run_suite, select
+
+__all__ = [
+    "CHECKS",
+    "Check",
+    "CheckReport",
+    "CheckResult",
+    "CheckSettings",
+    "Outcome",
+    "run_suite",
+    "select",
+]

@@ -1,0 +1,208 @@
+"""Query: a stream of text in the expected format, read-only, and stoppable."""
+
+from __future__ import annotations
+
+import time
+
+from apmbench.adapters.sdk import errors
+from apmbench.adapters.sdk.types import Query, QueryKind
+from apmbench.harness.answers import FAILURE, REPAIRED, parse_choice, parse_decision
+from apmbench.harness.check import probes
+from apmbench.harness.check.context import CheckContext
+from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
+from apmbench.harness.check.probes import PROBE_TIME_MS, SESSION_1, SESSION_2
+from apmbench.harness.client import QueryResult
+
+FORMATS = {
+    QueryKind.MULTIPLE_CHOICE: '{"answer":"A|B|C|D"}',
+    QueryKind.EVIDENCE_AVAILABILITY: '{"answer":"A|B|C|D|E"}',
+    QueryKind.DECISION: '{"decision":"SILENT|INTERVENE", ...} as the prompt asks',
+}
+
+
+def open_probe_session(ctx: CheckContext, label: str) -> str:
+    """Session 1 played and ended, session 2 open with all its items pushed; the probe time next."""
+    tid = ctx.fresh(label)
+    probes.play(ctx.client, tid, SESSION_1, ctx.info)
+    probes.start(ctx.client, tid, SESSION_2)
+    ctx.client.push(probes.session_items(SESSION_2, ctx.info))
+    return tid
+
+
+def _probe_answers(ctx: CheckContext) -> list[tuple[Query, QueryResult]]:
+    """The probe queries' answers, asked once and shared by the checks that only read them."""
+    cached = ctx.memo.get("probe-answers")
+    if cached is None:
+        open_probe_session(ctx, "answers")
+        queries = probes.probe_queries()
+        cached = list(zip(queries, probes.ask(ctx.client, queries), strict=True))
+        probes.end(ctx.client, SESSION_2)
+        ctx.memo["probe-answers"] = cached
+    answers: list[tuple[Query, QueryResult]] = cached
+    return answers
+
+
+def _streaming_problem(result: QueryResult) -> str | None:
+    if not result.pieces:
+        return "streamed no text"
+    if not result.pieces[0].strip():
+        return (
+            f"the first chunk is only whitespace ({result.pieces[0]!r}): time to first token "
+            "would be measured on it, before any answer exists"
+        )
+    if len(result.pieces) > 1 and not result.arrivals_s[0] < result.arrivals_s[-1]:
+        return "the first chunk did not arrive before the last"
+    cumulative = len(result.pieces) > 1 and all(
+        later.startswith(earlier) and len(later) > len(earlier)
+        for earlier, later in zip(result.pieces, result.pieces[1:], strict=False)
+    )
+    if cumulative:
+        return (
+            "each chunk repeats the one before it (cumulative snapshots), so the answer "
+            f"reads {''.join(result.pieces)[:80]!r}"
+        )
+    return None
+
+
+@check("query-streams", "QUERY", "Query streams non-empty text chunks, each new text, first first")
+def query_streams(ctx: CheckContext) -> Passed:
+    problems = []
+    seen = []
+    for query, result in _probe_answers(ctx):
+        problem = _streaming_problem(result)
+        if problem is not None:
+            problems.append(f"{query.kind.value}: {problem}")
+        seen.append(
+            f"{query.kind.value} {result.chunks} chunk(s), first after "
+            f"{(result.ttft_s or 0) * 1000:.1f} ms of {result.total_s * 1000:.1f} ms"
+        )
+    if problems:
+        raise CheckFailed(
+            "; ".join(problems),
+            "yield each new piece of the answer once, as it is produced (deltas, not the text "
+            "so far), starting with real content",
+        )
+    return Passed("; ".join(seen))
+
+
+def format_problem(query: Query, text: str) -> str | None:
+    """Why `text` is no answer of `query`'s kind, or None; repaired answers are noted."""
+    if query.kind is QueryKind.DECISION:
+        decision = parse_decision(text)
+        status, reason = decision.status, decision.reason
+    else:
+        choice = parse_choice(text, [(c.option_id, c.text) for c in query.choices])
+        status, reason = choice.status, choice.reason
+    if status == FAILURE:
+        return f"{reason}; the answer was {text[:160]!r}"
+    return None
+
+
+@check("query-format", "QUERY-KIND", "each kind's answer parses: 4 options, 5 options, decision")
+def query_format(ctx: CheckContext) -> Passed:
+    problems = []
+    repaired = []
+    for query, result in _probe_answers(ctx):
+        problem = format_problem(query, result.text)
+        if problem is not None:
+            problems.append(f"{query.kind.value}: {problem}")
+            continue
+        if query.kind is QueryKind.DECISION:
+            status = parse_decision(result.text).status
+        else:
+            status = parse_choice(
+                result.text, [(c.option_id, c.text) for c in query.choices]
+            ).status
+        if status == REPAIRED:
+            repaired.append(query.kind.value)
+    if problems:
+        raise CheckFailed(
+            "; ".join(problems),
+            "answer with exactly the JSON object the prompt asks for: "
+            + "; ".join(f"{k.value}: {f}" for k, f in FORMATS.items()),
+        )
+    note = f" (read after repair: {', '.join(repaired)}; send the exact JSON)" if repaired else ""
+    return Passed(f"all {len(FORMATS)} kinds parsed{note}")
+
+
+@check("query-read-only", "R5", "the exported state is identical before and after queries")
+def query_read_only(ctx: CheckContext) -> Passed:
+    open_probe_session(ctx, "read-only")
+    before = ctx.export()
+    if ctx.export().data != before.data:
+        raise NotApplicable(
+            "two exports with nothing in between differ, so a change cannot be put down to "
+            "Query (see export-deterministic)",
+            "make export_state byte-identical for the same memory",
+        )
+    queries = probes.probe_queries()
+    probes.ask(ctx.client, queries)
+    after = ctx.export()
+    probes.end(ctx.client, SESSION_2)
+    if after.data != before.data:
+        raise CheckFailed(
+            f"the state changed across {len(queries)} queries: {before.manifest.total_bytes} "
+            f"bytes (sha256 {before.manifest.sha256[:12]}) before, {after.manifest.total_bytes} "
+            f"bytes (sha256 {after.manifest.sha256[:12]}) after",
+            "query() must not change memory: work on a copy and keep per-query scratch "
+            "(caches, counters, logs) out of the persistent state",
+        )
+    return Passed(f"{before.manifest.total_bytes} bytes unchanged across {len(queries)} queries")
+
+
+def _follow_up(ctx: CheckContext, at_ms: int) -> float:
+    """Seconds a small push takes right after a query was abandoned: the server's lag."""
+    frame = probes.encode(probes.noise(32, 24, at_ms), at_ms, probes.probe_encoding(ctx.info))
+    started = time.perf_counter()
+    try:
+        ctx.client.push([frame])
+    except errors.ProtocolError as e:
+        raise CheckFailed(
+            f"after a query was abandoned, the next call failed: {e}",
+            "a cancelled or timed-out Query must leave the server usable",
+        ) from e
+    return time.perf_counter() - started
+
+
+@check("query-cancel", "CANCEL", "an abandoned Query stops its work; the server stays usable")
+def query_cancel(ctx: CheckContext) -> Passed:
+    open_probe_session(ctx, "cancel")
+    question = probes.probe_queries()[0]
+    base = ctx.client.query(probes.renewed(question))
+    if not base.pieces:
+        raise NotApplicable("the query streamed no text (see query-streams)")
+    # Past the deadline: the client gives up after a quarter of a full answer's time.
+    deadline = max(base.total_s / 4, 0.01)
+    expired = False
+    try:
+        ctx.client.query(probes.renewed(question), timeout_s=deadline)
+    except errors.DeadlineExceeded:
+        expired = True
+    lag_deadline = _follow_up(ctx, PROBE_TIME_MS + 100)
+    allowed_deadline = max(0.5, deadline)
+    # Mid-stream: the client cancels after the first chunk.
+    ctx.client.query(probes.renewed(question, PROBE_TIME_MS + 100), cancel_after=1)
+    lag_cancel = _follow_up(ctx, PROBE_TIME_MS + 200)
+    remaining = base.total_s - (base.ttft_s or 0.0)
+    allowed_cancel = max(0.5, remaining / 4)
+    final = ctx.client.query(probes.renewed(question, PROBE_TIME_MS + 200))
+    probes.end(ctx.client, SESSION_2)
+    measured = (
+        f"a full answer takes {base.total_s:.3f} s (first chunk {base.ttft_s or 0:.3f} s); "
+        f"after a {deadline:.3f} s deadline{' expired' if expired else ' (answered in time)'} the "
+        f"next call waited {lag_deadline:.3f} s (allowed {allowed_deadline:.2f}); after a cancel "
+        f"at the first chunk it waited {lag_cancel:.3f} s (allowed {allowed_cancel:.2f})"
+    )
+    slow = lag_deadline > allowed_deadline or lag_cancel > allowed_cancel
+    if slow:
+        raise CheckFailed(
+            "the server kept working on an abandoned query: " + measured,
+            "stop work when the client goes away: yield pieces as they are produced (the SDK "
+            "then closes your generator), and split long computations into steps that yield",
+        )
+    if not final.pieces:
+        raise CheckFailed("after the abandoned queries, a query streamed no text: " + measured)
+    return Passed(measured)
+
+
+CHECKS = (query_streams, query_format, query_read_only, query_cancel)

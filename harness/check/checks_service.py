@@ -1,0 +1,120 @@
+"""The server as a service: health, reflection, Describe's version and capabilities."""
+
+from __future__ import annotations
+
+import re
+
+from apmbench.adapters.sdk import errors
+from apmbench.adapters.sdk.types import PROTOCOL_VERSION
+from apmbench.harness.check.context import CheckContext
+from apmbench.harness.check.model import CheckFailed, Passed, check
+from apmbench.harness.client import (
+    HEALTH_SERVICE,
+    MEMORY_SYSTEM_SERVICE,
+    protocol_methods,
+)
+
+SDK_SERVE = "serve the system with apmbench.adapters.sdk.serve(), which adds it"
+_VERSION = re.compile(r"^(\d+)\.(\d+)$")
+
+
+@check("health", "HEALTH", "grpc.health.v1.Health answers SERVING for the empty service name")
+def health(ctx: CheckContext) -> Passed:
+    try:
+        status = ctx.client.health_status("")
+    except errors.Unimplemented as e:
+        raise CheckFailed(f"no grpc.health.v1.Health service ({e.message})", SDK_SERVE) from e
+    if status != "SERVING":
+        raise CheckFailed(
+            f'health for service "" is {status}, not SERVING, after the server started',
+            "set SERVING for the empty service name once the system is loaded and ready",
+        )
+    try:
+        named = ctx.client.health_status(MEMORY_SYSTEM_SERVICE)
+    except errors.ProtocolError as e:
+        named = f"not reported ({e.message})"
+    return Passed(f'SERVING for ""; {MEMORY_SYSTEM_SERVICE}: {named}')
+
+
+@check("reflection", "REFLECTION", "reflection lists the services and the protocol's exact methods")
+def reflection(ctx: CheckContext) -> Passed:
+    try:
+        services = ctx.client.list_services()
+    except errors.Unimplemented as e:
+        raise CheckFailed(f"no server reflection service ({e.message})", SDK_SERVE) from e
+    missing = [s for s in (MEMORY_SYSTEM_SERVICE, HEALTH_SERVICE) if s not in services]
+    if missing:
+        raise CheckFailed(
+            f"reflection lists {', '.join(services) or 'nothing'}; missing: {', '.join(missing)}",
+            "register every served service with reflection (the SDK's serve() does)",
+        )
+    theirs = ctx.client.reflected_methods(MEMORY_SYSTEM_SERVICE)
+    ours = protocol_methods()
+    wrong = [
+        f"{name}: served as {theirs.get(name)}, protocol has {shape}"
+        for name, shape in ours.items()
+        if theirs.get(name) != shape
+    ] + [f"{name}: not in the protocol" for name in theirs if name not in ours]
+    if wrong:
+        raise CheckFailed(
+            "the served MemorySystem differs from this harness's protocol: " + "; ".join(wrong),
+            "generate the server code from this harness's memory_system.proto (make proto)",
+        )
+    return Passed(f"{len(services)} services; MemorySystem's {len(ours)} methods match")
+
+
+@check("describe-version", "R9", "Describe names a protocol version this harness speaks")
+def describe_version(ctx: CheckContext) -> Passed:
+    info = ctx.client.describe_unchecked()
+    version = info.protocol_version
+    m = _VERSION.match(version)
+    if m is None:
+        raise CheckFailed(
+            f"protocol_version {version or '(empty)'!r} is not of the form '1.<minor>'",
+            f"report the SDK's PROTOCOL_VERSION ({PROTOCOL_VERSION})",
+        )
+    ours = PROTOCOL_VERSION.split(".", 1)[0]
+    if m.group(1) != ours:
+        raise CheckFailed(
+            f"the server speaks protocol {version}; this harness speaks {PROTOCOL_VERSION} and "
+            "refuses another major version, so it will not evaluate this server",
+            f"rebuild the server with an apmbench SDK of protocol {ours}.x",
+        )
+    ctx.described = info
+    return Passed(f"{info.name} {info.version} speaks protocol {version}")
+
+
+@check("describe-capabilities", "R8", "capabilities are well formed and Describe does not change")
+def describe_capabilities(ctx: CheckContext) -> Passed:
+    info = ctx.info
+    caps = info.capabilities
+    problems = []
+    if not info.name.strip():
+        problems.append("name is empty")
+    if not info.version.strip():
+        problems.append("version is empty")
+    if not caps.frame_encodings:
+        problems.append("frame_encodings declares no known encoding (JPEG or RGB24)")
+    if len(set(caps.frame_encodings)) != len(caps.frame_encodings):
+        problems.append("frame_encodings repeats an encoding")
+    if caps.preferred_max_side != 0 and not 16 <= caps.preferred_max_side <= 8192:
+        problems.append(
+            f"preferred_max_side {caps.preferred_max_side} is neither 0 (as decoded) nor "
+            "16-8192 pixels"
+        )
+    again = ctx.client.describe_unchecked()
+    if again != info:
+        problems.append("a second Describe answered differently (it must not change while serving)")
+    if problems:
+        if not caps.frame_encodings:
+            ctx.described = None  # no frame could be sent: later checks do not apply
+        raise CheckFailed("; ".join(problems), "fix describe() in your MemorySystem")
+    encodings = ", ".join(e.value for e in caps.frame_encodings)
+    return Passed(
+        f"encodings {encodings}; max side {caps.preferred_max_side or 'as decoded'}; "
+        f"import {'yes' if caps.supports_import else 'no'}; "
+        f"streaming ingest {'yes' if caps.streaming_ingest else 'no'}"
+    )
+
+
+CHECKS = (health, reflection, describe_version, describe_capabilities)

@@ -1,0 +1,136 @@
+"""ExportState and ImportState: deterministic, chunked, round-tripping; Reset forgets."""
+
+from __future__ import annotations
+
+import io
+
+from apmbench.adapters.sdk import errors
+from apmbench.harness.check import probes
+from apmbench.harness.check.context import CheckContext, Export
+from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
+from apmbench.harness.check.probes import SESSION_1
+
+DEFAULT_CHUNK = 1 << 20
+DETERMINISM_HINT = (
+    "build the export canonically: sorted keys, no timestamps, random ids, object addresses or "
+    "set/dict iteration order that can change"
+)
+
+
+def first_difference(a: bytes, b: bytes) -> str:
+    """Where two exports part, with a little of each, for the failure message."""
+    at = next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+    return (
+        f"{len(a)} vs {len(b)} bytes, first difference at byte {at}: "
+        f"{a[at : at + 24]!r} vs {b[at : at + 24]!r}"
+    )
+
+
+def _export(ctx: CheckContext, max_chunk_bytes: int = 0) -> Export:
+    try:
+        return ctx.export(max_chunk_bytes)
+    except (errors.InvalidArgument, errors.DataLoss) as e:
+        raise CheckFailed(
+            f"ExportState is not a valid state stream: {e}",
+            "send the manifest alone first, then data chunks whose total length and sha256 "
+            "match it (the SDK does)",
+        ) from e
+
+
+def _with_session_1(ctx: CheckContext, label: str, trajectory_id: str | None = None) -> str:
+    tid = trajectory_id or ctx.fresh(label)
+    if trajectory_id is not None:
+        ctx.client.reset(tid)
+    probes.play(ctx.client, tid, SESSION_1, ctx.info)
+    return tid
+
+
+@check("export-deterministic", "R6", "the same memory exports to the same bytes, at any chunk size")
+def export_deterministic(ctx: CheckContext) -> Passed:
+    _with_session_1(ctx, "determinism")
+    first = _export(ctx)
+    again = _export(ctx)
+    small = _export(ctx, 4096)
+    for other, how in ((again, "a second export"), (small, "an export in 4 KiB chunks")):
+        if other.data != first.data:
+            raise CheckFailed(
+                f"{how} of the same memory differs from the first: "
+                + first_difference(first.data, other.data),
+                DETERMINISM_HINT,
+            )
+    return Passed(f"3 exports of {first.manifest.total_bytes} bytes are identical")
+
+
+@check("export-chunking", "R7", "manifest first, then chunks no larger than asked (default 1 MiB)")
+def export_chunking(ctx: CheckContext) -> Passed:
+    _with_session_1(ctx, "chunks")
+    default = _export(ctx)
+    total = default.manifest.total_bytes
+    asked = max(1, min(1024, total // 3))
+    small = _export(ctx, asked)
+    oversize = [
+        f"{max(e.chunk_sizes)} bytes with {limit} asked"
+        for e, limit in ((default, DEFAULT_CHUNK), (small, asked))
+        if e.chunk_sizes and max(e.chunk_sizes) > limit
+    ]
+    if oversize:
+        raise CheckFailed(
+            "a state chunk was larger than the client asked for: " + "; ".join(oversize),
+            "split the state into chunks of at most max_chunk_bytes (0 means 1 MiB)",
+        )
+    return Passed(
+        f"{total} bytes in {len(default.chunk_sizes)} chunk(s) by default and "
+        f"{len(small.chunk_sizes)} of at most {asked} bytes when asked"
+    )
+
+
+@check("state-round-trip", "R6", "export, Reset, import (in small chunks), export again: equal")
+def state_round_trip(ctx: CheckContext) -> Passed:
+    ctx.require_import()
+    tid = _with_session_1(ctx, "round-trip")
+    original = _export(ctx)
+    if _export(ctx).data != original.data:
+        raise NotApplicable(
+            "exports of the same memory differ (see export-deterministic)", DETERMINISM_HINT
+        )
+    ctx.client.reset(tid)
+    piece = max(1, min(1024, original.manifest.total_bytes // 3))
+    ctx.client.import_state(original.manifest, io.BytesIO(original.data), piece)
+    restored = _export(ctx)
+    if restored.data != original.data:
+        raise CheckFailed(
+            "after Reset and ImportState of an export, exporting again gives other bytes: "
+            + first_difference(original.data, restored.data),
+            "import_state must restore exactly the memory that export_state wrote",
+        )
+    return Passed(
+        f"{original.manifest.total_bytes} bytes round-trip (imported in {piece}-byte chunks)"
+    )
+
+
+@check("reset-forgets", "RESET", "after Reset the state is the empty state again")
+def reset_forgets(ctx: CheckContext) -> Passed:
+    tid = ctx.fresh("reset")
+    empty = _export(ctx)
+    if _export(ctx).data != empty.data:
+        raise NotApplicable(
+            "exports of the same memory differ (see export-deterministic)", DETERMINISM_HINT
+        )
+    _with_session_1(ctx, "reset", trajectory_id=tid)
+    full = _export(ctx)
+    ctx.client.reset(tid)
+    after = _export(ctx)
+    if after.data != empty.data:
+        raise CheckFailed(
+            "after Reset the export differs from the export after the first Reset "
+            f"(a session in between left {full.manifest.total_bytes} bytes): "
+            + first_difference(empty.data, after.data),
+            "reset() must drop every memory of the trajectory",
+        )
+    sizes = (full.manifest.total_bytes, after.manifest.total_bytes)
+    return Passed("{} bytes after a session, {} after Reset".format(*sizes))
+
+
+CHECKS = (export_deterministic, export_chunking, state_round_trip, reset_forgets)

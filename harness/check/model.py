@@ -1,0 +1,126 @@
+"""What a check is and what it reports: pass, fail or not applicable, with the reason and a hint."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from apmbench.adapters.sdk.errors import ApmbenchError
+from apmbench.harness.check.rules import RULES, Rule
+
+if TYPE_CHECKING:
+    from apmbench.harness.check.context import CheckContext
+
+
+class Outcome(enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    NOT_APPLICABLE = "n/a"
+
+
+class CheckError(ApmbenchError):
+    """Raised inside a check to end it with a verdict other than pass."""
+
+    outcome = Outcome.FAIL
+
+    def __init__(self, reason: str, hint: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.hint = hint
+
+
+class CheckFailed(CheckError):
+    """The server broke the check's rule; `reason` says what was seen, `hint` what to fix."""
+
+
+class NotApplicable(CheckError):
+    """The check cannot apply to this server or runtime; `reason` says why."""
+
+    outcome = Outcome.NOT_APPLICABLE
+
+
+@dataclass(frozen=True)
+class Passed:
+    """What a passing check saw, in a sentence (numbers included)."""
+
+    reason: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    rule: Rule
+    summary: str
+    """What the check verifies, in a line."""
+    run: Callable[[CheckContext], Passed]
+    """Returns how it passed; raises CheckFailed or NotApplicable otherwise."""
+    slow: bool = False
+    """Restarts the server or moves >64 MiB: skipped by --quick."""
+
+
+def check(
+    name: str, rule: str, summary: str, *, slow: bool = False
+) -> Callable[[Callable[[CheckContext], Passed]], Check]:
+    """Decorate a function as a check of `rule` (an id in RULES)."""
+
+    def wrap(fn: Callable[[CheckContext], Passed]) -> Check:
+        return Check(name, RULES[rule], summary, fn, slow)
+
+    return wrap
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    outcome: Outcome
+    rule: Rule
+    reason: str
+    hint: str = ""
+    seconds: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "outcome": self.outcome.value,
+            "rule": self.rule.id,
+            "rule_title": self.rule.title,
+            "rule_text": self.rule.quote,
+            "reason": self.reason,
+            "hint": self.hint,
+            "seconds": round(self.seconds, 3),
+            "details": self.details,
+        }
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    target: dict[str, Any]
+    """What was checked: runtime facts and, when it answered, the system's Describe."""
+    results: tuple[CheckResult, ...]
+    seconds: float
+
+    @property
+    def failed(self) -> list[CheckResult]:
+        return [r for r in self.results if r.outcome is Outcome.FAIL]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def counts(self) -> dict[str, int]:
+        return {o.value: sum(r.outcome is o for r in self.results) for o in Outcome}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "format": "apmbench-check",
+            "format_version": 1,
+            "ok": self.ok,
+            "counts": self.counts(),
+            "seconds": round(self.seconds, 3),
+            "target": self.target,
+            "checks": [r.as_dict() for r in self.results],
+        }

@@ -1,0 +1,162 @@
+"""Runs the named checks against one server, each isolated, and assembles the report.
+
+Every check starts from its own Reset and trajectory id, so one failing
+check cannot make the next one fail. A check that loses the server (it
+exits, or stops answering) fails; the server is then restarted for the
+remaining checks when the runtime can, else they are not applicable.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+from apmbench.adapters.sdk import errors, wire
+from apmbench.adapters.sdk.errors import ApmbenchError
+from apmbench.harness.check import (
+    checks_frames,
+    checks_lifecycle,
+    checks_query,
+    checks_service,
+    checks_slow,
+    checks_state,
+)
+from apmbench.harness.check.context import CheckContext, CheckSettings
+from apmbench.harness.check.model import Check, CheckError, CheckReport, CheckResult, Outcome
+from apmbench.harness.check.rules import RULES
+from apmbench.harness.client import SystemClient
+from apmbench.harness.errors import ConfigError
+from apmbench.harness.runner import describe_info
+from apmbench.harness.runtimes import EndpointRuntime, Runtime
+
+# Order matters: Describe first (later checks need it), the cancellation check
+# after the others that need a responsive server, the slow ones last.
+CHECKS: tuple[Check, ...] = (
+    *checks_service.CHECKS,
+    *checks_lifecycle.CHECKS,
+    *checks_frames.CHECKS,
+    *(c for c in checks_query.CHECKS if c.name != "query-cancel"),
+    *checks_state.CHECKS,
+    checks_query.query_cancel,
+    *checks_slow.CHECKS,
+)
+BY_NAME = {c.name: c for c in CHECKS}
+
+
+def select(only: Iterable[str] = (), skip: Iterable[str] = (), quick: bool = False) -> list[Check]:
+    """The checks to run, in suite order; unknown names are a ConfigError listing the known."""
+    only, skip = list(only), list(skip)
+    unknown = [n for n in [*only, *skip] if n not in BY_NAME]
+    if unknown:
+        raise ConfigError(
+            f"unknown check {', '.join(unknown)}: the checks are {', '.join(BY_NAME)}"
+        )
+    chosen = [c for c in CHECKS if (not only or c.name in only) and c.name not in skip]
+    if quick:
+        chosen = [c for c in chosen if not c.slow or c.name in only]
+    # Describe's answer is what every later check sends frames and queries by.
+    needed = checks_service.describe_version
+    if chosen and needed not in chosen and any(c is not needed for c in chosen):
+        chosen.insert(0, needed)
+    return chosen
+
+
+def _start(runtime: Runtime) -> SystemClient:
+    """Start the server; an endpoint without a health service is still checked (health fails)."""
+    if isinstance(runtime, EndpointRuntime):
+        client = SystemClient(runtime.address, runtime.deadlines)
+        try:
+            client.wait_serving(runtime.startup_timeout_s)
+        except errors.Unimplemented:
+            pass
+        except errors.Unavailable:
+            client.close()
+            raise
+        return client
+    return runtime.start()
+
+
+def _unexpected(error: errors.ProtocolError) -> tuple[str, str]:
+    code = wire.status_of(error).name
+    return (
+        f"{error.rpc or 'a call'} failed with {code}: {error.message}",
+        "every call this check makes is valid protocol use; see the server's output for why it "
+        "failed",
+    )
+
+
+def run_suite(
+    runtime: Runtime,
+    checks: list[Check],
+    settings: CheckSettings | None = None,
+    on_result: Callable[[CheckResult], None] = lambda r: None,
+) -> CheckReport:
+    """Start the server in `runtime`, run `checks` in order, stop nothing (the caller does)."""
+    settings = settings or CheckSettings()
+    started = time.perf_counter()
+    results: list[CheckResult] = []
+
+    def add(result: CheckResult) -> None:
+        results.append(result)
+        on_result(result)
+
+    try:
+        client = _start(runtime)
+    except (errors.ProtocolError, ApmbenchError) as e:
+        if isinstance(e, ConfigError):
+            raise
+        reason = f"the server did not start: {e}"
+        hint = "see the server's output; it must report SERVING when ready"
+        add(CheckResult("start", Outcome.FAIL, RULES["HEALTH"], reason, hint))
+        for c in checks:
+            add(CheckResult(c.name, Outcome.NOT_APPLICABLE, c.rule, "the server did not start"))
+        return CheckReport(_target(runtime, None), tuple(results), time.perf_counter() - started)
+    ctx = CheckContext(runtime, client, settings)
+    gone = ""
+    for c in checks:
+        if gone:
+            add(CheckResult(c.name, Outcome.NOT_APPLICABLE, c.rule, gone))
+            continue
+        t0 = time.perf_counter()
+        outcome, reason, hint, details = Outcome.PASS, "", "", {}
+        lost = False
+        try:
+            passed = c.run(ctx)
+            reason, details = passed.reason, passed.details
+        except CheckError as e:
+            outcome, reason, hint = e.outcome, e.reason, e.hint
+        except (errors.Unavailable, errors.DeadlineExceeded, errors.Cancelled) as e:
+            outcome, (reason, hint) = Outcome.FAIL, _unexpected(e)
+            lost = True
+        except errors.ProtocolError as e:
+            outcome, (reason, hint) = Outcome.FAIL, _unexpected(e)
+        add(CheckResult(c.name, outcome, c.rule, reason, hint, time.perf_counter() - t0, details))
+        if lost:
+            gone = _recover(ctx, c.name)
+    return CheckReport(_target(runtime, ctx), tuple(results), time.perf_counter() - started)
+
+
+def _recover(ctx: CheckContext, name: str) -> str:
+    """After a check lost the server: restart it, or say why the rest cannot run."""
+    if not ctx.runtime.can_restart:
+        try:
+            ctx.client.describe_unchecked()
+            return ""
+        except errors.ProtocolError:
+            return f"the server stopped answering during {name}"
+    try:
+        ctx.client = ctx.runtime.restart()
+    except ApmbenchError as e:
+        return f"the server could not be restarted after {name}: {e}"
+    return ""
+
+
+def _target(runtime: Runtime, ctx: CheckContext | None) -> dict[str, object]:
+    try:
+        facts = runtime.describe()
+    except (AssertionError, ApmbenchError):  # a runtime that never started has few facts
+        facts = {"kind": runtime.kind}
+    target: dict[str, object] = {"runtime": facts}
+    if ctx is not None and ctx.described is not None:
+        target["system"] = describe_info(ctx.described)
+    return target

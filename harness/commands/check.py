@@ -1,0 +1,153 @@
+"""`apmbench-grpc check`: run the conformance suite against a server and report each check."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from apmbench.harness.commands.common import EXIT_FAILED_CHECKS, EXIT_INTERRUPTED, EXIT_USAGE
+from apmbench.harness.commands.common import console as err_console
+from apmbench.harness.docker.cli_options import container_options
+from apmbench.harness.docker.settings import ContainerSettings
+from apmbench.harness.errors import ConfigError
+
+if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
+    from apmbench.harness.check.model import Check, CheckReport
+
+
+@click.command()
+@click.option("--system", "system", help="Registered system or module:Class, run as a process.")
+@click.option("--endpoint", help="Address of a running server (unix:/path or host:port).")
+@click.option("--only", multiple=True, help="Run only this check (repeatable; see --list).")
+@click.option("--skip", multiple=True, help="Do not run this check (repeatable).")
+@click.option(
+    "--quick", is_flag=True, help="Skip the slow checks (restart persistence, >64 MiB state)."
+)
+@click.option("--list", "list_checks", is_flag=True, help="List the checks and their rules.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where check.json and the server's log go. Default: runs/check-<target>.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    default=None,
+    help="Also write the JSON report to this path ('-' prints it instead of the table).",
+)
+@click.option(
+    "--query-timeout", type=float, default=60.0, show_default=True, help="Seconds per Query."
+)
+@click.option(
+    "--startup-timeout",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds for the server to report SERVING.",
+)
+@container_options
+def check(
+    system: str | None,
+    endpoint: str | None,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    quick: bool,
+    list_checks: bool,
+    out: Path | None,
+    json_path: str | None,
+    query_timeout: float,
+    startup_timeout: float,
+    image: str | None,
+    container: ContainerSettings,
+) -> None:
+    """Check that a server follows the protocol: each check passes, fails or does not apply.
+
+    Exit code 0 when no check failed, 1 when one did, 2 for bad options.
+    """
+    from apmbench.harness.check import CHECKS, select
+    from apmbench.harness.check.render import to_json
+
+    if list_checks:
+        for c in CHECKS:
+            slow = " (slow)" if c.slow else ""
+            click.echo(f"{c.name:28} {c.rule.label():44} {c.summary}{slow}")
+        return
+    if sum(x is not None for x in (system, endpoint, image)) != 1:
+        raise click.UsageError("give one of --system NAME, --endpoint ADDRESS, --image IMAGE")
+    try:
+        checks = select(only, skip, quick)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from e
+    label = (system or image or endpoint or "").replace(":", "_").replace("/", "_")
+    out = out or Path("runs") / f"check-{label}"
+    try:
+        report = _run(
+            system, endpoint, image, container, checks, out, query_timeout, startup_timeout
+        )
+    except ConfigError as e:
+        err_console.print(f"[red]error:[/red] {e}")
+        sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
+    text = to_json(report)
+    (out / "check.json").write_text(text)
+    if json_path == "-":
+        click.echo(text, nl=False)
+    else:
+        if json_path is not None:
+            Path(json_path).write_text(text)
+        _print(report)
+        click.echo(f"report: {out / 'check.json'}; server log: {out / 'logs' / 'system.log'}")
+    if not report.ok:
+        sys.exit(EXIT_FAILED_CHECKS)
+
+
+def _print(report: CheckReport) -> None:
+    from rich.console import Console
+
+    from apmbench.harness.check.render import failures, table
+
+    Console(width=140).print(table(report))
+    for line in failures(report):
+        click.echo(line)
+
+
+def _run(
+    system: str | None,
+    endpoint: str | None,
+    image: str | None,
+    container: ContainerSettings,
+    checks: list[Check],
+    out: Path,
+    query_timeout: float,
+    startup_timeout: float,
+) -> CheckReport:
+    from apmbench.harness.check import CheckSettings, run_suite
+    from apmbench.harness.check.render import result_line
+    from apmbench.harness.client import Deadlines
+    from apmbench.harness.runtimes import EndpointRuntime, ProcessRuntime, Runtime
+
+    deadlines = Deadlines(control=30.0, push=120.0, query=query_timeout, state=600.0)
+    out.mkdir(parents=True, exist_ok=True)
+    runtime: Runtime
+    if image is not None:
+        from apmbench.harness.docker.runtime import DockerRuntime
+
+        runtime = DockerRuntime(image, out, deadlines, container, startup_timeout)
+    elif endpoint is not None:
+        runtime = EndpointRuntime(endpoint, deadlines, startup_timeout)
+    else:
+        assert system is not None
+        runtime = ProcessRuntime(system, out / "logs" / "system.log", deadlines, startup_timeout)
+    with runtime:
+        return run_suite(
+            runtime,
+            checks,
+            CheckSettings(query_timeout_s=query_timeout),
+            on_result=lambda r: err_console.print(result_line(r)),
+        )
