@@ -76,3 +76,23 @@ def image_facts(image: Image, ref: str) -> dict[str, Any]:
         "created": image.attrs.get("Created"),
         "labels": {k: v for k, v in labels.items() if k.startswith("org.")},
     }
+
+
+def check_network(client: docker.DockerClient, mode: str) -> None:
+    """Refuse a network the engine lacks: Docker would start the container with only `lo`.
+
+    An engine started with `--bridge=none` has no "bridge" network, yet accepts
+    network_mode="bridge" and quietly gives no connectivity.
+    """
+    if mode in ("none", "host") or mode.startswith("container:"):
+        return
+    try:
+        client.networks.get(mode)
+    except docker.errors.NotFound as e:
+        names = sorted(str(n.name) for n in client.networks.list())
+        raise EngineError(
+            f"network {mode!r} does not exist on this Docker engine (it has: "
+            f"{', '.join(names)}), so the container would have no network at all. Use "
+            "--network with one of those (e.g. host), create one (`docker network create`), "
+            "or start dockerd with a bridge"
+        ) from e

@@ -34,6 +34,7 @@ from apmbench.harness.docker import leftovers
 from apmbench.harness.docker.canary import run_canary
 from apmbench.harness.docker.engine import (
     NO_GPU_DRIVER,
+    check_network,
     connect,
     engine_facts,
     find_image,
@@ -136,6 +137,7 @@ class DockerRuntime(Runtime):
         engine = self._engine = connect()
         self._image = find_image(engine, self.image_ref)
         self._facts = engine_facts(engine)
+        check_network(engine, self.settings.network)
         leftovers.clean(engine, self.key, self.owner)
         self._dir = self._socket_dir()
         client = self._launch()

@@ -80,3 +80,16 @@ def test_a_server_that_exits_at_start(
     assert "did not become ready" in err and "exited with code 1" in err
     assert "cannot import 'no_such_module'" in err
     assert run_containers(engine, tmp_path / "r") == []
+
+
+@pytest.mark.usefixtures("images")
+def test_allow_network_on_an_engine_without_that_network(
+    mini: Path, tmp_path: Path, engine: docker.DockerClient
+) -> None:
+    if any(n.name == "bridge" for n in engine.networks.list()):
+        pytest.skip("this engine has a bridge network")
+    code, err = run_image(mini, tmp_path / "r", "--allow-network", "--env", "TESTSYS=null")
+    assert code == EXIT_USAGE, err
+    assert "network 'bridge' does not exist on this Docker engine" in err
+    assert "would have no network at all" in err and "--network" in err
+    assert not (tmp_path / "r").exists()
