@@ -307,7 +307,8 @@ class DockerRuntime(Runtime):
         text = f"container {container.name} exited with code {code}"
         if state.get("OOMKilled"):
             limit = self.settings.memory_bytes
-            text += f" (killed for running out of memory at its {limit} byte limit: raise --memory)"
+            size = f"{limit / (1 << 20):.0f} MiB" if limit else "no"
+            text += f" (killed for running out of memory at its {size} limit: raise --memory)"
         elif code == 137:
             text += " (SIGKILL: killed from outside, e.g. `docker kill`, or by the kernel)"
         elif code == 139:

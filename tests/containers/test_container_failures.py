@@ -147,3 +147,15 @@ def test_a_run_directory_in_use_is_refused(
         proc.communicate(timeout=60)
     assert run_containers(engine, out) == []  # an interrupted harness removes its container
     assert json.loads((out / "manifest.json").read_text())["runtime"]["kind"] == "docker"
+
+
+def test_a_container_out_of_memory(mini: Path, tmp_path: Path, engine: docker.DockerClient) -> None:
+    out = tmp_path / "run"
+    hog = args(mini, out, "hog", "--memory", "256m", "--env", "APMBENCH_HOG_TRAJECTORY=T02")
+    done = cli(*hog)
+    assert done.returncode == EXIT_SYSTEM, done.stderr
+    flat = " ".join(done.stderr.split())
+    assert "killed for running out of memory at its 256 MiB limit: raise --memory" in flat
+    assert "allocating in T02" in (out / "logs" / "system.log").read_text()
+    assert (out / "trajectories" / "T01.json").exists()
+    assert run_containers(engine, out) == []

@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 from helpers.systems import JsonMemory
 
-from apmbench.adapters.sdk import Capabilities, FrameEncoding, Query, SystemInfo, serve
+from apmbench.adapters.sdk import Capabilities, Frame, FrameEncoding, Query, SystemInfo, serve
 from apmbench.adapters.systems import load_system
 
 
@@ -126,7 +126,21 @@ class Hang(JsonMemory):
         yield json.dumps(self.answer(query))
 
 
-SYSTEMS = {"probe": Probe, "wrong-version": WrongVersion, "hang": Hang}
+class Hog(Hang):
+    """Allocates memory without end in the trajectory named by $APMBENCH_HOG_TRAJECTORY."""
+
+    name = "hog"
+
+    def ingest_frame(self, frame: Frame) -> None:
+        if self.trajectory == os.environ.get("APMBENCH_HOG_TRAJECTORY"):
+            print(f"allocating in {self.trajectory}", flush=True)
+            blocks = []
+            while True:
+                blocks.append(bytearray(64 << 20))  # written, so really resident
+        super().ingest_frame(frame)
+
+
+SYSTEMS = {"probe": Probe, "wrong-version": WrongVersion, "hang": Hang, "hog": Hog}
 
 
 def no_health(address: str) -> None:
