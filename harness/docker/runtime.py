@@ -101,8 +101,6 @@ class DockerRuntime(Runtime):
         self.key = leftovers.run_key(run_dir)
         self.owner = leftovers.Owner.me()
         self.starts = 0
-        self.start_seconds: list[float] = []
-        """Container start to health SERVING, per start (the canary not included)."""
         self._part = "start"
         self._engine: docker.DockerClient | None = None
         self._image: Image | None = None
@@ -230,14 +228,15 @@ class DockerRuntime(Runtime):
         name = leftovers.container_name(self.key, self._part)
         self._remove_own(engine, name)
         (self._dir / "sock").unlink(missing_ok=True)
-        started = time.monotonic()
         try:
             # By id, not tag: exactly the image recorded in the manifest, even
             # if the tag is moved while the run goes on.
             container = engine.containers.create(self.image_id, **self._run_options(name))
         except docker.errors.APIError as e:
-            raise EngineError(f"the engine refused to create a container of {self.image_ref}: "
-                              f"{e.explanation or e}") from e  # fmt: skip
+            raise EngineError(
+                f"the engine refused to create a container of {self.image_ref}: "
+                f"{e.explanation or e}"
+            ) from e
         try:
             container.start()
         except docker.errors.APIError as e:
@@ -267,7 +266,6 @@ class DockerRuntime(Runtime):
             )
         except errors.Unavailable as e:
             self._fail(f"did not become ready: {e}")
-        self.start_seconds.append(time.monotonic() - started)
         return client
 
     def _running(self) -> bool:
