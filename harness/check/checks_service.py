@@ -18,7 +18,12 @@ SDK_SERVE = "serve the system with apmbench.adapters.sdk.serve(), which adds it"
 _VERSION = re.compile(r"^(\d+)\.(\d+)$")
 
 
-@check("health", "HEALTH", "grpc.health.v1.Health answers SERVING for the empty service name")
+@check(
+    "health",
+    "HEALTH",
+    "grpc.health.v1.Health answers SERVING for the empty service name",
+    needs_describe=False,
+)
 def health(ctx: CheckContext) -> Passed:
     try:
         status = ctx.client.health_status("")
@@ -36,7 +41,12 @@ def health(ctx: CheckContext) -> Passed:
     return Passed(f'SERVING for ""; {MEMORY_SYSTEM_SERVICE}: {named}')
 
 
-@check("reflection", "REFLECTION", "reflection lists the services and the protocol's exact methods")
+@check(
+    "reflection",
+    "REFLECTION",
+    "reflection lists the services and the protocol's exact methods",
+    needs_describe=False,
+)
 def reflection(ctx: CheckContext) -> Passed:
     try:
         services = ctx.client.list_services()
@@ -63,7 +73,12 @@ def reflection(ctx: CheckContext) -> Passed:
     return Passed(f"{len(services)} services; MemorySystem's {len(ours)} methods match")
 
 
-@check("describe-version", "R9", "Describe names a protocol version this harness speaks")
+@check(
+    "describe-version",
+    "R9",
+    "Describe names a protocol version this harness speaks",
+    needs_describe=False,
+)
 def describe_version(ctx: CheckContext) -> Passed:
     info = ctx.client.describe_unchecked()
     version = info.protocol_version

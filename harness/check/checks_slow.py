@@ -7,7 +7,7 @@ import math
 
 from apmbench.adapters.sdk.types import FrameEncoding, SessionEnd, SessionStart
 from apmbench.harness.check import probes
-from apmbench.harness.check.checks_state import DEFAULT_CHUNK, DETERMINISM_HINT, first_difference
+from apmbench.harness.check.checks_state import DEFAULT_CHUNK, first_difference
 from apmbench.harness.check.context import CheckContext
 from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
 from apmbench.harness.check.probes import SESSION_1, SESSION_2
@@ -51,7 +51,6 @@ def persistence_restart(ctx: CheckContext) -> Passed:
     client = ctx.restart()
     client.reset(tid)
     client.import_state(saved.manifest, io.BytesIO(saved.data))
-    reexported = ctx.export()
     [after] = _answers_in_session_2(ctx, tid)
     if after != without:
         changed = [
@@ -64,12 +63,6 @@ def persistence_restart(ctx: CheckContext) -> Passed:
             + "; ".join(changed),
             "export_state must hold everything later answers depend on; nothing may live only "
             "in the process (globals, caches, files outside the export)",
-        )
-    if reexported.data != saved.data:
-        raise CheckFailed(
-            "the state exported after a restart and import differs from the imported one: "
-            + first_difference(saved.data, reexported.data),
-            DETERMINISM_HINT,
         )
     return Passed(f"{len(after)} answers equal after a restart; {saved.manifest.total_bytes} bytes")
 

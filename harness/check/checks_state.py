@@ -22,9 +22,10 @@ def first_difference(a: bytes, b: bytes) -> str:
     at = next(
         (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
     )
+    lo = max(0, at - 32)
     return (
-        f"{len(a)} vs {len(b)} bytes, first difference at byte {at}: "
-        f"{a[at : at + 24]!r} vs {b[at : at + 24]!r}"
+        f"{len(a)} vs {len(b)} bytes, first difference at byte {at} "
+        f"(shown from byte {lo}): {a[lo : at + 24]!r} vs {b[lo : at + 24]!r}"
     )
 
 

@@ -59,15 +59,18 @@ class Check:
     """Returns how it passed; raises CheckFailed or NotApplicable otherwise."""
     slow: bool = False
     """Restarts the server or moves >64 MiB: skipped by --quick."""
+    needs_describe: bool = True
+    """Runs only once Describe gave an answer this harness accepts (a refused server is
+    not checked further: the harness would not evaluate it)."""
 
 
 def check(
-    name: str, rule: str, summary: str, *, slow: bool = False
+    name: str, rule: str, summary: str, *, slow: bool = False, needs_describe: bool = True
 ) -> Callable[[Callable[[CheckContext], Passed]], Check]:
     """Decorate a function as a check of `rule` (an id in RULES)."""
 
     def wrap(fn: Callable[[CheckContext], Passed]) -> Check:
-        return Check(name, RULES[rule], summary, fn, slow)
+        return Check(name, RULES[rule], summary, fn, slow, needs_describe)
 
     return wrap
 

@@ -117,6 +117,10 @@ def run_suite(
         if gone:
             add(CheckResult(c.name, Outcome.NOT_APPLICABLE, c.rule, gone))
             continue
+        if c.needs_describe and ctx.described is None:
+            reason = "the harness has no usable Describe of this server (see describe-version)"
+            add(CheckResult(c.name, Outcome.NOT_APPLICABLE, c.rule, reason))
+            continue
         t0 = time.perf_counter()
         outcome, reason, hint, details = Outcome.PASS, "", "", {}
         lost = False

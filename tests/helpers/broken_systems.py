@@ -1,0 +1,147 @@
+"""Deliberately broken memory systems written with the SDK, to show the checks and audits work.
+
+Each breaks one rule in one way and is otherwise correct, so the check (or
+audit) aimed at it must fail and no other. Served as
+`apmbench-grpc serve helpers.broken_systems:NAME` (tests put tests/ on
+PYTHONPATH). Rules the SDK enforces itself (time order) are broken below the
+SDK, in broken_servers.py.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from apmbench.adapters.sdk import (
+    ExportedState,
+    Query,
+    QueryKind,
+    SessionStart,
+    UserTurn,
+    UserTurnKind,
+)
+from helpers.systems import JsonMemory
+
+
+class Honest(JsonMemory):
+    """The baseline the broken ones differ from: answers from memory, no echo of it."""
+
+    name = "honest"
+
+    def answer(self, query: Query) -> dict[str, Any]:
+        if query.kind is QueryKind.DECISION:
+            remembered = any("remind me" in t for t in self.memory["turns"])
+            return {"decision": "INTERVENE" if remembered else "SILENT", "reason": "memory"}
+        return {"answer": "ABCD"[len(self.memory["sessions"]) % 4]}
+
+    def query(self, query: Query) -> Iterator[str]:
+        yield json.dumps(self.answer(query))
+
+
+class MutatesInQuery(Honest):
+    """Counts the questions it was asked in its persistent memory: breaks R5 (read-only Query)."""
+
+    name = "mutates-in-query"
+
+    def empty(self) -> dict[str, Any]:
+        return {**super().empty(), "queries": 0}
+
+    def query(self, query: Query) -> Iterator[str]:
+        self.memory["queries"] += 1
+        yield from super().query(query)
+
+
+class NondeterministicExport(Honest):
+    """Stamps every export with when it was made: breaks R6 (byte-identical exports)."""
+
+    name = "nondeterministic-export"
+
+    def export_state(self) -> ExportedState:
+        stamped = {**self.memory, "exported_at_ns": time.time_ns()}
+        return ExportedState(json.dumps(stamped, sort_keys=True).encode(), "application/json", 1)
+
+    def import_state(self, state: ExportedState) -> None:
+        memory = json.loads(state.data)
+        memory.pop("exported_at_ns", None)
+        self.memory = memory
+
+
+class ForgetsOnRestart(Honest):
+    """Keeps registrations outside its export, so a restart loses them: breaks R6."""
+
+    name = "forgets-on-restart"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.registrations: list[str] = []
+
+    def reset(self, trajectory_id: str) -> None:
+        super().reset(trajectory_id)
+        self.registrations = []
+
+    def ingest_user_turn(self, turn: UserTurn) -> None:
+        if turn.kind is UserTurnKind.REGISTRATION:
+            self.registrations.append(turn.text)  # never exported
+        else:
+            super().ingest_user_turn(turn)
+
+    def answer(self, query: Query) -> dict[str, Any]:
+        if query.kind is QueryKind.DECISION:
+            decision = "INTERVENE" if self.registrations else "SILENT"
+            return {"decision": decision, "reason": f"{len(self.registrations)} registrations"}
+        return super().answer(query)
+
+
+class WorksPastDeadline(Honest):
+    """Thinks a second over each multiple-choice answer and cannot be stopped meanwhile:
+    a client that gives up leaves it busy (breaks the cancellation rule)."""
+
+    name = "works-past-deadline"
+    think_s = 1.0
+
+    def query(self, query: Query) -> Iterator[str]:
+        if query.kind is QueryKind.MULTIPLE_CHOICE:
+            time.sleep(self.think_s)  # one long step, nothing yielded: nothing can stop it
+        yield from super().query(query)
+
+
+class CachesByQueryId(Honest):
+    """Remembers answers by query id in-process and replays them at once (the caching audit's
+    target: a repeated id comes back far faster)."""
+
+    name = "caches-by-query-id"
+    think_s = 0.2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache: dict[str, str] = {}  # survives Reset, as caches do
+
+    def query(self, query: Query) -> Iterator[str]:
+        if query.query_id not in self.cache:
+            time.sleep(self.think_s)
+            self.cache[query.query_id] = json.dumps(self.answer(query))
+        yield self.cache[query.query_id]
+
+
+class AnswersById(Honest):
+    """Holds a leaked answer key for the mini dataset's trajectories (T01, T02) and answers
+    from it whenever it sees their ids: the caching audit sees the same question on the same
+    memory answered otherwise under fresh ids."""
+
+    name = "answers-by-id"
+    KEYED = ("T01", "T02")
+    trajectory = ""
+
+    def reset(self, trajectory_id: str) -> None:
+        super().reset(trajectory_id)
+        self.trajectory = trajectory_id
+
+    def start_session(self, start: SessionStart) -> None:
+        self.trajectory = start.trajectory_id
+
+    def answer(self, query: Query) -> dict[str, Any]:
+        if query.kind is QueryKind.DECISION:
+            return super().answer(query)
+        return {"answer": "B" if self.trajectory in self.KEYED else "C"}

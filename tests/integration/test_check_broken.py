@@ -1,0 +1,131 @@
+"""Each deliberately broken server fails exactly the check aimed at it, and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers.broken_servers import TimeBlindServicer, serve_raw
+from helpers.broken_systems import Honest
+from helpers.systems import JsonMemory
+
+from apmbench.adapters.sdk import (
+    Capabilities,
+    FrameEncoding,
+    RunningServer,
+    SystemInfo,
+    start_server,
+)
+from apmbench.adapters.sdk.server import MemorySystemServicer
+from apmbench.harness.check import CheckReport, Outcome, run_suite, select
+from apmbench.harness.check.render import failures, to_json
+from apmbench.harness.client import Deadlines
+from apmbench.harness.runtimes import EndpointRuntime, ProcessRuntime
+
+pytestmark = pytest.mark.usefixtures("helper_env")
+DEADLINES = Deadlines(control=30, push=60, query=30, state=120, end_session=60)
+
+
+def on_process(spec: str, tmp_path: Path) -> CheckReport:
+    with ProcessRuntime(spec, tmp_path / "system.log", DEADLINES, 30) as runtime:
+        return run_suite(runtime, select())
+
+
+def on_endpoint(address: str) -> CheckReport:
+    with EndpointRuntime(address, DEADLINES, 10) as runtime:
+        return run_suite(runtime, select())
+
+
+def outcomes(report: CheckReport, outcome: Outcome) -> set[str]:
+    return {r.name for r in report.results if r.outcome is outcome}
+
+
+def explain(report: CheckReport) -> str:
+    return "\n".join(failures(report)) or "no failures"
+
+
+@pytest.fixture
+def raw(sock_dir: Path) -> Iterator[list[RunningServer]]:
+    servers: list[RunningServer] = []
+    yield servers
+    for s in servers:
+        s.stop(grace=None)
+
+
+@pytest.mark.parametrize(
+    ("name", "aimed"),
+    [
+        ("Honest", set()),
+        ("MutatesInQuery", {"query-read-only"}),
+        ("NondeterministicExport", {"export-deterministic"}),
+        ("ForgetsOnRestart", {"persistence-restart"}),
+        ("WorksPastDeadline", {"query-cancel"}),
+        # Aimed at the caching audit of real runs: the conformance checks cannot see them.
+        ("CachesByQueryId", set()),
+        ("AnswersById", set()),
+    ],
+)
+def test_a_broken_system_fails_exactly_its_check(
+    name: str, aimed: set[str], tmp_path: Path
+) -> None:
+    report = on_process(f"helpers.broken_systems:{name}", tmp_path)
+    assert outcomes(report, Outcome.FAIL) == aimed, explain(report)
+    assert report.ok is (not aimed)
+    for result, line in zip(report.failed, failures(report), strict=True):
+        # Every failure names the rule it broke, in the .proto's words, and what to do.
+        assert f"breaks {result.rule.label()} (memory_system.proto: " in line
+        assert result.rule.quote in line and result.hint and "Hint: " in line
+
+
+def test_a_nondeterministic_export_is_not_blamed_on_other_rules(tmp_path: Path) -> None:
+    report = on_process("helpers.broken_systems:NondeterministicExport", tmp_path)
+    dependent = {"query-read-only", "state-round-trip", "reset-forgets"}
+    assert dependent <= outcomes(report, Outcome.NOT_APPLICABLE)
+    for r in report.results:
+        if r.name in dependent:
+            assert "export-deterministic" in r.reason, r
+    failed = next(r for r in report.results if r.name == "export-deterministic")
+    assert "first difference at byte" in failed.reason and "exported_at_ns" in failed.reason
+    assert "timestamps" in failed.hint
+
+
+def test_a_server_that_ignores_time_order(raw: list[RunningServer], sock_dir: Path) -> None:
+    raw.append(serve_raw(TimeBlindServicer(Honest()), f"unix:{sock_dir}/blind"))
+    report = on_endpoint(f"unix:{sock_dir}/blind")
+    assert outcomes(report, Outcome.FAIL) == {"misuse-time-backwards"}, explain(report)
+    failed = report.failed[0]
+    assert failed.rule.id == "R2"
+    assert "accepted; expected INVALID_ARGUMENT" in failed.reason
+    # An endpoint cannot be restarted: said, not failed.
+    assert "persistence-restart" in outcomes(report, Outcome.NOT_APPLICABLE)
+
+
+def test_a_server_without_health_or_reflection(raw: list[RunningServer], sock_dir: Path) -> None:
+    address = f"unix:{sock_dir}/bare"
+    servicer = MemorySystemServicer(Honest())
+    raw.append(serve_raw(servicer, address, with_health=False, with_reflection=False))
+    report = on_endpoint(address)
+    assert outcomes(report, Outcome.FAIL) == {"health", "reflection"}, explain(report)
+    health = report.results[0]
+    assert "no grpc.health.v1.Health service" in health.reason and "serve()" in health.hint
+
+
+class SecondMajor(JsonMemory):
+    def describe(self) -> SystemInfo:
+        caps = Capabilities(frame_encodings=(FrameEncoding.JPEG,))
+        return SystemInfo("second-major", "1", caps, protocol_version="2.3")
+
+
+def test_another_major_version_is_a_clear_refusal(raw: list[RunningServer], sock_dir: Path) -> None:
+    raw.append(start_server(SecondMajor(), f"unix:{sock_dir}/v2"))
+    report = on_endpoint(f"unix:{sock_dir}/v2")
+    assert outcomes(report, Outcome.FAIL) == {"describe-version"}, explain(report)
+    refusal = next(r for r in report.results if r.name == "describe-version")
+    assert "speaks protocol 2.3; this harness speaks 1.0" in refusal.reason
+    assert "protocol 1.x" in refusal.hint
+    later = [
+        r for r in report.results if r.name not in ("health", "reflection", "describe-version")
+    ]
+    assert later and all(r.outcome is Outcome.NOT_APPLICABLE for r in later)
+    assert '"ok": false' in to_json(report)

@@ -1,0 +1,77 @@
+"""Every reference system passes the whole check suite as a process; the CLI reports it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from apmbench.adapters.systems import REFERENCE_SYSTEMS
+from apmbench.harness.check import CHECKS, Outcome, run_suite, select
+from apmbench.harness.check.render import failures
+from apmbench.harness.client import Deadlines
+from apmbench.harness.runtimes import ProcessRuntime
+
+# What cannot apply to a reference system, and why: each says so instead of passing.
+NOT_APPLICABLE = {"misuse-import-undeclared"}  # they all import
+KEEPS_FRAMES = {"frame-archive"}  # the only memory that grows past 64 MiB from frames
+
+
+def check_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "apmbench.harness.cli", "check", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+
+
+@pytest.mark.parametrize("name", ["null", *REFERENCE_SYSTEMS])
+def test_a_reference_system_passes_every_check(name: str, tmp_path: Path) -> None:
+    with ProcessRuntime(name, tmp_path / "system.log", Deadlines(), 60) as runtime:
+        report = run_suite(runtime, select())
+    assert report.ok, "\n".join(failures(report))
+    assert [r.name for r in report.results] == [c.name for c in CHECKS]
+    skipped = {r.name for r in report.results if r.outcome is Outcome.NOT_APPLICABLE}
+    both_encodings = len(report.target["system"]["capabilities"]["frame_encodings"]) == 2  # type: ignore[index]
+    expected = set(NOT_APPLICABLE)
+    expected |= {"frames-undeclared-encoding"} if both_encodings else set()
+    expected |= set() if name in KEEPS_FRAMES else {"state-large-transfer"}
+    assert skipped == expected
+    for r in report.results:
+        assert r.reason, r.name  # every outcome says what was seen
+
+
+def test_the_command_prints_a_table_writes_json_and_exits_zero(tmp_path: Path) -> None:
+    done = check_cli("--system", "null", "--out", str(tmp_path / "out"), "--quick")
+    assert done.returncode == 0, done.stderr
+    assert "apmbench-grpc check: null 1:" in done.stdout and "0 failed" in done.stdout
+    report = json.loads((tmp_path / "out" / "check.json").read_text())
+    assert report["ok"] is True and report["format"] == "apmbench-check"
+    names = [c["name"] for c in report["checks"]]
+    assert "persistence-restart" not in names and "query-read-only" in names  # --quick
+    assert (tmp_path / "out" / "logs" / "system.log").read_text().count("--- start") == 1
+
+
+@pytest.mark.usefixtures("helper_env")
+def test_a_failing_check_exits_one_and_names_its_rule(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = check_cli(
+        "--system", "helpers.broken_systems:MutatesInQuery", "--out", str(out),
+        "--only", "query-read-only", "--json", str(tmp_path / "r.json"),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "FAIL query-read-only: breaks R5 Query is read-only" in done.stdout
+    assert "it must not change what later calls see" in done.stdout
+    checks = json.loads((tmp_path / "r.json").read_text())["checks"]
+    # describe-version runs first whatever --only says: the others need its answer.
+    assert [(c["name"], c["outcome"]) for c in checks] == [
+        ("describe-version", "pass"),
+        ("query-read-only", "fail"),
+    ]
+    assert checks[1]["rule"] == "R5" and checks[1]["hint"]
+
+
+def test_unknown_check_names_are_a_usage_error() -> None:
+    done = check_cli("--system", "null", "--only", "no-such-check")
+    assert done.returncode == 2
+    assert "unknown check no-such-check: the checks are health, reflection" in done.stderr
