@@ -56,7 +56,7 @@ def select(only: Iterable[str] = (), skip: Iterable[str] = (), quick: bool = Fal
         chosen = [c for c in chosen if not c.slow or c.name in only]
     # Describe's answer is what every later check sends frames and queries by.
     needed = checks_service.describe_version
-    if chosen and needed not in chosen and any(c is not needed for c in chosen):
+    if needed not in chosen and any(c.needs_describe for c in chosen):
         chosen.insert(0, needed)
     return chosen
 
