@@ -52,12 +52,7 @@ class FrameArchive(PerceivingSystem):
             self.registrations.append((self.session_index, turn.text))
 
     def _sample(self) -> list[tuple[int, Frame]]:
-        n = len(self.frames)
-        if n <= BUDGET:
-            return self.frames
-        step = (n - RECENT) / (BUDGET - RECENT)
-        picked = sorted({int(i * step) for i in range(BUDGET - RECENT)} | set(range(n - RECENT, n)))
-        return [self.frames[i] for i in picked]
+        return [self.frames[i] for i in sample_indices(len(self.frames), BUDGET, RECENT)]
 
     def knowledge(self, query: Query) -> Knowledge:
         seen: list[Observation] = [perceive(f, s) for s, f in self._sample()]
@@ -74,34 +69,51 @@ class FrameArchive(PerceivingSystem):
         )
 
     def export_state(self) -> ExportedState:
-        index = [
-            [s, f.time_ms, f.encoding.value, f.width, f.height, len(f.data)] for s, f in self.frames
-        ]
-        header = {
-            "sessions": self.session_index + 1,
-            "frames": index,
-            "registrations": self.registrations,
-        }
-        body = b"".join(f.data for _, f in self.frames)
-        data = MAGIC + json.dumps(header, separators=(",", ":")).encode() + b"\n" + body
+        data = encode_archive(self.frames, self.registrations, self.session_index + 1)
         return ExportedState(data, CONTENT_TYPE, 1)
 
     def import_state(self, state: ExportedState) -> None:
-        if state.content_type != CONTENT_TYPE or not state.data.startswith(MAGIC):
-            raise InvalidArgument(f"frame-archive imports {CONTENT_TYPE}, got {state.content_type}")
-        rest = state.data[len(MAGIC) :]
-        line, _, body = rest.partition(b"\n")
-        header = json.loads(line)
-        frames: list[tuple[int, Frame]] = []
-        offset = 0
-        for s, t, encoding, w, h, size in header["frames"]:
-            frames.append(
-                (s, Frame(t, FrameEncoding(encoding), w, h, body[offset : offset + size]))
-            )
-            offset += size
-        if offset != len(body):
-            raise InvalidArgument("frame-archive state is truncated or has trailing bytes")
-        self.frames = frames
-        self.registrations = [(int(s), str(text)) for s, text in header["registrations"]]
-        self.session_index = header["sessions"] - 1
+        self.frames, self.registrations, sessions = decode_archive(state, self.name)
+        self.session_index = sessions - 1
         self.turns = []
+
+
+# The policy's parts, shared with `vlm-video-memory` (the same memory in front of a model).
+
+
+def sample_indices(n: int, budget: int, recent: int = RECENT) -> list[int]:
+    """Up to `budget` of `n` indices spread uniformly, always with the `recent` last ones."""
+    if n <= budget:
+        return list(range(n))
+    step = (n - recent) / (budget - recent)
+    return sorted({int(i * step) for i in range(budget - recent)} | set(range(n - recent, n)))
+
+
+def encode_archive(
+    frames: list[tuple[int, Frame]], registrations: list[tuple[int, str]], sessions: int
+) -> bytes:
+    """Every frame as received, after a one-line JSON index; byte-identical for the same memory."""
+    index = [[s, f.time_ms, f.encoding.value, f.width, f.height, len(f.data)] for s, f in frames]
+    header = {"sessions": sessions, "frames": index, "registrations": registrations}
+    body = b"".join(f.data for _, f in frames)
+    return MAGIC + json.dumps(header, separators=(",", ":")).encode() + b"\n" + body
+
+
+def decode_archive(
+    state: ExportedState, system: str
+) -> tuple[list[tuple[int, Frame]], list[tuple[int, str]], int]:
+    """(frames, registrations, sessions) of an `encode_archive` state."""
+    if state.content_type != CONTENT_TYPE or not state.data.startswith(MAGIC):
+        raise InvalidArgument(f"{system} imports {CONTENT_TYPE}, got {state.content_type}")
+    rest = state.data[len(MAGIC) :]
+    line, _, body = rest.partition(b"\n")
+    header = json.loads(line)
+    frames: list[tuple[int, Frame]] = []
+    offset = 0
+    for s, t, encoding, w, h, size in header["frames"]:
+        frames.append((s, Frame(t, FrameEncoding(encoding), w, h, body[offset : offset + size])))
+        offset += size
+    if offset != len(body):
+        raise InvalidArgument(f"{system} state is truncated or has trailing bytes")
+    registrations = [(int(s), str(text)) for s, text in header["registrations"]]
+    return frames, registrations, int(header["sessions"])

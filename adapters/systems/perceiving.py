@@ -29,13 +29,37 @@ def perceive(frame: Frame, session_index: int) -> Observation:
     return Observation(frame.time_ms, session_index, read_scene(frame.rgb()))
 
 
-class PerceivingSystem(MemorySystem):
-    name = ""
-    version = "1"
+class SessionMemorySystem(MemorySystem):
+    """Session bookkeeping shared by the reference systems (and the VLM systems): which
+    session this is, counted from 0 in the trajectory, and the user's turns in it."""
 
     def __init__(self) -> None:
         self.session_index = -1
         self.turns: list[UserTurn] = []
+
+    def reset(self, trajectory_id: str) -> None:
+        self.session_index = -1
+        self.turns = []
+        self.forget()
+
+    @abstractmethod
+    def forget(self) -> None:
+        """Drop the policy's own memory (called by reset)."""
+
+    def start_session(self, start: SessionStart) -> None:
+        self.session_index += 1
+        self.turns = []
+
+    def ingest_user_turn(self, turn: UserTurn) -> None:
+        self.turns.append(turn)
+
+    def end_session(self, end: SessionEnd) -> None:
+        self.turns = []
+
+
+class PerceivingSystem(SessionMemorySystem):
+    name = ""
+    version = "1"
 
     def describe(self) -> SystemInfo:
         return SystemInfo(
@@ -55,24 +79,6 @@ class PerceivingSystem(MemorySystem):
 
     @abstractmethod
     def knowledge(self, query: Query) -> Knowledge: ...
-
-    def reset(self, trajectory_id: str) -> None:
-        self.session_index = -1
-        self.turns = []
-        self.forget()
-
-    @abstractmethod
-    def forget(self) -> None: ...
-
-    def start_session(self, start: SessionStart) -> None:
-        self.session_index += 1
-        self.turns = []
-
-    def ingest_user_turn(self, turn: UserTurn) -> None:
-        self.turns.append(turn)
-
-    def end_session(self, end: SessionEnd) -> None:
-        self.turns = []
 
     def query(self, query: Query) -> Iterator[str]:
         yield answer(query, self.knowledge(query))
