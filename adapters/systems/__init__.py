@@ -19,6 +19,10 @@ REGISTRY: dict[str, str] = {
     "frame-archive": "apmbench.adapters.systems.frame_archive:FrameArchive",
     "text-log": "apmbench.adapters.systems.text_log:TextLog",
     "text-only": "apmbench.adapters.systems.text_only:TextOnly",
+    # The paper's general-model protocols on a video-language model (APMBENCH_VLM_*).
+    "vlm-simplestream": "apmbench.adapters.systems.vlm_simplestream:VlmSimpleStream",
+    "vlm-video-memory": "apmbench.adapters.systems.vlm_video_memory:VlmVideoMemory",
+    "vlm-text-memory": "apmbench.adapters.systems.vlm_text_memory:VlmTextMemory",
 }
 # The reference systems the embedded default compares, in this order.
 REFERENCE_SYSTEMS = ("recent-frames", "frame-archive", "text-log", "text-only")

@@ -1,0 +1,88 @@
+"""`vlm-video-memory`: raw video as memory in front of a video-language model.
+
+The paper's comparison target for every memory-compression method (section
+4.1): all prior-session video is kept and replayed at query time with the
+current session's causal prefix, sampled uniformly up to the frame budget
+(APMBENCH_VLM_MAX_FRAMES, 1,024 as in the paper; the most recent frames
+always included). The memory is `frame-archive`'s, in its format: every frame
+as the harness sent it (JPEG) and the user's reminder registrations, so the
+exported bytes are the stored video.
+"""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from apmbench.adapters.sdk import (
+    ExportedState,
+    Frame,
+    Query,
+    UserTurn,
+    UserTurnKind,
+)
+from apmbench.adapters.systems.frame_archive import (
+    CONTENT_TYPE,
+    decode_archive,
+    encode_archive,
+    sample_indices,
+)
+from apmbench.adapters.systems.frame_archive import RECENT as ALWAYS_RECENT
+from apmbench.adapters.systems.vlm_common import VlmSystem, span
+from apmbench.adapters.vlm.backend import VideoLanguageModel
+from apmbench.adapters.vlm.prompt import Clip, Part, Text
+from apmbench.adapters.vlm.settings import VlmSettings
+
+
+class VlmVideoMemory(VlmSystem):
+    name = "vlm-video-memory"
+    memory = "every frame of every session (JPEG) and reminder registrations"
+
+    def __init__(
+        self, settings: VlmSettings | None = None, model: VideoLanguageModel | None = None
+    ) -> None:
+        self.frames: list[tuple[int, Frame]] = []  # (session index, frame)
+        self.registrations: list[tuple[int, str]] = []  # (session index, text)
+        super().__init__(settings, model)
+
+    def forget(self) -> None:
+        self.frames = []
+        self.registrations = []
+
+    def ingest_frame(self, frame: Frame) -> None:
+        self.frames.append((self.session_index, frame))
+
+    def ingest_user_turn(self, turn: UserTurn) -> None:
+        super().ingest_user_turn(turn)
+        if turn.kind is UserTurnKind.REGISTRATION:
+            self.registrations.append((self.session_index, turn.text))
+
+    def context(self, query: Query) -> list[Part]:
+        budget = max(self.settings.max_frames, ALWAYS_RECENT + 1)
+        picked = [self.frames[i] for i in sample_indices(len(self.frames), budget, ALWAYS_RECENT)]
+        earlier: list[Part] = []
+        current: list[Part] = []
+        for session, group in groupby(picked, key=lambda item: item[0]):
+            frames = [f for _, f in group]
+            held = [f for s, f in self.frames if s == session]
+            now = session == self.session_index
+            label = "The current session so far" if now else "An earlier session"
+            (current if now else earlier).extend(
+                [
+                    Text(f"{label} ({span(held)}, {len(frames)} of {len(held)} frames):"),
+                    Clip(tuple(frames), held[0].time_ms),
+                ]
+            )
+        registered = [text for s, text in self.registrations if s < self.session_index]
+        if registered:
+            lines = "\n- ".join(registered)
+            earlier.append(Text(f"Reminders the user registered in earlier sessions:\n- {lines}"))
+        return earlier + current
+
+    def export_state(self) -> ExportedState:
+        data = encode_archive(self.frames, self.registrations, self.session_index + 1)
+        return ExportedState(data, CONTENT_TYPE, 1)
+
+    def import_state(self, state: ExportedState) -> None:
+        self.frames, self.registrations, sessions = decode_archive(state, self.name)
+        self.session_index = sessions - 1
+        self.turns = []
