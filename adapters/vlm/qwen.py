@@ -101,6 +101,8 @@ class QwenVL(VideoLanguageModel):
         self.device = _device(settings.device)
         self.dtype = _dtype(settings.dtype, self.device)
         path = str(checkpoint.path)
+        # A progress bar per start would fill the system log with carriage returns.
+        transformers.utils.logging.disable_progress_bar()
         placement = {"device_map": {"": self.device}} if self.device.startswith("cuda") else {}
         try:
             self.tokenizer: Any = transformers.AutoTokenizer.from_pretrained(
