@@ -15,6 +15,13 @@ import grpc
 
 from apmbench.adapters.sdk.types import PROTOCOL_VERSION, SystemInfo
 from apmbench.harness import __version__, records
+from apmbench.harness.check.audit import AuditSettings, TrajectoryAudit
+from apmbench.harness.check.audit_persistence import (
+    caching_obstacle,
+    finish_trajectory,
+    sampled_trajectories,
+)
+from apmbench.harness.check.audit_summary import audit_headline
 from apmbench.harness.client import Deadlines, SystemClient
 from apmbench.harness.dataset import Dataset, load_dataset
 from apmbench.harness.docker.settings import ContainerSettings
@@ -52,6 +59,8 @@ class EvaluateOptions:
     startup_timeout_s: float = 120.0
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     """The LLM judge of the adaptive tasks; `none` leaves judge-dependent numbers uncomputed."""
+    audit: AuditSettings | None = None
+    """Audit a sample of queries and trajectories (`--audit`); None: no audits."""
 
 
 @dataclass
@@ -160,15 +169,30 @@ def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluat
         persistence = opts.persistence or (
             Persistence.RESTART if runtime.can_restart else Persistence.RESET
         )
-        settings = RunSettings(persistence=persistence, frames=opts.frames)
+        settings = RunSettings(
+            persistence=persistence,
+            frames=opts.frames,
+            audit=asdict(opts.audit) if opts.audit is not None else None,
+        )
         check_settings(settings, info, runtime)
         run.prepare(_manifest(opts, dataset, info, runtime, settings, judge), opts.resume)
         todo = [t for t in dataset.trajectories if not run.is_done(t.trajectory_id)]
+        rerun = set()
+        if opts.audit is not None:
+            rerun = sampled_trajectories(
+                opts.audit, [t.trajectory_id for t in dataset.trajectories]
+            )
         progress.trajectories(len(dataset.trajectories), len(dataset.trajectories) - len(todo))
         for trajectory in todo:
             runtime.begin_trajectory(trajectory.trajectory_id)
             segments = plan_trajectory(dataset, trajectory, info.capabilities.supports_import)
             progress.trajectory_started(trajectory.trajectory_id, len(segments))
+            audit = None
+            if opts.audit is not None:
+                why_not = caching_obstacle(settings, info)
+                audit = TrajectoryAudit.plan(
+                    opts.audit, trajectory.trajectory_id, segments, why_not
+                )
             runner = TrajectoryRunner(
                 runtime,
                 client,
@@ -177,9 +201,23 @@ def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluat
                 settings,
                 run.work_dir(trajectory.trajectory_id),
                 on_segment=progress.segment_started,
+                auditor=audit,
             )
             record = runner.run(segments)
             client = runner.client
+            if audit is not None:
+                client = finish_trajectory(
+                    audit,
+                    record,
+                    rerun=trajectory.trajectory_id in rerun,
+                    runtime=runtime,
+                    client=client,
+                    info=info,
+                    trajectory=trajectory,
+                    settings=settings,
+                    segments=segments,
+                    work_dir=run.work_dir(trajectory.trajectory_id) / "audit-restart",
+                )
             run.save_trajectory(trajectory.trajectory_id, record)
             progress.trajectory_done(trajectory.trajectory_id)
     run.finish()
@@ -188,5 +226,9 @@ def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluat
     finally:
         if judge is not None:
             judge.close()
-    run.update_manifest(finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    if "audit" in report:
+        run.update_manifest(finished_at=finished, audit=audit_headline(report["audit"]))
+    else:
+        run.update_manifest(finished_at=finished)
     return Evaluation(run.root, report)

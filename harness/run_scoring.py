@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness import records, tasks
+from apmbench.harness.check.audit_summary import audit_summary
 from apmbench.harness.dataset import Candidate, Dataset, Probe, load_dataset
 from apmbench.harness.errors import DatasetError, RunDirError
 from apmbench.harness.judge import ChatBackend, JudgeConfig
@@ -176,6 +177,9 @@ def score_run(
     # The report holds only what determines the numbers, so equal runs give equal
     # reports; when and how cheaply it was scored goes to the manifest.
     report = score(instances, sessions, scoring)
+    audits = audit_summary([run.load_trajectory(t.trajectory_id) for t in dataset.trajectories])
+    if audits is not None:  # `evaluate --audit`: what the audits saw, flag by flag
+        report["audit"] = audits
     run.update_manifest(
         scoring={
             **scoring,

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from apmbench.adapters.sdk.types import (
     Frame,
@@ -56,6 +56,8 @@ class RunSettings:
     """Frames per PushFrames call at most; calls also end at every question."""
     max_chunk_bytes: int = 0
     """State transfer chunk size; 0 = the protocol default (1 MiB)."""
+    audit: dict[str, Any] | None = None
+    """The audit settings of `evaluate --audit` (None: no audit), recorded with the run."""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -143,6 +145,17 @@ def _merge(
         pending = next(frames, None)
 
 
+class Auditor(Protocol):
+    """Watches a trajectory's queries and main-pass sessions (`evaluate --audit`;
+    apmbench.harness.check.audit)."""
+
+    def ask(
+        self, runner: TrajectoryRunner, segment: Segment, ask: Ask, query: Query
+    ) -> QueryResult: ...
+
+    def session_done(self, runner: TrajectoryRunner, segment: Segment, index: int) -> None: ...
+
+
 class TrajectoryRunner:
     """Runs every segment of one trajectory and returns its record."""
 
@@ -155,6 +168,7 @@ class TrajectoryRunner:
         settings: RunSettings,
         work_dir: Path,
         on_segment: Callable[[Segment], None] = lambda s: None,
+        auditor: Auditor | None = None,
     ) -> None:
         self.runtime = runtime
         self.client = client
@@ -164,6 +178,7 @@ class TrajectoryRunner:
         self.frames = frame_settings_for(settings.frames, info)
         self.work_dir = work_dir
         self.on_segment = on_segment
+        self.auditor = auditor
         self.snapshots: dict[int, _Snapshot] = {}
         self.instances: list[dict[str, Any]] = []
         self.sessions: list[dict[str, Any]] = []
@@ -254,7 +269,11 @@ class TrajectoryRunner:
             for item in items:
                 if isinstance(item, Ask):
                     flush()
-                    result = self.client.query(_query_for(item, item.probe.time_ms))
+                    query = _query_for(item, item.probe.time_ms)
+                    if self.auditor is not None:
+                        result = self.auditor.ask(self, segment, item, query)
+                    else:
+                        result = self.client.query(query)
                     self._record(segment, item, result, ingest_s, session.start_ms)
                     continue
                 batch.append(item)
@@ -268,6 +287,8 @@ class TrajectoryRunner:
             return
         snapshot, export_s = self._export(f"after_{index}")
         self.snapshots[index] = snapshot
+        if self.auditor is not None:
+            self.auditor.session_done(self, segment, index)
         self.sessions.append(
             {
                 "trajectory_id": tid,

@@ -42,7 +42,7 @@ def _probe_answers(ctx: CheckContext) -> list[tuple[Query, QueryResult]]:
     return answers
 
 
-def _streaming_problem(result: QueryResult) -> str | None:
+def streaming_problem(result: QueryResult) -> str | None:
     if not result.pieces:
         return "streamed no text"
     if not result.pieces[0].strip():
@@ -69,7 +69,7 @@ def query_streams(ctx: CheckContext) -> Passed:
     problems = []
     seen = []
     for query, result in _probe_answers(ctx):
-        problem = _streaming_problem(result)
+        problem = streaming_problem(result)
         if problem is not None:
             problems.append(f"{query.kind.value}: {problem}")
         seen.append(

@@ -93,6 +93,26 @@ if TYPE_CHECKING:
     show_default=True,
     help="Seconds for the system to report SERVING.",
 )
+@click.option(
+    "--audit",
+    is_flag=True,
+    help="Audit a seeded sample: state before/after queries, repeats under fresh ids (caching), "
+    "streamed chunks, a restart-mode rerun; results in report.json and the manifest.",
+)
+@click.option(
+    "--audit-queries",
+    type=int,
+    default=3,
+    show_default=True,
+    help="With --audit: queries per trajectory exported around, and repeated under fresh ids.",
+)
+@click.option(
+    "--audit-trajectories",
+    type=int,
+    default=1,
+    show_default=True,
+    help="With --audit: trajectories rerun in restart mode (when the run's mode is not restart).",
+)
 @judge_options(default_judge="none")
 @container_options
 def evaluate(
@@ -109,6 +129,9 @@ def evaluate(
     encoding: str,
     query_timeout: float,
     startup_timeout: float,
+    audit: bool,
+    audit_queries: int,
+    audit_trajectories: int,
     image: str | None,
     container: ContainerSettings,
     **judge: Any,
@@ -118,8 +141,14 @@ def evaluate(
     With no arguments: the built-in synthetic benchmark (`small`) with every
     reference system, one after another, and a comparison table.
     """
+    from apmbench.harness.check.audit import AuditSettings
     from apmbench.harness.evaluate import EvaluateOptions
 
+    if min(audit_queries, audit_trajectories) < 0:
+        raise click.BadParameter("must not be negative", param_hint="--audit-queries/-trajectories")
+    audit_settings = (
+        AuditSettings(audit_queries, audit_queries, audit_trajectories) if audit else None
+    )
     if dataset is not None and synthetic is not None:
         raise click.UsageError("give --dataset DIR or --synthetic PRESET, not both")
     if sum(x is not None for x in (system, endpoint, image)) > 1:
@@ -148,6 +177,7 @@ def evaluate(
             deadlines=Deadlines(query=query_timeout),
             startup_timeout_s=startup_timeout,
             judge=judge_settings,
+            audit=audit_settings,
         )
         results.append(_run(opts, quiet=embedded))
     if embedded:
@@ -217,6 +247,10 @@ def _run(opts: EvaluateOptions, quiet: bool) -> Evaluation:
     if not quiet:
         click.echo((result.run_dir / "report.md").read_text())
         click.echo(f"run directory: {result.run_dir}")
+    if "audit" in result.report:
+        flags = result.report["audit"]["flags"]
+        verdict = "clean" if not flags else f"[red]{flags} flag(s)[/red]: see report.json, 'audit'"
+        console.print(f"audit: {verdict}")
     for warning in judge_warnings(result.report):
         console.print(f"[yellow]warning:[/yellow] {warning}")
     return result

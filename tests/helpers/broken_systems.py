@@ -107,12 +107,25 @@ class WorksPastDeadline(Honest):
         yield from super().query(query)
 
 
+class PadsFirstChunk(Honest):
+    """Sends a blank chunk at once and the answer after thinking: its time to first token
+    would be measured on the blank (the first-token audit's and query-streams' target)."""
+
+    name = "pads-first-chunk"
+    think_s = 0.02
+
+    def query(self, query: Query) -> Iterator[str]:
+        yield " "
+        time.sleep(self.think_s)
+        yield from super().query(query)
+
+
 class CachesByQueryId(Honest):
     """Remembers answers by query id in-process and replays them at once (the caching audit's
     target: a repeated id comes back far faster)."""
 
     name = "caches-by-query-id"
-    think_s = 0.2
+    think_s = 0.1
 
     def __init__(self) -> None:
         super().__init__()

@@ -19,7 +19,7 @@ from apmbench.adapters.sdk.types import (
 )
 from apmbench.harness.check import CHECKS, CheckReport, CheckResult, Outcome, probes, select
 from apmbench.harness.check.checks_frames import frame_sizes
-from apmbench.harness.check.checks_query import _streaming_problem, format_problem
+from apmbench.harness.check.checks_query import streaming_problem, format_problem
 from apmbench.harness.check.checks_state import first_difference
 from apmbench.harness.check.render import failures, to_json
 from apmbench.harness.check.rules import RULES
@@ -84,16 +84,16 @@ def result(*pieces: str) -> QueryResult:
                        pieces, arrivals)  # fmt: skip
 
 
-def test_streaming_problems() -> None:
-    assert _streaming_problem(result('{"answer":', '"A"}')) is None
-    assert _streaming_problem(result('{"answer":"A"}')) is None
-    assert _streaming_problem(result()) == "streamed no text"
-    whitespace = _streaming_problem(result(" ", '{"answer":"A"}'))
+def teststreaming_problems() -> None:
+    assert streaming_problem(result('{"answer":', '"A"}')) is None
+    assert streaming_problem(result('{"answer":"A"}')) is None
+    assert streaming_problem(result()) == "streamed no text"
+    whitespace = streaming_problem(result(" ", '{"answer":"A"}'))
     assert whitespace is not None and "only whitespace" in whitespace
-    cumulative = _streaming_problem(result('{"ans', '{"answer":', '{"answer":"A"}'))
+    cumulative = streaming_problem(result('{"ans', '{"answer":', '{"answer":"A"}'))
     assert cumulative is not None and "cumulative snapshots" in cumulative
     same_time = QueryResult("ab", 2, 0.1, 0.1, ("a", "b"), (0.1, 0.1))
-    assert _streaming_problem(same_time) == "the first chunk did not arrive before the last"
+    assert streaming_problem(same_time) == "the first chunk did not arrive before the last"
 
 
 def test_format_problems_per_kind() -> None:
