@@ -13,7 +13,13 @@ from typing import Any
 
 import click
 
-from apmbench.harness.docker.settings import ContainerSettings, GpuRequest, parse_count, parse_size
+from apmbench.harness.docker.settings import (
+    BindMount,
+    ContainerSettings,
+    GpuRequest,
+    parse_count,
+    parse_size,
+)
 from apmbench.harness.errors import ConfigError
 
 _DEFAULTS = ContainerSettings()
@@ -23,6 +29,7 @@ OPTION_DEFAULTS: dict[str, Any] = {
     "gpus": "none", "allow_network": False, "network": None, "writable_root": False,
     "container_user": None, "cap_add": (), "allow_new_privileges": False, "memory": "16g",
     "cpus": "4", "pids_limit": "4096", "shm_size": "1g", "tmp_size": "4g", "container_env": (),
+    "container_mount": (),
 }  # fmt: skip
 _OPTIONS = [
     click.option(
@@ -100,6 +107,13 @@ _OPTIONS = [
         multiple=True,
         help="KEY=VALUE for the container's environment (repeatable; names go in the manifest).",
     ),
+    click.option(
+        "--mount",
+        "container_mount",
+        multiple=True,
+        help="HOST_PATH:CONTAINER_PATH[:ro|rw]: a host directory in the container, read-only "
+        "unless :rw (e.g. a model: --mount /models/qwen:/models/vlm). Recorded in the manifest.",
+    ),
 ]
 
 
@@ -124,6 +138,7 @@ def container_settings(
     shm_size: str,
     tmp_size: str,
     container_env: tuple[str, ...],
+    container_mount: tuple[str, ...] = (),
 ) -> ContainerSettings:
     """The options as settings; raises ConfigError naming the option to fix."""
     user = container_user if container_user is not None else _DEFAULTS.user
@@ -143,6 +158,7 @@ def container_settings(
         tmp_bytes=_size(tmp_size, "--tmp-size"),
         gpus=GpuRequest.parse(gpus),
         env=ContainerSettings.parse_env(container_env),
+        mounts=tuple(BindMount.parse(m) for m in container_mount),
     )
 
 

@@ -191,7 +191,10 @@ class DockerRuntime(Runtime):
             "name": name,
             "labels": leftovers.labels(self.key, self.run_dir, self._part, self.owner, self._dir),
             "environment": {**dict(s.env), "APMBENCH_ADDRESS": ADDRESS_IN_CONTAINER},
-            "mounts": [Mount(MOUNT, str(self._dir), type="bind", read_only=False)],
+            "mounts": [
+                Mount(MOUNT, str(self._dir), type="bind", read_only=False),
+                *(Mount(m.container, m.host, type="bind", read_only=m.read_only) for m in s.mounts),
+            ],
             "network_mode": s.network,
             "read_only": s.read_only_root,
             "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={s.tmp_bytes},mode=1777"},

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import ConfigError
@@ -20,6 +21,8 @@ DEFAULT_UID = 10001
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([kmgt]?)b?$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 UNLIMITED = ("none", "unlimited", "0")
+# Where the runtime mounts the socket directory (runtime.MOUNT); no --mount may cover it.
+MOUNT_RESERVED = "/run/apmbench"
 
 
 def parse_size(text: str, option: str) -> int | None:
@@ -79,6 +82,42 @@ class GpuRequest:
         return {0: "none", -1: "all"}.get(self.count, str(self.count))
 
 
+@dataclass(frozen=True)
+class BindMount:
+    """`--mount HOST:CONTAINER[:ro|rw]`: a host path inside the container, read-only unless
+    `:rw` (e.g. a model directory: weights are read, never written)."""
+
+    host: str
+    container: str
+    read_only: bool = True
+
+    @classmethod
+    def parse(cls, text: str) -> BindMount:
+        parts = text.split(":")
+        mode = parts.pop() if len(parts) == 3 else "ro"
+        if len(parts) != 2 or mode not in ("ro", "rw") or not all(parts):
+            raise ConfigError(
+                f"--mount {text!r}: give HOST_PATH:CONTAINER_PATH, optionally :ro or :rw"
+            )
+        host, container = Path(parts[0]).resolve(), parts[1]
+        if not host.exists():
+            raise ConfigError(f"--mount {text!r}: {host} does not exist on this host")
+        target = container.rstrip("/")
+        if (
+            not container.startswith("/")
+            or target in ("", MOUNT_RESERVED)
+            or target.startswith(MOUNT_RESERVED + "/")
+        ):
+            raise ConfigError(
+                f"--mount {text!r}: the container path must be absolute, and neither / nor "
+                f"in {MOUNT_RESERVED} (the socket directory)"
+            )
+        return cls(str(host), container, mode == "ro")
+
+    def describe(self) -> str:
+        return f"{self.host}:{self.container}:{'ro' if self.read_only else 'rw'}"
+
+
 def default_user() -> str:
     """The harness's own uid:gid when it is not root (it then owns the socket
     directory and can connect to the socket the container creates), else the
@@ -121,6 +160,8 @@ class ContainerSettings:
     """GPUs through device requests (--gpus); needs the engine's NVIDIA runtime."""
     env: tuple[tuple[str, str], ...] = ()
     """Extra environment (--env KEY=VALUE); only the names go into the manifest."""
+    mounts: tuple[BindMount, ...] = ()
+    """Host paths in the container (--mount HOST:CONTAINER[:ro|rw]); read-only by default."""
 
     def __post_init__(self) -> None:
         # Numeric: the harness must give the socket directory to this uid on the host,
@@ -154,6 +195,7 @@ class ContainerSettings:
             out.append("capabilities: " + ",".join(self.cap_add))
         if not self.no_new_privileges:
             out.append("new privileges allowed")
+        out.extend(f"writable mount {m.describe()}" for m in self.mounts if not m.read_only)
         for name, value in (
             ("memory", self.memory_bytes),
             ("cpus", self.cpus),
@@ -180,5 +222,6 @@ class ContainerSettings:
             "shm_bytes": self.shm_bytes,
             "gpus": self.gpus.describe(),
             "env_names": sorted(k for k, _ in self.env),
+            "mounts": [m.describe() for m in self.mounts],
             "relaxations": self.relaxations(),
         }
