@@ -50,7 +50,7 @@ def failures(report: CheckReport) -> list[str]:
     """Each failure in one plain line naming the rule it broke (for logs and plain terminals)."""
     return [
         f'FAIL {r.name}: breaks {r.rule.label()} (memory_system.proto: "{r.rule.quote}"): '
-        f"{r.reason}" + (f" Hint: {r.hint}" if r.hint else "")
+        f"{r.reason.rstrip('.')}." + (f" Hint: {r.hint}" if r.hint else "")
         for r in report.failed
     ]
 

@@ -65,3 +65,9 @@ def test_a_broken_image_fails_exactly_its_check(tmp_path: Path) -> None:
     failed = [c["name"] for c in report["checks"] if c["outcome"] == "fail"]
     assert failed == ["persistence-restart"]
     assert "FAIL persistence-restart: breaks R6" in output and "answers changed" in output
+
+
+def test_a_missing_image_is_a_usage_error(tmp_path: Path) -> None:
+    code, report, output = check_image("apmbench/no-such-system:1", tmp_path)
+    assert code == 2 and report == {}
+    assert "image 'apmbench/no-such-system:1' is not on the Docker engine" in output

@@ -144,4 +144,4 @@ def test_the_report_as_json_and_failure_lines() -> None:
     assert data["checks"][0]["rule_text"] == rule.quote
     [line] = failures(report)
     assert line.startswith("FAIL query-read-only: breaks R5 Query is read-only")
-    assert line.endswith("changed Hint: work on a copy")
+    assert line.endswith("changed. Hint: work on a copy")
