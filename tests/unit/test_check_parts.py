@@ -19,7 +19,7 @@ from apmbench.adapters.sdk.types import (
 )
 from apmbench.harness.check import CHECKS, CheckReport, CheckResult, Outcome, probes, select
 from apmbench.harness.check.checks_frames import frame_sizes
-from apmbench.harness.check.checks_query import streaming_problem, format_problem
+from apmbench.harness.check.checks_query import format_problem, streaming_problem
 from apmbench.harness.check.checks_state import first_difference
 from apmbench.harness.check.render import failures, to_json
 from apmbench.harness.check.rules import RULES
