@@ -9,6 +9,8 @@ is how a method author serves a system that is not registered here.
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Mapping
 
 from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.adapters.sdk.system import MemorySystem
@@ -26,6 +28,17 @@ REGISTRY: dict[str, str] = {
 }
 # The reference systems the embedded default compares, in this order.
 REFERENCE_SYSTEMS = ("recent-frames", "frame-archive", "text-log", "text-only")
+# The paper's general-model protocols; they need a model (APMBENCH_VLM_*).
+VLM_SYSTEMS = ("vlm-simplestream", "vlm-video-memory", "vlm-text-memory")
+
+
+def compared_systems(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """What `evaluate` with no system runs: the reference systems, and the VLM systems
+    too when APMBENCH_VLM_MODEL or APMBENCH_VLM_API_BASE names a model. Without one
+    they stay out: no weights can be fetched, and the demo must finish on two CPU cores."""
+    env = os.environ if environ is None else environ
+    wanted = env.get("APMBENCH_VLM_MODEL") or env.get("APMBENCH_VLM_API_BASE")
+    return REFERENCE_SYSTEMS + VLM_SYSTEMS if wanted else REFERENCE_SYSTEMS
 
 
 class UnknownSystem(ApmbenchError):

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from apmbench.adapters.sdk.errors import ApmbenchError, ProtocolError
 from apmbench.adapters.sdk.types import FrameEncoding
-from apmbench.adapters.systems import REFERENCE_SYSTEMS
+from apmbench.adapters.systems import compared_systems
 from apmbench.harness import logs
 from apmbench.harness.client import Deadlines
 from apmbench.harness.commands.common import EXIT_INTERRUPTED, EXIT_SYSTEM, EXIT_USAGE, console
@@ -158,7 +158,7 @@ def evaluate(
     if dataset is None:
         dataset = _synthetic(synthetic or "small", seed)
     embedded = system is None and endpoint is None and image is None
-    systems: list[str | None] = list(REFERENCE_SYSTEMS) if embedded else [system]
+    systems: list[str | None] = list(compared_systems()) if embedded else [system]
     base = out or Path("runs") / dataset.name
     judge_settings = judge_config(**judge)
     results = []

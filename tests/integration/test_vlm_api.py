@@ -180,3 +180,35 @@ def test_text_memory_through_the_api_on_the_tiny_benchmark(tmp_path: Path) -> No
     assert later  # summaries reach later queries
     details = json.loads((out / "manifest.json").read_text())["system"]["details"]
     assert details["vlm.backend_kind"] == "openai" and details["vlm.api_base"] == server.base
+
+
+@pytest.mark.slow
+def test_the_default_comparison_includes_the_vlm_systems_when_a_model_is_named(
+    tmp_path: Path,
+) -> None:
+    tiny = synthetic_dataset("tiny", 0, tmp_path / "cache")
+    out = tmp_path / "runs"
+    with endpoint() as server:
+        env = {
+            **os.environ,
+            "APMBENCH_VLM_BACKEND": "openai",
+            "APMBENCH_VLM_API_BASE": server.base,
+            "APMBENCH_VLM_API_MODEL": "qwen-vl",
+        }
+        result = subprocess.run(
+            [sys.executable, "-m", "apmbench.harness.cli", "evaluate", "--dataset", str(tiny),
+             "--out", str(out), "--persistence", "reset"],
+            capture_output=True, text=True, timeout=600, env=env,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    for name in ("frame-archive", "vlm-simplestream", "vlm-video-memory", "vlm-text-memory"):
+        assert name in result.stdout and (out / name / "report.json").is_file()
+    storage = {
+        name: json.loads((out / name / "report.json").read_text())["storage"][
+            "storage_per_hour_bytes"
+        ]
+        for name in ("vlm-simplestream", "vlm-video-memory", "vlm-text-memory")
+    }
+    assert (
+        storage["vlm-simplestream"] == 0 < storage["vlm-text-memory"] < storage["vlm-video-memory"]
+    )

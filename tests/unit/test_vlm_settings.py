@@ -111,3 +111,11 @@ def test_a_broken_directory_is_refused_with_what_to_fix(
     assert "APMBENCH_VLM_MODEL" in str(caught.value) or "preprocessor_config.json" in str(
         caught.value
     )
+
+
+def test_the_default_comparison_adds_the_vlm_systems_only_when_a_model_is_named() -> None:
+    from apmbench.adapters.systems import REFERENCE_SYSTEMS, VLM_SYSTEMS, compared_systems
+
+    assert compared_systems({}) == REFERENCE_SYSTEMS
+    assert compared_systems({"APMBENCH_VLM_MODEL": "/models/q"}) == REFERENCE_SYSTEMS + VLM_SYSTEMS
+    assert compared_systems({"APMBENCH_VLM_API_BASE": "http://h/v1"})[-3:] == VLM_SYSTEMS
