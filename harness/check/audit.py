@@ -27,6 +27,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import Query
 from apmbench.harness.check.checks_query import streaming_problem
 from apmbench.harness.client import QueryResult, SystemClient
@@ -34,6 +35,16 @@ from apmbench.harness.schedule import Ask, Segment
 
 if TYPE_CHECKING:
     from apmbench.harness.runner import TrajectoryRunner
+
+# What a server may answer to the audit's extra calls; the audit records it and the run goes on.
+# A server that is gone (UNAVAILABLE, a deadline) ends the run as it would without the audit.
+REFUSALS = (
+    errors.InvalidArgument,
+    errors.FailedPrecondition,
+    errors.Unimplemented,
+    errors.DataLoss,
+    errors.MethodFailure,
+)
 
 
 @dataclass(frozen=True)
@@ -103,23 +114,38 @@ class TrajectoryAudit:
         self, runner: TrajectoryRunner, segment: Segment, ask: Ask, query: Query
     ) -> QueryResult:
         probe_id = ask.probe.probe_id
-        watched = probe_id in self.mutation
-        client = runner.client
-        chunk = runner.settings.max_chunk_bytes
-        before = state_digest(client, chunk) if watched else ""
-        result = client.query(query)
-        if watched:
-            after = state_digest(client, chunk)
-            verdict = "unchanged"
-            if after != before:
-                verdict = "changed" if state_digest(client, chunk) == after else "export_varies"
-            self.state_mutation.append(
-                {"instance_id": probe_id, "segment": segment.name, "verdict": verdict,
-                 "before_sha256": before, "after_sha256": after}
-            )  # fmt: skip
+        if probe_id not in self.mutation:
+            result = runner.client.query(query)
+        else:
+            result = self._watched(runner, segment, probe_id, query)
         self._first_token(probe_id, result)
         if segment.kind == "main" and probe_id in self.caching:
             self.asked[probe_id] = (query, result)
+        return result
+
+    def _watched(
+        self, runner: TrajectoryRunner, segment: Segment, probe_id: str, query: Query
+    ) -> QueryResult:
+        """The query between two exports (a third when they differ)."""
+        client, chunk = runner.client, runner.settings.max_chunk_bytes
+        entry: dict[str, Any] = {"instance_id": probe_id, "segment": segment.name}
+        try:
+            before = state_digest(client, chunk)
+        except REFUSALS as e:  # the audit reports a refused export; it does not end the run
+            before, entry["error"] = "", f"ExportState before the query: {e}"
+        result = client.query(query)
+        if not before:
+            entry["verdict"] = "export_failed"
+        else:
+            try:
+                after = state_digest(client, chunk)
+                verdict = "unchanged"
+                if after != before:
+                    verdict = "changed" if state_digest(client, chunk) == after else "export_varies"
+                entry.update(verdict=verdict, before_sha256=before, after_sha256=after)
+            except REFUSALS as e:
+                entry.update(verdict="export_failed", error=f"ExportState after the query: {e}")
+        self.state_mutation.append(entry)
         return result
 
     def _first_token(self, probe_id: str, result: QueryResult) -> None:
@@ -137,7 +163,11 @@ class TrajectoryAudit:
         due = [a for a in segment.asks_in(index) if a.probe.probe_id in self.asked]
         for ask in due:
             query, result = self.asked.pop(ask.probe.probe_id)
-            self.repeats.append(repeat(runner, index, ask, query, result, self.settings))
+            try:
+                self.repeats.append(repeat(runner, index, ask, query, result, self.settings))
+            except REFUSALS as e:  # a flag; the runner's next step restores the memory anyway
+                failed = {"instance_id": ask.probe.probe_id, "session_index": index}
+                self.repeats.append({**failed, "flags": ["repeat_failed"], "error": str(e)})
 
     def record(self) -> dict[str, Any]:
         caching: dict[str, Any] = {"repeats": self.repeats}

@@ -26,6 +26,7 @@ def audit_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None
             "sampled": len(mutation),
             "changed": [m for m in mutation if m["verdict"] == "changed"],
             "export_varies": [m for m in mutation if m["verdict"] == "export_varies"],
+            "export_failed": [m for m in mutation if m["verdict"] == "export_failed"],
         },
         "caching": {
             "repeated": len(repeats),
@@ -56,6 +57,7 @@ def _flag_lists(summary: Mapping[str, Any]) -> list[list[Any]]:
     return [
         summary["state_mutation"]["changed"],
         summary["state_mutation"]["export_varies"],
+        summary["state_mutation"]["export_failed"],
         summary["caching"]["flagged"],
         summary["first_token"]["flagged"],
         summary["persistence"]["differing"],
@@ -73,6 +75,7 @@ def audit_headline(summary: Mapping[str, Any]) -> dict[str, Any]:
             "sampled": mutation["sampled"],
             "changed": len(mutation["changed"]),
             "export_varies": len(mutation["export_varies"]),
+            "export_failed": len(mutation["export_failed"]),
         },
         "caching": {
             "repeated": caching["repeated"],

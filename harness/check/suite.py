@@ -137,6 +137,8 @@ def run_suite(
         add(CheckResult(c.name, outcome, c.rule, reason, hint, time.perf_counter() - t0, details))
         if lost:
             gone = _recover(ctx, c.name)
+    if isinstance(runtime, EndpointRuntime):
+        ctx.client.close()  # ours (see _start); the other runtimes close theirs on stop()
     return CheckReport(_target(runtime, ctx), tuple(results), time.perf_counter() - started)
 
 

@@ -16,8 +16,10 @@ from typing import Any
 
 from apmbench.adapters.sdk import (
     ExportedState,
+    FailedPrecondition,
     Query,
     QueryKind,
+    SessionEnd,
     SessionStart,
     UserTurn,
     UserTurnKind,
@@ -118,6 +120,30 @@ class PadsFirstChunk(Honest):
         yield " "
         time.sleep(self.think_s)
         yield from super().query(query)
+
+
+class RefusesExportInSession(Honest):
+    """Exports only between sessions, though ExportState is callable at any time: the audits
+    record each refused export and the run goes on."""
+
+    name = "refuses-export-in-session"
+    open = False
+
+    def start_session(self, start: SessionStart) -> None:
+        self.open = True
+
+    def end_session(self, end: SessionEnd) -> None:
+        super().end_session(end)
+        self.open = False
+
+    def reset(self, trajectory_id: str) -> None:
+        super().reset(trajectory_id)
+        self.open = False
+
+    def export_state(self) -> ExportedState:
+        if self.open:
+            raise FailedPrecondition("this system exports only between sessions")
+        return super().export_state()
 
 
 class CachesByQueryId(Honest):

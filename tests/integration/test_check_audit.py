@@ -43,13 +43,21 @@ def flagged(report: dict[str, Any]) -> dict[str, int]:
     return {
         "state_mutation": len(audit["state_mutation"]["changed"]),
         "export_varies": len(audit["state_mutation"]["export_varies"]),
+        "export_failed": len(audit["state_mutation"]["export_failed"]),
         "caching": len(audit["caching"]["flagged"]),
         "first_token": len(audit["first_token"]["flagged"]),
         "persistence": len(audit["persistence"]["differing"]),
     }
 
 
-NONE = {"state_mutation": 0, "export_varies": 0, "caching": 0, "first_token": 0, "persistence": 0}
+NONE = {
+    "state_mutation": 0,
+    "export_varies": 0,
+    "export_failed": 0,
+    "caching": 0,
+    "first_token": 0,
+    "persistence": 0,
+}
 
 
 def test_an_honest_system_is_clean_and_auditing_changes_no_result(
@@ -122,3 +130,13 @@ def test_a_padded_first_chunk(mini: Path, tmp_path: Path) -> None:
     tokens = report["audit"]["first_token"]
     assert flagged(report) == {**NONE, "first_token": tokens["queries"]}
     assert "only whitespace" in tokens["flagged"][0]["problem"]
+
+
+def test_a_refused_export_is_recorded_and_the_run_goes_on(mini: Path, tmp_path: Path) -> None:
+    settings = AuditSettings(caching_queries=0, persistence_trajectories=0)
+    out = tmp_path / "r"
+    report = audited(mini, out, "RefusesExportInSession", Persistence.RESET, settings)
+    assert flagged(report) == {**NONE, "export_failed": 6}
+    failed = report["audit"]["state_mutation"]["export_failed"][0]
+    assert "FAILED_PRECONDITION: this system exports only between sessions" in failed["error"]
+    assert len(untimed(out / "instances.jsonl")) == 20  # every query was still asked
