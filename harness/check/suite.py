@@ -27,7 +27,7 @@ from apmbench.harness.check.rules import RULES
 from apmbench.harness.client import SystemClient
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.runner import describe_info
-from apmbench.harness.runtimes import EndpointRuntime, Runtime
+from apmbench.harness.runtimes import EndpointRuntime, ProcessRuntime, Runtime
 
 # Order matters: Describe first (later checks need it), the cancellation check
 # after the others that need a responsive server, the slow ones last.
@@ -105,7 +105,7 @@ def run_suite(
     except (errors.ProtocolError, ApmbenchError) as e:
         if isinstance(e, ConfigError):
             raise
-        reason = f"the server did not start: {e}"
+        reason = f"the server did not start: {e}" + _log_tail(runtime)
         hint = "see the server's output; it must report SERVING when ready"
         add(CheckResult("start", Outcome.FAIL, RULES["HEALTH"], reason, hint))
         for c in checks:
@@ -140,6 +140,16 @@ def run_suite(
     if isinstance(runtime, EndpointRuntime):
         ctx.client.close()  # ours (see _start); the other runtimes close theirs on stop()
     return CheckReport(_target(runtime, ctx), tuple(results), time.perf_counter() - started)
+
+
+def _log_tail(runtime: Runtime, lines: int = 5) -> str:
+    """The end of a local server's output, which usually says why it did not start."""
+    if not isinstance(runtime, ProcessRuntime) or not runtime.log_path.exists():
+        return ""
+    text = runtime.log_path.read_text(errors="replace").strip().splitlines()
+    starts = [i for i, line in enumerate(text) if line.startswith("--- start")]
+    last = text[starts[-1] + 1 :] if starts else text  # this start's output only
+    return "; its last output: " + " | ".join(last[-lines:]) if last else ""
 
 
 def _recover(ctx: CheckContext, name: str) -> str:

@@ -75,3 +75,13 @@ def test_unknown_check_names_are_a_usage_error() -> None:
     done = check_cli("--system", "null", "--only", "no-such-check")
     assert done.returncode == 2
     assert "unknown check no-such-check: the checks are health, reflection" in done.stderr
+
+
+def test_a_server_that_does_not_start_fails_with_its_own_words(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = check_cli("--system", "no_such_module:Nothing", "--out", str(out), "--json", "-")
+    assert done.returncode == 1
+    checks = json.loads(done.stdout)["checks"]
+    assert (checks[0]["name"], checks[0]["outcome"]) == ("start", "fail")
+    assert "cannot import 'no_such_module'" in checks[0]["reason"]  # the server's own output
+    assert {c["outcome"] for c in checks[1:]} == {"n/a"} and len(checks) == len(CHECKS) + 1
