@@ -178,10 +178,16 @@ class QwenVL(VideoLanguageModel):
 
     def render(self, prompt: Prompt, prepared: list[PreparedClip]) -> str:
         """The chat template's text with each clip's placeholder expanded to its tokens."""
-        content = [
-            {"type": "text", "text": p.text} if isinstance(p, Text) else {"type": "video"}
-            for p in prompt.parts
-        ]
+        content: list[dict[str, str]] = []
+        parts = prompt.parts
+        for i, part in enumerate(parts):
+            if not isinstance(part, Text):
+                content.append({"type": "video"})
+                continue
+            # The template joins parts as they are: a line break around each video.
+            before = "\n" if i > 0 and not isinstance(parts[i - 1], Text) else ""
+            after = "\n" if i + 1 < len(parts) else ""
+            content.append({"type": "text", "text": before + part.text + after})
         messages = [
             {"role": "system", "content": prompt.system},
             {"role": "user", "content": content},

@@ -243,3 +243,37 @@ def test_a_missing_model_stops_the_run_naming_the_variable(tiny: Path, tmp_path:
     assert result.returncode == 3, result.stderr
     log = (out / "logs" / "system.log").read_text()
     assert f"APMBENCH_VLM_MODEL={tmp_path / 'nowhere'}: no such directory" in log
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_each_clip_expands_in_the_chat_template_as_the_qwen_processor_does(
+    models: dict[str, Path], family: str
+) -> None:
+    from apmbench.adapters.vlm.qwen import QwenVL
+
+    model = open_backend(VlmSettings(model=str(models[family]), max_pixels=112 * 84))
+    assert isinstance(model, QwenVL)
+    prompt = Prompt("SYS", (Text("Earlier:"), Clip(tuple(frames(0, 3)), 0), Text("Now: Q?")))
+    prepared = model._prepare(prompt)
+    text = re.sub(
+        r"(<\|video_pad\|>)+",
+        lambda m: f"<{len(m.group()) // 13} pads>",
+        model.render(prompt, prepared),
+    )
+    # 112x84 frames fit 28-px tokens (Qwen2.5-VL: 8x6 patches of 14 px); for 32-px tokens
+    # (Qwen3-VL) smart_resize rounds to 128x96, over the bound, so it floors to 96x64 (6x4
+    # patches of 16 px). 3 frames make 2 temporal patches.
+    if family == "qwen2_5_vl":
+        assert prepared[0].grid_thw == (2, 6, 8)
+        video, tokens = "<|vision_start|><24 pads><|vision_end|>", 24
+    else:
+        assert prepared[0].grid_thw == (2, 4, 6)
+        per = "<|vision_start|><6 pads><|vision_end|>"
+        video, tokens = f"<0.5 seconds>{per}<2.0 seconds>{per}", 12
+    assert text == (
+        f"<|im_start|>system\nSYS<|im_end|>\n<|im_start|>user\nEarlier:\n{video}\nNow: Q?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    inputs = model.encode(prompt)
+    assert int((inputs["mm_token_type_ids"] == 2).sum()) == tokens
+    assert ("second_per_grid_ts" in inputs) == (family == "qwen2_5_vl")
