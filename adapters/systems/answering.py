@@ -71,7 +71,7 @@ def _mc(query: Query, k: Knowledge) -> str:
         if len(subjects) == 1:
             found = _option(content, subjects.pop())
         elif not subjects and query.kind is QueryKind.EVIDENCE_AVAILABILITY:
-            return "E"
+            return json.dumps({"answer": "E"})
     elif m := re.fullmatch(r"Where is the (\w+) now\?", q):
         seen = k.locations.get(m.group(1))
         if seen is not None:
