@@ -118,6 +118,8 @@ class QwenVL(VideoLanguageModel):
         self.template = _chat_template(self.tokenizer, checkpoint.path)
         self._check_tokens()
         self._check_geometry()
+        pad = self.tokenizer.pad_token_id
+        self.pad_token_id = self.tokenizer.eos_token_id if pad is None else pad
         self.fingerprint = model_fingerprint(checkpoint.path)
         load_s = time.monotonic() - started
         log(
@@ -277,7 +279,7 @@ class QwenVL(VideoLanguageModel):
             "max_new_tokens": max_new_tokens,
             "streamer": pieces,
             "stopping_criteria": transformers.StoppingCriteriaList([_Stop(stop)]),
-            "pad_token_id": self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+            "pad_token_id": self.pad_token_id,
         }
         if self.settings.temperature > 0:
             torch.manual_seed(self.settings.seed)
