@@ -48,8 +48,11 @@ class Endpoint:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def reply(self, request: dict[str, Any]) -> list[str]:
+        """A well-behaved model: the JSON each prompt asks for."""
         if request["messages"][0]["content"] == text_summary_writer():
             return ['{"memory": ', '"The user moved the MUG', ' to the DESK."}']
+        if '"decision"' in request["messages"][1]["content"][-1]["text"]:
+            return ['{"decision"', ':"SILENT",', '"reason":"nothing is due yet"}']
         return ['{"answer"', ':"', "B", '"}']
 
 
@@ -212,3 +215,21 @@ def test_the_default_comparison_includes_the_vlm_systems_when_a_model_is_named(
     assert (
         storage["vlm-simplestream"] == 0 < storage["vlm-text-memory"] < storage["vlm-video-memory"]
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system", ["vlm-simplestream", "vlm-video-memory", "vlm-text-memory"])
+def test_the_protocol_checks_pass_with_a_well_behaved_model(tmp_path: Path, system: str) -> None:
+    with endpoint() as server:
+        env = {
+            **os.environ,
+            "APMBENCH_VLM_BACKEND": "openai",
+            "APMBENCH_VLM_API_BASE": server.base,
+            "APMBENCH_VLM_API_MODEL": "qwen-vl",
+        }
+        result = subprocess.run(
+            [sys.executable, "-m", "apmbench.harness.cli", "check", "--system", system,
+             "--out", str(tmp_path / "check"), "--json", str(tmp_path / "check.json")],
+            capture_output=True, text=True, timeout=600, env=env,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
