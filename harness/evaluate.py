@@ -105,6 +105,15 @@ def _make_runtime(opts: EvaluateOptions, logs: Path) -> Runtime:
     if opts.endpoint is not None:
         return EndpointRuntime(opts.endpoint, opts.deadlines, opts.startup_timeout_s)
     assert opts.system is not None
+    from apmbench.adapters.systems import REGISTRY
+
+    if opts.system not in REGISTRY and ":" not in opts.system:
+        from apmbench.harness.errors import ConfigError
+
+        known = ", ".join(sorted(REGISTRY))
+        raise ConfigError(
+            f"unknown system {opts.system!r}: use one of {known}, or 'package.module:ClassName'"
+        )
     return ProcessRuntime(opts.system, logs / "system.log", opts.deadlines, opts.startup_timeout_s)
 
 

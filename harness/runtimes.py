@@ -97,6 +97,15 @@ class EndpointRuntime(Runtime):
         return {"kind": self.kind, "address": self.address}
 
 
+def _tail(path: Path, lines: int = 15) -> str:
+    """The last lines of a log, so a start-up failure shows its cause without opening files."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no output)"
+    return "\n".join(text.rstrip().splitlines()[-lines:]) or "(no output)"
+
+
 class ProcessRuntime(Runtime):
     """Runs SPEC (as `apmbench-grpc serve` would) in a subprocess; output goes to `log_path`."""
 
@@ -165,7 +174,8 @@ class ProcessRuntime(Runtime):
             raise RuntimeStartError(
                 f"system {self.system!r} did not start"
                 + (f" (exit code {code})" if code is not None else "")
-                + f": {e}. Its output is in {self.log_path}"
+                + f": {e}. The end of its output ({self.log_path}):\n"
+                + _tail(self.log_path)
             ) from e
         self._client = client
         return client

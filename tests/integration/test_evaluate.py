@@ -144,3 +144,27 @@ def test_evidence_availability_sees_only_two_recent_sessions(mini: Path, tmp_pat
     # T01's third session: the two most recent completed sessions are S001 and S002.
     assert out["T01-EA-avail"]["memory"]["sessions"] == ["S001", "S002"]
     assert out["T01-EA-avail"]["memory"]["turns"] == []
+
+
+def test_unknown_system_is_refused_before_anything_starts(mini: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-m", "apmbench.harness.cli", "evaluate", "--dataset", str(mini),
+         "--system", "nosuch", "--out", str(out)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "unknown system 'nosuch': use one of" in result.stderr
+    assert not out.exists()
+
+
+def test_a_system_that_fails_to_start_shows_its_own_error(mini: Path, tmp_path: Path) -> None:
+    from apmbench.harness.errors import RuntimeStartError
+
+    with pytest.raises(
+        RuntimeStartError, match=r"(?s)did not start.*cannot import 'helpers\.nope'"
+    ):
+        run(mini, tmp_path / "run", "helpers.nope:System", Persistence.RESET)
