@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from rich.table import Table
 
 from apmbench.harness import tasks
+from apmbench.harness.report import num, size
 
 
 class HasReport(Protocol):
@@ -16,16 +17,7 @@ class HasReport(Protocol):
 
 
 def _pct(value: float | None) -> str:
-    return "n/c" if value is None else f"{value:.1f}"
-
-
-def _size(value: float | None) -> str:
-    if value is None:
-        return "n/c"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if value >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value:.0f} B"
+    return num(value, 1)
 
 
 def summary_tables(results: Sequence[HasReport], names: Sequence[str]) -> tuple[Table, Table]:
@@ -50,7 +42,7 @@ def summary_tables(results: Sequence[HasReport], names: Sequence[str]) -> tuple[
             _pct(r["evidence_availability"]["balanced_accuracy"]),
             _pct(r["decision_accuracy"]["overall"]["BA"]),
             "n/c" if ttft is None else f"{ttft:.3f}",
-            _size(r["storage"]["storage_per_hour_bytes"]),
+            size(r["storage"]["storage_per_hour_bytes"]),
         )
         per_task.add_row(
             name,
