@@ -8,6 +8,7 @@ the most recent frames, so its cost grows with the history it holds.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from apmbench.adapters.perception.events import Observation, derive_events, last_seen
 from apmbench.adapters.sdk import (
@@ -20,7 +21,7 @@ from apmbench.adapters.sdk import (
     UserTurnKind,
 )
 from apmbench.adapters.systems.answering import Knowledge
-from apmbench.adapters.systems.perceiving import PerceivingSystem, perceive
+from apmbench.adapters.systems.perceiving import PerceivingSystem, SessionMemorySystem, perceive
 
 BUDGET = 1024
 RECENT = 4
@@ -28,16 +29,19 @@ CONTENT_TYPE = "application/x-apmbench-frame-archive"
 MAGIC = b"APMBENCH-FRAME-ARCHIVE 1\n"
 
 
-class FrameArchive(PerceivingSystem):
-    name = "frame-archive"
+class ArchiveMemory(SessionMemorySystem):
+    """The raw-video memory policy: every frame and every registration, by session.
 
-    def __init__(self) -> None:
-        super().__init__()
+    Shared by `frame-archive` and `vlm-video-memory` (the same memory in front
+    of a model); the subclass decides how to use it at query time.
+    """
+
+    name: str
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.frames: list[tuple[int, Frame]] = []  # (session index, frame)
         self.registrations: list[tuple[int, str]] = []  # (session index, text)
-
-    def memory_kind(self) -> str:
-        return f"every frame (JPEG); up to {BUDGET} replayed per query"
+        super().__init__(*args, **kwargs)
 
     def forget(self) -> None:
         self.frames = []
@@ -51,22 +55,8 @@ class FrameArchive(PerceivingSystem):
         if turn.kind is UserTurnKind.REGISTRATION:
             self.registrations.append((self.session_index, turn.text))
 
-    def _sample(self) -> list[tuple[int, Frame]]:
-        return [self.frames[i] for i in sample_indices(len(self.frames), BUDGET, RECENT)]
-
-    def knowledge(self, query: Query) -> Knowledge:
-        seen: list[Observation] = [perceive(f, s) for s, f in self._sample()]
-        earlier = [text for s, text in self.registrations if s < self.session_index]
-        return Knowledge(
-            session_index=self.session_index,
-            events=derive_events(seen),
-            latest=seen[-1].scene
-            if seen and seen[-1].session_index == self.session_index
-            else None,
-            locations=last_seen(seen),
-            turns=list(self.turns),
-            registrations=earlier,
-        )
+    def earlier_registrations(self) -> list[str]:
+        return [text for s, text in self.registrations if s < self.session_index]
 
     def export_state(self) -> ExportedState:
         data = encode_archive(self.frames, self.registrations, self.session_index + 1)
@@ -76,6 +66,29 @@ class FrameArchive(PerceivingSystem):
         self.frames, self.registrations, sessions = decode_archive(state, self.name)
         self.session_index = sessions - 1
         self.turns = []
+
+
+class FrameArchive(ArchiveMemory, PerceivingSystem):
+    name = "frame-archive"
+
+    def memory_kind(self) -> str:
+        return f"every frame (JPEG); up to {BUDGET} replayed per query"
+
+    def _sample(self) -> list[tuple[int, Frame]]:
+        return [self.frames[i] for i in sample_indices(len(self.frames), BUDGET, RECENT)]
+
+    def knowledge(self, query: Query) -> Knowledge:
+        seen: list[Observation] = [perceive(f, s) for s, f in self._sample()]
+        return Knowledge(
+            session_index=self.session_index,
+            events=derive_events(seen),
+            latest=seen[-1].scene
+            if seen and seen[-1].session_index == self.session_index
+            else None,
+            locations=last_seen(seen),
+            turns=list(self.turns),
+            registrations=self.earlier_registrations(),
+        )
 
 
 # The policy's parts, shared with `vlm-video-memory` (the same memory in front of a model).

@@ -14,47 +14,20 @@ from __future__ import annotations
 from itertools import groupby
 
 from apmbench.adapters.sdk import (
-    ExportedState,
-    Frame,
     Query,
-    UserTurn,
-    UserTurnKind,
-)
-from apmbench.adapters.systems.frame_archive import (
-    CONTENT_TYPE,
-    decode_archive,
-    encode_archive,
-    sample_indices,
 )
 from apmbench.adapters.systems.frame_archive import RECENT as ALWAYS_RECENT
+from apmbench.adapters.systems.frame_archive import (
+    ArchiveMemory,
+    sample_indices,
+)
 from apmbench.adapters.systems.vlm_common import VlmSystem, span
-from apmbench.adapters.vlm.backend import VideoLanguageModel
 from apmbench.adapters.vlm.prompt import Clip, Part, Text
-from apmbench.adapters.vlm.settings import VlmSettings
 
 
-class VlmVideoMemory(VlmSystem):
+class VlmVideoMemory(ArchiveMemory, VlmSystem):
     name = "vlm-video-memory"
     memory = "every frame of every session (JPEG) and reminder registrations"
-
-    def __init__(
-        self, settings: VlmSettings | None = None, model: VideoLanguageModel | None = None
-    ) -> None:
-        self.frames: list[tuple[int, Frame]] = []  # (session index, frame)
-        self.registrations: list[tuple[int, str]] = []  # (session index, text)
-        super().__init__(settings, model)
-
-    def forget(self) -> None:
-        self.frames = []
-        self.registrations = []
-
-    def ingest_frame(self, frame: Frame) -> None:
-        self.frames.append((self.session_index, frame))
-
-    def ingest_user_turn(self, turn: UserTurn) -> None:
-        super().ingest_user_turn(turn)
-        if turn.kind is UserTurnKind.REGISTRATION:
-            self.registrations.append((self.session_index, turn.text))
 
     def context(self, query: Query) -> list[Part]:
         budget = max(self.settings.max_frames, ALWAYS_RECENT + 1)
@@ -72,17 +45,8 @@ class VlmVideoMemory(VlmSystem):
                     Clip(tuple(frames), held[0].time_ms),
                 ]
             )
-        registered = [text for s, text in self.registrations if s < self.session_index]
+        registered = self.earlier_registrations()
         if registered:
             lines = "\n- ".join(registered)
             earlier.append(Text(f"Reminders the user registered in earlier sessions:\n- {lines}"))
         return earlier + current
-
-    def export_state(self) -> ExportedState:
-        data = encode_archive(self.frames, self.registrations, self.session_index + 1)
-        return ExportedState(data, CONTENT_TYPE, 1)
-
-    def import_state(self, state: ExportedState) -> None:
-        self.frames, self.registrations, sessions = decode_archive(state, self.name)
-        self.session_index = sessions - 1
-        self.turns = []
