@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 from collections.abc import Iterator
@@ -12,37 +11,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from helpers.chat_server import API_KEY, ChatServer, chat_server
+from helpers.runs import mini_runs
 
 from apmbench.harness.cli import main
-from apmbench.harness.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.runner import Persistence
 
 KEY_ENV = "APMBENCH_TEST_JUDGE_KEY"
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    tests = Path(__file__).resolve().parents[1]
-    root = tmp_path_factory.mktemp("runs")
-    out = {}
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv(
-            "PYTHONPATH", os.pathsep.join(filter(None, [str(tests), os.environ.get("PYTHONPATH")]))
-        )
-        for name, system in (
-            ("null", "null"),
-            ("intervene", "helpers.judge_systems:AlwaysIntervene"),
-        ):
-            evaluate(
-                EvaluateOptions(
-                    dataset=tests / "fixtures" / "mini",
-                    out=root / name,
-                    system=system,
-                    persistence=Persistence.RESET,
-                )
-            )
-            out[name] = root / name
-    return out
+    return mini_runs(tmp_path_factory.mktemp("runs"))
 
 
 @pytest.fixture

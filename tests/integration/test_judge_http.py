@@ -8,7 +8,6 @@ and fatal HTTP errors, and the cache that makes re-scoring free.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,14 +16,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from helpers.chat_server import API_KEY, ChatServer, Reply, chat_server, is_retry, verdict
+from helpers.runs import mini_runs
 
 from apmbench.harness import records
 from apmbench.harness.cli import main
 from apmbench.harness.dataset import load_dataset
-from apmbench.harness.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.judge import JudgeConfig, open_judge
 from apmbench.harness.run_scoring import score_run
-from apmbench.harness.runner import Persistence
 
 pytestmark = pytest.mark.usefixtures("helper_env")
 KEY_ENV = "APMBENCH_TEST_JUDGE_KEY"
@@ -61,28 +59,7 @@ def config(server: ChatServer, **changes: Any) -> JudgeConfig:
 @pytest.fixture(scope="module")
 def unjudged_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One run of each test system, scored without a judge; tests score copies of them."""
-    tests = Path(__file__).resolve().parents[1]
-    runs = {}
-    root = tmp_path_factory.mktemp("runs")
-    with pytest.MonkeyPatch.context() as env:
-        # The system subprocesses import helpers.judge_systems (helper_env is per test).
-        env.setenv(
-            "PYTHONPATH", os.pathsep.join(filter(None, [str(tests), os.environ.get("PYTHONPATH")]))
-        )
-        for name, system in (
-            ("null", "null"),
-            ("intervene", "helpers.judge_systems:AlwaysIntervene"),
-        ):
-            evaluate(
-                EvaluateOptions(
-                    dataset=tests / "fixtures" / "mini",
-                    out=root / name,
-                    system=system,
-                    persistence=Persistence.RESET,
-                )
-            )
-            runs[name] = root / name
-    return runs
+    return mini_runs(tmp_path_factory.mktemp("runs"))
 
 
 def copy_run(runs: dict[str, Path], name: str, tmp_path: Path) -> records.RunDir:
