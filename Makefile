@@ -11,7 +11,7 @@ TYPECHECK := .typecheck
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,models]'
@@ -50,17 +50,17 @@ bench: install
 # change. ROOTFS=IMAGE builds on an image from a registry instead.
 .PHONY: images images-gpu images-vlm-cpu gpu-check containers
 images: install
-	$(BIN)/python -m apmbench.harness.docker.images $(if $(ROOTFS),--rootfs $(ROOTFS))
+	$(BIN)/python -m apmbench.harness.runtimes.docker.images $(if $(ROOTFS),--rootfs $(ROOTFS))
 
 # apmbench/base-gpu: torch and transformers with CUDA from PyPI wheels (several GB),
 # and the VLM systems on it: apmbench/vlm-{simplestream,video-memory,text-memory}:gpu.
 images-gpu: install
-	$(BIN)/python -m apmbench.harness.docker.vlm_images --gpu $(if $(ROOTFS),--rootfs $(ROOTFS))
+	$(BIN)/python -m apmbench.harness.runtimes.docker.vlm_images --gpu $(if $(ROOTFS),--rootfs $(ROOTFS))
 
 # The VLM systems on a CPU torch (apmbench/vlm-base-cpu, the :cpu images; ~1.7 GB):
 # what the container tests run with a tiny model. Needs a CPU torch wheel on this host.
 images-vlm-cpu: install
-	$(BIN)/python -m apmbench.harness.docker.vlm_images --cpu $(if $(ROOTFS),--rootfs $(ROOTFS))
+	$(BIN)/python -m apmbench.harness.runtimes.docker.vlm_images --cpu $(if $(ROOTFS),--rootfs $(ROOTFS))
 
 # On a machine with an NVIDIA GPU: the three VLM systems on the tiny preset with a
 # tiny random Qwen-VL model, printing time to first token and peak GPU memory.

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from apmbench.adapters.perception.layout import Scene
+from apmbench.adapters.sdk.clock import MS_PER_DAY
 
-MS_PER_DAY = 86_400_000
 ACTIONS = ("pickup", "putdown", "toggle", "count")
 _VERBS = {"ON": "switched on", "OFF": "switched off", "OPEN": "opened", "SHUT": "closed"}
 

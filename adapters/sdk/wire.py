@@ -1,6 +1,6 @@
 """Conversions between generated protobuf types and the plain types in `types.py`.
 
-This module and `apmbench.harness.client` are the only places that touch
+This module and `apmbench.harness.protocol.client` are the only places that touch
 generated code. The status-code mapping of the error hierarchy lives here.
 """
 

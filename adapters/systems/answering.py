@@ -20,8 +20,6 @@ from apmbench.adapters.perception.events import ACTIONS, SeenEvent
 from apmbench.adapters.perception.layout import Scene
 from apmbench.adapters.sdk import Choice, Query, QueryKind, UserTurn, UserTurnKind
 
-MS_PER_DAY = 86_400_000
-
 
 @dataclass
 class Knowledge:

@@ -26,12 +26,12 @@ from apmbench.adapters.sdk import (
     SessionStart,
     UserTurnKind,
 )
+from apmbench.adapters.sdk.clock import MS_PER_DAY
 from apmbench.adapters.systems.answering import Knowledge
 from apmbench.adapters.systems.perceiving import PerceivingSystem, perceive
 
 MAX_EVENTS = 8
 CONTENT_TYPE = "text/x-apmbench-text-log"
-MS_PER_DAY = 86_400_000
 
 
 class TextLog(PerceivingSystem):

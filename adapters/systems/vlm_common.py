@@ -26,12 +26,12 @@ from apmbench.adapters.sdk import (
     SystemInfo,
     UserTurn,
 )
+from apmbench.adapters.sdk.clock import format_ms
 from apmbench.adapters.systems.frame_archive import RECENT, sample_indices
 from apmbench.adapters.systems.perceiving import SessionMemorySystem
 from apmbench.adapters.vlm.backend import VideoLanguageModel, open_backend
 from apmbench.adapters.vlm.prompt import Clip, Part, Prompt, Text, cap_text
 from apmbench.adapters.vlm.settings import VlmSettings
-from apmbench.harness.timecode import format_ms
 
 TURN_LABELS = {
     "question": "question",

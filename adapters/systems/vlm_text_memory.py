@@ -26,11 +26,11 @@ from apmbench.adapters.sdk import (
     SessionEnd,
     SessionStart,
 )
+from apmbench.adapters.systems.summary_prompts import text_summary_request, text_summary_writer
 from apmbench.adapters.systems.vlm_common import VlmSystem, clock, non_empty, turn_lines
 from apmbench.adapters.vlm.backend import VideoLanguageModel
 from apmbench.adapters.vlm.prompt import Part, Prompt, Text
 from apmbench.adapters.vlm.settings import VlmSettings
-from apmbench.harness.prompts import text_summary_request, text_summary_writer
 
 CONTENT_TYPE = "application/x-apmbench-vlm-text-memory+json"
 FORMAT = "apmbench-vlm-text-memory"

@@ -7,6 +7,7 @@ import or a stack trace from deep inside transformers.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,3 +135,30 @@ def _geometry(path: Path, config: dict[str, Any]) -> VisionGeometry:
 def _triple(values: Any) -> tuple[float, float, float]:
     a, b, c = (float(v) for v in values)
     return (a, b, c)
+
+
+_FULL_HASH_LIMIT = 16 << 20
+
+
+def model_fingerprint(root: Path) -> str:
+    """Content hash of a model directory: small files fully, weights by size and first/last MiB.
+
+    Keys the reply cache, so a changed checkpoint under the same path never
+    reuses replies of the old one; hashing whole multi-GB weights would take
+    longer than judging.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(".") or "/." in rel:
+            continue
+        size = path.stat().st_size
+        digest.update(f"{rel}\0{size}\0".encode())
+        with path.open("rb") as f:
+            if size <= _FULL_HASH_LIMIT:
+                digest.update(f.read())
+            else:
+                digest.update(f.read(1 << 20))
+                f.seek(size - (1 << 20))
+                digest.update(f.read(1 << 20))
+    return digest.hexdigest()

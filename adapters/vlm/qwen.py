@@ -26,11 +26,10 @@ import transformers
 
 from apmbench.adapters.sdk.errors import ResourceExhausted
 from apmbench.adapters.vlm.backend import IncrementalText, VideoLanguageModel
-from apmbench.adapters.vlm.checkpoint import Checkpoint
+from apmbench.adapters.vlm.checkpoint import Checkpoint, model_fingerprint
 from apmbench.adapters.vlm.prompt import Prompt, Text
 from apmbench.adapters.vlm.settings import PREFIX, VlmConfigError, VlmSettings
 from apmbench.adapters.vlm.video import PreparedClip, frame_pixel_bound, prepare_clip
-from apmbench.harness.judge.local_model import model_fingerprint
 
 VIDEO, START, END = "<|video_pad|>", "<|vision_start|>", "<|vision_end|>"
 TEXT_TYPE, VIDEO_TYPE = 0, 2  # mm_token_type_ids: text 0, image 1, video 2

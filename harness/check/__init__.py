@@ -5,7 +5,7 @@ and the audits `evaluate --audit` runs during real runs.
 
 Each check names the rule of memory_system.proto it holds the server to
 (`rules.RULES`) and ends pass, fail or not applicable, with what it saw and a
-hint. Checks talk to the server only through `apmbench.harness.client`.
+hint. Checks talk to the server only through `apmbench.harness.protocol.client`.
 """
 
 from apmbench.harness.check.context import CheckSettings

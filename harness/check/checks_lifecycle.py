@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from apmbench.adapters.sdk import errors
+from apmbench.adapters.sdk.clock import MS_PER_DAY
 from apmbench.adapters.sdk.types import (
     Frame,
     Query,
@@ -221,14 +222,14 @@ def import_malformed(ctx: CheckContext) -> Passed:
         lambda: client.import_raw(_manifest(data, kind, version, digest="0" * 64), [data]),
         "compare the sha256 of the bytes received with the manifest's",
     )
-    client.start_session(SessionStart(tid, "S9", "DAY9", 9 * 86_400_000))
+    client.start_session(SessionStart(tid, "S9", "DAY9", 9 * MS_PER_DAY))
     expect_error(
         errors.FailedPrecondition,
         "ImportState while a session is open",
         lambda: client.import_raw(_manifest(data, kind, version), [data]),
         "refuse ImportState until EndSession",
     )
-    client.end_session(SessionEnd("S9", 9 * 86_400_000 + 1000))
+    client.end_session(SessionEnd("S9", 9 * MS_PER_DAY + 1000))
     client.import_raw(_manifest(data, kind, version), [data])  # and a good one still works
     return Passed("INVALID_ARGUMENT, DATA_LOSS twice and FAILED_PRECONDITION as documented")
 

@@ -6,12 +6,12 @@ import time
 
 from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import Query, QueryKind
-from apmbench.harness.answers import FAILURE, REPAIRED, parse_choice, parse_decision
 from apmbench.harness.check import probes
 from apmbench.harness.check.context import CheckContext
 from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
 from apmbench.harness.check.probes import PROBE_TIME_MS, SESSION_1, SESSION_2
-from apmbench.harness.client import QueryResult
+from apmbench.harness.protocol.client import QueryResult
+from apmbench.harness.scoring.answers import FAILURE, REPAIRED, parse_choice, parse_decision
 
 FORMATS = {
     QueryKind.MULTIPLE_CHOICE: '{"answer":"A|B|C|D"}',

@@ -8,7 +8,7 @@ from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import PROTOCOL_VERSION
 from apmbench.harness.check.context import CheckContext
 from apmbench.harness.check.model import CheckFailed, Passed, check
-from apmbench.harness.client import (
+from apmbench.harness.protocol.client import (
     HEALTH_SERVICE,
     MEMORY_SYSTEM_SERVICE,
     protocol_methods,

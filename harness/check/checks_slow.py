@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 
+from apmbench.adapters.sdk.clock import MS_PER_DAY
 from apmbench.adapters.sdk.types import FrameEncoding, SessionEnd, SessionStart
 from apmbench.harness.check import probes
 from apmbench.harness.check.checks_state import DEFAULT_CHUNK, first_difference
@@ -74,7 +75,7 @@ def _grow(ctx: CheckContext, tid: str, frames: int, session: int) -> int:
     # Raw frames are the largest, so a memory that keeps frames grows fastest.
     encoding = FrameEncoding.RGB24 if FrameEncoding.RGB24 in accepted else accepted[0]
     side = info.capabilities.preferred_max_side or probes.DEFAULT_SIDE
-    start = session * 86_400_000
+    start = session * MS_PER_DAY
     ctx.client.start_session(SessionStart(tid, f"L{session}", f"DAY{session + 1}", start))
     for first in range(0, frames, 32):
         batch = [

@@ -9,8 +9,8 @@ from typing import Any
 
 from apmbench.adapters.sdk.types import StateManifest, SystemInfo
 from apmbench.harness.check.model import NotApplicable
-from apmbench.harness.client import SystemClient
-from apmbench.harness.runtimes import Runtime
+from apmbench.harness.protocol.client import SystemClient
+from apmbench.harness.runtimes.process import Runtime
 
 LARGE_STATE_BYTES = 64 << 20
 

@@ -36,10 +36,10 @@ from apmbench.adapters.sdk.types import (
     UserTurn,
     UserTurnKind,
 )
-from apmbench.harness import prompts
-from apmbench.harness.client import QueryResult, SystemClient
-from apmbench.harness.synth.render import render
-from apmbench.harness.timecode import format_ms, to_ms
+from apmbench.harness.protocol.client import QueryResult, SystemClient
+from apmbench.harness.suites.apmbench import prompts
+from apmbench.harness.suites.apmbench.synth.render import render
+from apmbench.harness.suites.apmbench.timecode import format_ms, to_ms
 
 Image = npt.NDArray[np.uint8]
 DEFAULT_SIDE = 448

@@ -24,10 +24,10 @@ from apmbench.harness.check import (
 from apmbench.harness.check.context import CheckContext, CheckSettings
 from apmbench.harness.check.model import Check, CheckError, CheckReport, CheckResult, Outcome
 from apmbench.harness.check.rules import RULES
-from apmbench.harness.client import SystemClient
 from apmbench.harness.errors import ConfigError
-from apmbench.harness.runner import describe_info
-from apmbench.harness.runtimes import EndpointRuntime, ProcessRuntime, Runtime
+from apmbench.harness.protocol.client import SystemClient
+from apmbench.harness.run.executor import describe_info
+from apmbench.harness.runtimes.process import EndpointRuntime, ProcessRuntime, Runtime
 
 # Order matters: Describe first (later checks need it), the cancellation check
 # after the others that need a responsive server, the slow ones last.

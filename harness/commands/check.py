@@ -10,9 +10,9 @@ import click
 
 from apmbench.harness.commands.common import EXIT_FAILED_CHECKS, EXIT_INTERRUPTED, EXIT_USAGE
 from apmbench.harness.commands.common import console as err_console
-from apmbench.harness.docker.cli_options import container_options
-from apmbench.harness.docker.settings import ContainerSettings
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.runtimes.docker.cli_options import container_options
+from apmbench.harness.runtimes.docker.settings import ContainerSettings
 
 if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
     from apmbench.harness.check.model import Check, CheckReport
@@ -129,14 +129,14 @@ def _run(
 ) -> CheckReport:
     from apmbench.harness.check import CheckSettings, run_suite
     from apmbench.harness.check.render import result_line
-    from apmbench.harness.client import Deadlines
-    from apmbench.harness.runtimes import EndpointRuntime, ProcessRuntime, Runtime
+    from apmbench.harness.protocol.client import Deadlines
+    from apmbench.harness.runtimes.process import EndpointRuntime, ProcessRuntime, Runtime
 
     deadlines = Deadlines(control=30.0, push=120.0, query=query_timeout, state=600.0)
     out.mkdir(parents=True, exist_ok=True)
     runtime: Runtime
     if image is not None:
-        from apmbench.harness.docker.runtime import DockerRuntime
+        from apmbench.harness.runtimes.docker.runtime import DockerRuntime
 
         runtime = DockerRuntime(image, out, deadlines, container, startup_timeout)
     elif endpoint is not None:

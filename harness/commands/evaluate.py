@@ -14,19 +14,19 @@ from apmbench.adapters.sdk.errors import ApmbenchError, ProtocolError
 from apmbench.adapters.sdk.types import FrameEncoding
 from apmbench.adapters.systems import compared_systems
 from apmbench.harness import logs
-from apmbench.harness.client import Deadlines
 from apmbench.harness.commands.common import EXIT_INTERRUPTED, EXIT_SYSTEM, EXIT_USAGE, console
 from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
-from apmbench.harness.docker.cli_options import container_options
-from apmbench.harness.docker.settings import ContainerSettings
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
-from apmbench.harness.frames import FrameSettings
-from apmbench.harness.runner import Persistence
-from apmbench.harness.summary import summary_tables
-from apmbench.harness.synth.presets import PRESETS
+from apmbench.harness.media.frames import FrameSettings
+from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.reports.summary import summary_tables
+from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes.docker.cli_options import container_options
+from apmbench.harness.runtimes.docker.settings import ContainerSettings
+from apmbench.harness.suites.apmbench.synth.presets import PRESETS
 
 if TYPE_CHECKING:
-    from apmbench.harness.evaluate import EvaluateOptions, Evaluation
+    from apmbench.harness.run.evaluate import EvaluateOptions, Evaluation
 
 
 @click.command()
@@ -141,8 +141,8 @@ def evaluate(
     With no arguments: the built-in synthetic benchmark (`small`) with every
     reference system, one after another, and a comparison table.
     """
-    from apmbench.harness.check.audit import AuditSettings
-    from apmbench.harness.evaluate import EvaluateOptions
+    from apmbench.harness.run.audits.queries import AuditSettings
+    from apmbench.harness.run.evaluate import EvaluateOptions
 
     if min(audit_queries, audit_trajectories) < 0:
         raise click.BadParameter("must not be negative", param_hint="--audit-queries/-trajectories")
@@ -188,7 +188,7 @@ def evaluate(
 
 
 def _synthetic(preset: str, seed: int) -> Path:
-    from apmbench.harness.synth.cache import synthetic_dataset
+    from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
     with console.status(f"preparing the synthetic {preset} benchmark (seed {seed})"):
         return synthetic_dataset(preset, seed)
@@ -196,8 +196,8 @@ def _synthetic(preset: str, seed: int) -> Path:
 
 def _run(opts: EvaluateOptions, quiet: bool) -> Evaluation:
     """One evaluation with a progress display; exits with a code a person can act on."""
-    from apmbench.harness.evaluate import Progress as Callbacks
-    from apmbench.harness.evaluate import evaluate as run_evaluation
+    from apmbench.harness.run.evaluate import Progress as Callbacks
+    from apmbench.harness.run.evaluate import evaluate as run_evaluation
 
     out = opts.out
     log = logs.get("evaluate")

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from apmbench.harness.errors import ConfigError
-from apmbench.harness.judge.config import JudgeConfig, parse_judge_spec
+from apmbench.harness.scoring.judge.config import JudgeConfig, parse_judge_spec
 
 F = TypeVar("F", bound=Callable[..., Any])
 _DEFAULTS = JudgeConfig()

@@ -30,9 +30,9 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
     Judge replies are cached (judge-cache/ in the run directory), so scoring
     again with the same judge makes no new calls and gives the same numbers.
     """
-    from apmbench.harness import records
-    from apmbench.harness.judge import open_judge
-    from apmbench.harness.run_scoring import dataset_for_run, recorded_judge, score_run
+    from apmbench.harness.run import records
+    from apmbench.harness.scoring.judge import open_judge
+    from apmbench.harness.scoring.pipeline import dataset_for_run, recorded_judge, score_run
 
     manifest_path = run_dir / "manifest.json"
     try:

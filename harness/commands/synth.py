@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from apmbench.harness.commands.common import EXIT_USAGE, console
-from apmbench.harness.synth.presets import PRESETS
+from apmbench.harness.suites.apmbench.synth.presets import PRESETS
 
 
 @click.command()
@@ -19,7 +19,7 @@ from apmbench.harness.synth.presets import PRESETS
 )
 def synth(preset: str, seed: int, out: Path) -> None:
     """Generate the synthetic benchmark (videos and candidates) for PRESET and SEED."""
-    from apmbench.harness.synth.writer import build
+    from apmbench.harness.suites.apmbench.synth.writer import build
 
     if out.exists() and any(out.iterdir()):
         console.print(f"[red]error:[/red] {out} exists and is not empty: choose a new --out")

@@ -55,8 +55,8 @@ from apmbench.adapters.sdk.types import (
     SessionStart,
 )
 from apmbench.adapters.sdk.wire import query_to_pb
-from apmbench.harness import prompts
-from apmbench.harness.client import SystemClient
+from apmbench.harness.protocol.client import SystemClient
+from apmbench.harness.suites.apmbench import prompts
 
 ECHO_SERVICE = "apmbench.bench.Echo"
 ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"

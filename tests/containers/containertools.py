@@ -12,7 +12,7 @@ import docker
 import pytest
 from docker.models.containers import Container
 
-from apmbench.harness.docker import leftovers
+from apmbench.harness.runtimes.docker import leftovers
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

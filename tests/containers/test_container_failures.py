@@ -19,7 +19,7 @@ import pytest
 from containertools import TEST_IMAGE, cli, evaluate_cmd, run_containers
 from docker.models.containers import Container
 
-from apmbench.harness.dataset import load_dataset
+from apmbench.harness.suites.apmbench.dataset import load_dataset
 
 pytestmark = [pytest.mark.containers, pytest.mark.usefixtures("images")]
 

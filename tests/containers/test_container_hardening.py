@@ -14,9 +14,9 @@ import docker
 import pytest
 from containertools import TEST_IMAGE, run_containers
 
-from apmbench.harness.client import Deadlines
-from apmbench.harness.docker.runtime import DockerRuntime
-from apmbench.harness.docker.settings import ContainerSettings
+from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.runtimes.docker.runtime import DockerRuntime
+from apmbench.harness.runtimes.docker.settings import ContainerSettings
 
 pytestmark = [pytest.mark.containers, pytest.mark.usefixtures("images")]
 

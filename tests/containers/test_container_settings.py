@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from apmbench.harness.cli import main
-from apmbench.harness.docker import leftovers
-from apmbench.harness.docker.cli_options import OPTION_DEFAULTS, container_settings
-from apmbench.harness.docker.settings import ContainerSettings, GpuRequest, parse_size
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.runtimes.docker import leftovers
+from apmbench.harness.runtimes.docker.cli_options import OPTION_DEFAULTS, container_settings
+from apmbench.harness.runtimes.docker.settings import ContainerSettings, GpuRequest, parse_size
 
 pytestmark = pytest.mark.containers
 

@@ -10,11 +10,11 @@ import docker
 import pytest
 from containertools import ROOT, TEST_IMAGE, cli, run_containers
 
-from apmbench.harness.docker.images import BASE, Builder
-from apmbench.harness.docker.settings import ContainerSettings
-from apmbench.harness.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.runner import Persistence
-from apmbench.harness.synth.cache import synthetic_dataset
+from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes.docker.images import BASE, Builder
+from apmbench.harness.runtimes.docker.settings import ContainerSettings
+from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 pytestmark = [pytest.mark.containers, pytest.mark.usefixtures("images")]
 

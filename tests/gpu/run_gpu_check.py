@@ -155,7 +155,7 @@ def main() -> int:
         print("GPU:", gpu_or_exit(), flush=True)
     from helpers.tiny_qwen_vl import build_tiny_qwen_vl
 
-    from apmbench.harness.synth.cache import synthetic_dataset
+    from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
     args.out.mkdir(parents=True, exist_ok=True)
     models = {f: build_tiny_qwen_vl(args.out / "models" / f, f) for f in ("qwen2_5_vl", "qwen3_vl")}

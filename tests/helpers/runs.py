@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from apmbench.harness.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.runner import Persistence
+from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
 
 TESTS = Path(__file__).resolve().parents[1]
 SYSTEMS = (("null", "null"), ("intervene", "helpers.judge_systems:AlwaysIntervene"))

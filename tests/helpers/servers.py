@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from apmbench.adapters.sdk import MemorySystem
-from apmbench.harness.client import SystemClient
+from apmbench.harness.protocol.client import SystemClient
 
 Serve = Callable[[MemorySystem], SystemClient]
 """Start a system in this process and return a connected, ready client."""

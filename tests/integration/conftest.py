@@ -9,7 +9,7 @@ import pytest
 from helpers.servers import Serve
 
 from apmbench.adapters.sdk import MemorySystem, RunningServer, start_server
-from apmbench.harness.client import SystemClient
+from apmbench.harness.protocol.client import SystemClient
 
 
 @pytest.fixture(params=["unix", "tcp"])

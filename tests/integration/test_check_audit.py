@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from apmbench.harness.check.audit import AuditSettings
-from apmbench.harness.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.runner import Persistence
+from apmbench.harness.run.audits.queries import AuditSettings
+from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
 
 pytestmark = pytest.mark.usefixtures("helper_env")
 TIMING = {"ttft_s", "total_s", "ingest_s", "rtf", "end_session_s", "load_state_s", "export_s"}

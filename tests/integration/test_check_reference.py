@@ -12,8 +12,8 @@ import pytest
 from apmbench.adapters.systems import REFERENCE_SYSTEMS
 from apmbench.harness.check import CHECKS, Outcome, run_suite, select
 from apmbench.harness.check.render import failures
-from apmbench.harness.client import Deadlines
-from apmbench.harness.runtimes import ProcessRuntime
+from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.runtimes.process import ProcessRuntime
 
 # What cannot apply to a reference system, and why: each says so instead of passing.
 NOT_APPLICABLE = {"misuse-import-undeclared"}  # they all import

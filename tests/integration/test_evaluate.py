@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from apmbench.harness.dataset import load_dataset
-from apmbench.harness.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.runner import Persistence
+from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
+from apmbench.harness.suites.apmbench.dataset import load_dataset
 
 pytestmark = pytest.mark.usefixtures("helper_env")
 

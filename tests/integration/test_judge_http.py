@@ -18,11 +18,11 @@ from click.testing import CliRunner
 from helpers.chat_server import API_KEY, ChatServer, Reply, chat_server, is_retry, verdict
 from helpers.runs import mini_runs
 
-from apmbench.harness import records
 from apmbench.harness.cli import main
-from apmbench.harness.dataset import load_dataset
-from apmbench.harness.judge import JudgeConfig, open_judge
-from apmbench.harness.run_scoring import score_run
+from apmbench.harness.run import records
+from apmbench.harness.scoring.judge import JudgeConfig, open_judge
+from apmbench.harness.scoring.pipeline import score_run
+from apmbench.harness.suites.apmbench.dataset import load_dataset
 
 pytestmark = pytest.mark.usefixtures("helper_env")
 KEY_ENV = "APMBENCH_TEST_JUDGE_KEY"

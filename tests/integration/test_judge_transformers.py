@@ -19,9 +19,9 @@ from helpers.tiny_model import build_tiny_chat_model
 
 from apmbench.harness.cli import main
 from apmbench.harness.errors import ConfigError
-from apmbench.harness.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.judge import JudgeConfig, open_judge
-from apmbench.harness.runner import Persistence
+from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
+from apmbench.harness.scoring.judge import JudgeConfig, open_judge
 
 pytest.importorskip("transformers", reason="the models extra is not installed")
 ADAPTIVE = ("ERA", "RCR", "MPA", "PRM", "TPG")

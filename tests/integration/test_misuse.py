@@ -29,7 +29,7 @@ from apmbench.adapters.sdk import (
 from apmbench.adapters.sdk.errors import DeadlineExceeded
 from apmbench.adapters.sdk.types import StateManifest
 from apmbench.adapters.systems.null import NullSystem
-from apmbench.harness.client import Deadlines, SystemClient
+from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.v1 import memory_system_pb2 as pb
 from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
 

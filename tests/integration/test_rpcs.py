@@ -25,7 +25,7 @@ from apmbench.adapters.sdk import (
 )
 from apmbench.adapters.sdk.wire import DEFAULT_CHUNK_BYTES
 from apmbench.adapters.systems.null import NullSystem
-from apmbench.harness.client import SystemClient
+from apmbench.harness.protocol.client import SystemClient
 
 JPEG = bytes.fromhex("ffd8ffe000104a46494600010100000100010000ffd9")
 

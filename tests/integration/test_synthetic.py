@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from apmbench.harness.synth.cache import synthetic_dataset
+from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 
 @pytest.fixture(scope="module")

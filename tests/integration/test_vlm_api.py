@@ -26,11 +26,11 @@ import pytest
 import simplejpeg
 
 from apmbench.adapters.sdk import Frame, FrameEncoding, MethodFailure
+from apmbench.adapters.systems.summary_prompts import text_summary_writer
 from apmbench.adapters.vlm.backend import open_backend
 from apmbench.adapters.vlm.prompt import Clip, Prompt, Text
 from apmbench.adapters.vlm.settings import VlmConfigError, VlmSettings
-from apmbench.harness.prompts import text_summary_writer
-from apmbench.harness.synth.cache import synthetic_dataset
+from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 pytestmark = pytest.mark.integration
 KEY = "sk-vlm-test"

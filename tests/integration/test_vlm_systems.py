@@ -40,10 +40,10 @@ from apmbench.adapters.sdk.wire import manifest_for
 from apmbench.adapters.vlm.backend import open_backend
 from apmbench.adapters.vlm.prompt import Clip, Prompt, Text
 from apmbench.adapters.vlm.settings import VlmSettings
-from apmbench.harness.client import Deadlines
-from apmbench.harness.prompts import SYSTEM_PROMPT
-from apmbench.harness.runtimes import ProcessRuntime
-from apmbench.harness.synth.cache import synthetic_dataset
+from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.runtimes.process import ProcessRuntime
+from apmbench.harness.suites.apmbench.prompts import SYSTEM_PROMPT
+from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 pytest.importorskip("transformers", reason="the models extra is not installed")
 pytestmark = pytest.mark.integration

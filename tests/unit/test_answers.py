@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apmbench.harness.answers import CLEAN, FAILURE, REPAIRED, parse_choice, parse_decision
+from apmbench.harness.scoring.answers import CLEAN, FAILURE, REPAIRED, parse_choice, parse_decision
 
 CHOICES = [("A", "a red mug"), ("B", "a blue plate"), ("C", "the kettle"), ("D", "nothing")]
 FIVE = [*CHOICES, ("E", "It is not yet appropriate to answer")]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from apmbench.harness.check.audit import AuditSettings
-from apmbench.harness.check.audit_persistence import compare_answers, sampled_trajectories
-from apmbench.harness.check.audit_repeat import faster
-from apmbench.harness.check.audit_summary import audit_headline, audit_summary
+from apmbench.harness.run.audits.persistence import compare_answers, sampled_trajectories
+from apmbench.harness.run.audits.queries import AuditSettings
+from apmbench.harness.run.audits.repeat import faster
+from apmbench.harness.run.audits.summary import audit_headline, audit_summary
 
 
 def test_a_speed_up_counts_only_above_the_noise() -> None:

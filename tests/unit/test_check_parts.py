@@ -23,8 +23,8 @@ from apmbench.harness.check.checks_query import format_problem, streaming_proble
 from apmbench.harness.check.checks_state import first_difference
 from apmbench.harness.check.render import failures, to_json
 from apmbench.harness.check.rules import RULES
-from apmbench.harness.client import QueryResult
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.protocol.client import QueryResult
 
 PROTO = Path(__file__).resolve().parents[2] / "proto" / "apmbench" / "v1" / "memory_system.proto"
 

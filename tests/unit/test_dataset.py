@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from apmbench.adapters.sdk.types import UserTurnKind
-from apmbench.harness.dataset import load_dataset
 from apmbench.harness.errors import DatasetError, VideoError
-from apmbench.harness.frames import FrameSettings, decode_session, frame_times
-from apmbench.harness.timecode import to_ms
+from apmbench.harness.media.frames import FrameSettings, decode_session, frame_times
+from apmbench.harness.suites.apmbench.dataset import load_dataset
+from apmbench.harness.suites.apmbench.timecode import to_ms
 
 
 def test_mini_loads(mini: Path) -> None:

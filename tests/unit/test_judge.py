@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from apmbench.adapters.sdk.types import Choice
-from apmbench.harness.dataset import Candidate, Probe
 from apmbench.harness.errors import ConfigError, JudgeReplyError
-from apmbench.harness.judge.cache import ReplyCache, cache_key
-from apmbench.harness.judge.config import JudgeConfig, parse_judge_spec
-from apmbench.harness.judge.rubric import MAX_RESPONSE_CHARS, request_messages
-from apmbench.harness.judge.verdict import parse_verdict
+from apmbench.harness.scoring.judge.cache import ReplyCache, cache_key
+from apmbench.harness.scoring.judge.config import JudgeConfig, parse_judge_spec
+from apmbench.harness.scoring.judge.verdict import parse_verdict
+from apmbench.harness.suites.apmbench.dataset import Candidate, Probe
+from apmbench.harness.suites.apmbench.rubric import MAX_RESPONSE_CHARS, request_messages
 
 CHECKS = {
     "task_fidelity": "pass",

@@ -15,8 +15,8 @@ import re
 import pytest
 
 from apmbench.adapters.sdk.types import Choice
-from apmbench.harness import prompts
-from apmbench.harness.judge import rubric
+from apmbench.adapters.systems import summary_prompts
+from apmbench.harness.suites.apmbench import prompts, rubric
 
 E1_SYSTEM = (
     "You are a first-person streaming video assistant.\n"
@@ -309,9 +309,11 @@ FIVE = (*FOUR, Choice("E", "<OPTION E>"))
         (prompts.interval_probe("PRM", "<START_TIME>", "<END_TIME>"), E3_PRM_PROBE),
         (prompts.interval_probe("TPG", "<START_TIME>", "<END_TIME>"), E3_TPG_PROBE),
         (prompts.evidence_availability("<QUESTION>", FIVE), E4_EVIDENCE),
-        (prompts.text_summary_writer(), E5_WRITER),
+        (summary_prompts.text_summary_writer(), E5_WRITER),
         (
-            prompts.text_summary_request("<DAY_ID>", "<SESSION_ID>", "<START_TIME>", "<END_TIME>"),
+            summary_prompts.text_summary_request(
+                "<DAY_ID>", "<SESSION_ID>", "<START_TIME>", "<END_TIME>"
+            ),
             E5_REQUEST,
         ),
     ],
@@ -339,11 +341,11 @@ def test_restored_spaces_read_as_prose() -> None:
     """The harness sends readable text, not the extraction's run-together words."""
     assert "visual stream, persistent memory, and user interactions" in prompts.SYSTEM_PROMPT
     assert "left, right, front, behind," in prompts.mcqa("q", FOUR, spatial=True)
-    assert "preferences, and registered obligations" in prompts.text_summary_writer()
+    assert "preferences, and registered obligations" in summary_prompts.text_summary_writer()
 
 
 def test_fields_are_filled() -> None:
-    text = prompts.text_summary_request("DAY2", "S004", "09:15:00", "09:40:00")
+    text = summary_prompts.text_summary_request("DAY2", "S004", "09:15:00", "09:40:00")
     assert "- day: DAY2\n- session: S004\n- wall-clock interval: [09:15:00, 09:40:00)" in text
     mcqa = prompts.mcqa("Where is the mug?", (Choice("A", "shelf"), Choice("B", "sink")))
     assert "Question:\nWhere is the mug?\n\nChoices:\nA. shelf\nB. sink" in mcqa

@@ -1,12 +1,19 @@
-"""Which replays run for which candidates (DESIGN.md section 4)."""
+"""Which replays run for which candidates."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from apmbench.adapters.sdk.types import Choice, UserTurnKind
-from apmbench.harness.dataset import Candidate, Dataset, Probe, Session, Trajectory, Turn
-from apmbench.harness.schedule import plan_trajectory
+from apmbench.harness.suites.apmbench.dataset import (
+    Candidate,
+    Dataset,
+    Probe,
+    Session,
+    Trajectory,
+    Turn,
+)
+from apmbench.harness.suites.apmbench.plan import plan_trajectory
 
 HOUR = 3_600_000
 

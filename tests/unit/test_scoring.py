@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from apmbench.harness import scoring
+from apmbench.harness.suites.apmbench import metrics as scoring
 
 
 def mc(task: str, correct: bool, fmt: str = "clean", cid: str = "c") -> dict[str, Any]:

@@ -15,10 +15,10 @@ import simplejpeg
 from apmbench.adapters.perception.reader import read_scene
 from apmbench.adapters.sdk import Choice, Query, QueryKind
 from apmbench.adapters.systems.text_only import TextOnly
-from apmbench.harness.synth.candidates import TrajectoryFacts, generate
-from apmbench.harness.synth.render import render
-from apmbench.harness.synth.world import plan_sessions
-from apmbench.harness.timecode import to_ms
+from apmbench.harness.suites.apmbench.synth.candidates import TrajectoryFacts, generate
+from apmbench.harness.suites.apmbench.synth.render import render
+from apmbench.harness.suites.apmbench.synth.world import plan_sessions
+from apmbench.harness.suites.apmbench.timecode import to_ms
 
 
 def trajectories(
@@ -118,8 +118,8 @@ def test_text_alone_does_not_answer() -> None:
 
 
 def test_generation_is_deterministic_for_a_seed(tmp_path: Path) -> None:
-    from apmbench.harness.synth.presets import PRESETS
-    from apmbench.harness.synth.writer import build
+    from apmbench.harness.suites.apmbench.synth.presets import PRESETS
+    from apmbench.harness.suites.apmbench.synth.writer import build
 
     build(PRESETS["tiny"], 5, tmp_path / "a")
     build(PRESETS["tiny"], 5, tmp_path / "b")
@@ -140,11 +140,11 @@ def test_generation_is_deterministic_for_a_seed(tmp_path: Path) -> None:
 def test_live_rendering_shows_what_the_stored_video_shows(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from apmbench.harness.dataset import load_dataset
-    from apmbench.harness.frames import FrameSettings, decode_session
-    from apmbench.harness.synth.live import session_spec
-    from apmbench.harness.synth.presets import PRESETS
-    from apmbench.harness.synth.writer import build
+    from apmbench.harness.media.frames import FrameSettings, decode_session
+    from apmbench.harness.suites.apmbench.dataset import load_dataset
+    from apmbench.harness.suites.apmbench.synth.live import session_spec
+    from apmbench.harness.suites.apmbench.synth.presets import PRESETS
+    from apmbench.harness.suites.apmbench.synth.writer import build
 
     build(PRESETS["tiny"], 3, tmp_path / "d")
     stored = load_dataset(tmp_path / "d").trajectories[0].sessions[2]

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from apmbench.harness.cli import main
-from apmbench.harness.docker.settings import BindMount, ContainerSettings
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.runtimes.docker.settings import BindMount, ContainerSettings
 
 
 def test_a_mount_is_read_only_unless_rw_and_is_recorded(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from apmbench.adapters.sdk import (
     UserTurnKind,
 )
 from apmbench.adapters.systems.frame_archive import decode_archive
+from apmbench.adapters.systems.summary_prompts import text_summary_request, text_summary_writer
 from apmbench.adapters.systems.vlm_common import VlmSystem
 from apmbench.adapters.systems.vlm_simplestream import VlmSimpleStream
 from apmbench.adapters.systems.vlm_text_memory import VlmTextMemory, read_memory
@@ -35,7 +36,7 @@ from apmbench.adapters.systems.vlm_video_memory import VlmVideoMemory
 from apmbench.adapters.vlm.backend import IncrementalText, VideoLanguageModel
 from apmbench.adapters.vlm.prompt import Clip, Prompt, Text, cap_text
 from apmbench.adapters.vlm.settings import VlmSettings
-from apmbench.harness.prompts import SYSTEM_PROMPT, text_summary_request, text_summary_writer
+from apmbench.harness.suites.apmbench.prompts import SYSTEM_PROMPT
 
 HOUR = 3_600_000
 DAY = 24 * HOUR

@@ -1,7 +1,7 @@
 """Generated protocol code for apmbench.v1 (see memory_system.proto).
 
 Only the server SDK (apmbench.adapters.sdk) and the harness client
-(apmbench.harness.client) import these modules.
+(apmbench.harness.protocol.client) import these modules.
 """
 
 PROTOCOL_VERSION = "1.0"

@@ -1,0 +1,51 @@
+"""The comparison tables the embedded default prints, one row per system (paper Tables 3, 4)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from rich.table import Table
+
+from apmbench.harness.reports.tables import num, size
+from apmbench.harness.suites.apmbench import tasks
+
+
+class HasReport(Protocol):
+    @property
+    def report(self) -> dict[str, Any]: ...
+
+
+def _pct(value: float | None) -> str:
+    return num(value, 1)
+
+
+def summary_tables(results: Sequence[HasReport], names: Sequence[str]) -> tuple[Table, Table]:
+    """Utility, latency and storage per system (Table 3), then task scores (Table 4)."""
+    main = Table(title="Utility, latency and storage (n/c = not computed)")
+    for column in ("System", "CSU", "RTP", "AR", "Overall", "EA bal", "Decision BA",
+                   "TTFT mean (s)", "Storage/hr"):  # fmt: skip
+        main.add_column(column, justify="left" if column == "System" else "right")
+    per_task = Table(title="Task scores")
+    for column in ("System", *tasks.MCQA_TASKS, *tasks.ADAPTIVE_TASKS):
+        per_task.add_column(column, justify="left" if column == "System" else "right")
+    for name, result in zip(names, results, strict=True):
+        r = result.report
+        fam = r["families"]
+        ttft = r["latency"]["time_to_first_token_s"]["mean"]
+        main.add_row(
+            name,
+            _pct(fam["cross_session_understanding"]["score"]),
+            _pct(fam["real_time_perception"]["score"]),
+            _pct(fam["adaptive_response"]["score"]),
+            _pct(r["overall"]["score"]),
+            _pct(r["evidence_availability"]["balanced_accuracy"]),
+            _pct(r["decision_accuracy"]["overall"]["BA"]),
+            "n/c" if ttft is None else f"{ttft:.3f}",
+            size(r["storage"]["storage_per_hour_bytes"]),
+        )
+        per_task.add_row(
+            name,
+            *(_pct(r["tasks"][t]["score"]) for t in (*tasks.MCQA_TASKS, *tasks.ADAPTIVE_TASKS)),
+        )
+    return main, per_task

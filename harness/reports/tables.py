@@ -1,0 +1,247 @@
+"""report.md: the report's numbers as tables laid out like the paper's.
+
+Tables 3 (utility, latency, storage) and 4 (task scores, EA/EU) come first,
+then the appendix tables: 6 (decision accuracy), 7 (response quality with
+gate pass rates), 8/9 (latency, real-time factor), 10 (storage) and 11
+(format failures), and how the adaptive probes were judged. `n/c` marks a
+number that was not computed; report.json says why. The row builders are
+shared with `compare`, which puts several systems in the same tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from apmbench.harness.suites.apmbench import tasks
+
+NOT_COMPUTED = "n/c"
+TABLE3_HEADER = (
+    "Method",
+    "Streaming",
+    "Persistent",
+    "CS Und.",
+    "Perception",
+    "Adaptive",
+    "Overall",
+    "TTFT (s)",
+    "Storage/hr",
+)
+TABLE4_HEADER = ("Method", *tasks.MCQA_TASKS, *tasks.ADAPTIVE_TASKS, "Overall", "EA", "EU")
+
+
+def num(value: float | int | None, digits: int = 2) -> str:
+    return NOT_COMPUTED if value is None else f"{value:.{digits}f}"
+
+
+def size(value: float | int | None) -> str:
+    if value is None:
+        return NOT_COMPUTED
+    for unit, bytes_ in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= bytes_:
+            return f"{value / bytes_:.2f} {unit}"
+    return f"{value:.0f} B"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _yes(flag: object) -> str:
+    return "yes" if flag else "no"
+
+
+def table3_row(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
+    fam = report["families"]
+    caps = manifest["system"].get("capabilities", {})
+    storage = report["storage"]["storage_per_hour_bytes"]
+    return [
+        manifest["system"]["name"],
+        _yes(caps.get("streaming_ingest")),
+        _yes(caps.get("supports_import")),
+        num(fam["cross_session_understanding"]["score"]),
+        num(fam["real_time_perception"]["score"]),
+        num(fam["adaptive_response"]["score"]),
+        num(report["overall"]["score"]),
+        num(report["latency"]["time_to_first_token_s"]["mean"], 3),
+        NOT_COMPUTED if storage is None else size(storage) + "/hr",
+    ]
+
+
+def table4_row(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
+    ea = report["evidence_availability"]
+    return [
+        manifest["system"]["name"],
+        *(num(report["tasks"][t]["score"]) for t in (*tasks.MCQA_TASKS, *tasks.ADAPTIVE_TASKS)),
+        num(report["overall"]["score"]),
+        num(ea["evidence_available_accuracy"]),
+        num(ea["evidence_unavailable_detection"]),
+    ]
+
+
+def _reasons(report: Mapping[str, Any]) -> list[str]:
+    """One line per uncomputed headline number, so the Markdown alone explains every n/c."""
+    out: list[str] = []
+    for name, entry in (*report["tasks"].items(), *report["families"].items()):
+        if entry.get("score") is None and entry.get("reason"):
+            out.append(f"- {name}: {entry['reason']}")
+    if report["overall"].get("score") is None:
+        out.append(f"- Overall: {report['overall'].get('reason', '')}")
+    return out
+
+
+def _judge_lines(report: Mapping[str, Any]) -> list[str]:
+    judge = report.get("scoring", {}).get("judge", {"kind": "none"})
+    summary = report.get("judge", {})
+    described = ", ".join(f"{k}={v}" for k, v in judge.items() if k != "kind")
+    lines = [
+        "## Judge",
+        "",
+        f"Judge: `{judge.get('kind', 'none')}`" + (f" ({described})" if described else "") + ".",
+    ]
+    by_status = summary.get("by_status", {})
+    if by_status:
+        lines.append(
+            "Adaptive probes by judge outcome: "
+            + ", ".join(f"{k} {v}" for k, v in by_status.items())
+            + " (not_needed: the gate failed, so g = 0 without a judge call)."
+        )
+    return lines
+
+
+def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+    system = manifest["system"]["name"]
+    lat = report["latency"]
+    sto = report["storage"]
+    acc = report["decision_accuracy"]
+    rq = report["response_quality"]
+    ff = report["format_failures"]
+    ea = report["evidence_availability"]
+    lines = [
+        f"# APM-Bench report: {system}",
+        "",
+        f"Dataset `{manifest['dataset']['name']}` (hash `{manifest['dataset_hash'][:12]}`), "
+        f"persistence `{manifest['settings']['persistence']}`, "
+        f"harness {manifest['harness_version']}, protocol {manifest['protocol_version']}. "
+        f"`{NOT_COMPUTED}` = not computed (reasons below and in report.json).",
+        "",
+        "## Utility, latency and storage (paper Table 3)",
+        "",
+        *table(TABLE3_HEADER, [table3_row(report, manifest)]),
+        "",
+        "## Task scores (paper Table 4)",
+        "",
+        *table(TABLE4_HEADER, [table4_row(report, manifest)]),
+        "",
+    ]
+    reasons = _reasons(report)
+    if reasons:
+        lines += ["Not computed:", "", *reasons, ""]
+    adaptive = tasks.ADAPTIVE_TASKS
+    lines += [
+        "## Adaptive decision accuracy (appendix B.1, Table 6)",
+        "",
+        *table(
+            ("Method", *adaptive, "P", "N", "BA"),
+            [
+                [
+                    system,
+                    *(num(acc[t]["BA"]) for t in adaptive),
+                    num(acc["overall"]["P"]),
+                    num(acc["overall"]["N"]),
+                    num(acc["overall"]["BA"]),
+                ]
+            ],
+        ),
+        "",
+        "## Response quality after the gate (appendix B.2, Table 7)",
+        "",
+        "Each cell: Eq. 3 score, then the balanced gate pass rate in brackets.",
+        "",
+        *table(
+            ("Method", *adaptive, "Average"),
+            [
+                [
+                    system,
+                    *(
+                        f"{num(rq['tasks'][t]['score'])} [{num(rq['tasks'][t]['gate_pass_rate'])}]"
+                        for t in adaptive
+                    ),
+                    num(rq["average"]["score"]),
+                ]
+            ],
+        ),
+        "",
+        "## Evidence availability (appendix B.7, Table 13)",
+        "",
+        *table(
+            ("EA", "EU", "Balanced", "available", "unavailable"),
+            [
+                [
+                    num(ea["evidence_available_accuracy"]),
+                    num(ea["evidence_unavailable_detection"]),
+                    num(ea["balanced_accuracy"]),
+                    str(ea["n_available"]),
+                    str(ea["n_unavailable"]),
+                ]
+            ],
+        ),
+        "",
+        "## Latency (appendix B.3, Tables 8 and 9)",
+        "",
+    ]
+    latency_rows = []
+    for label, key in (
+        ("time to first token (s)", "time_to_first_token_s"),
+        ("full response (s)", "full_response_s"),
+        ("real-time factor", "real_time_factor"),
+    ):
+        row = lat[key]
+        latency_rows.append(
+            [label, str(row["n"])] + [num(row[k], 4) for k in ("mean", "p50", "p90", "p99")]
+        )
+    lines += [
+        *table(("Measure", "n", "mean", "p50", "p90", "p99"), latency_rows),
+        "",
+        f"Queries without any output: {lat['queries_without_output']}.",
+        "",
+        "## Persistent storage (Eq. 2, appendix B.4, Table 10)",
+        "",
+        *table(
+            ("Storage/hr", "peak mean", "peak max", "trajectories"),
+            [
+                [
+                    size(sto["storage_per_hour_bytes"]),
+                    size(sto["peak_bytes_mean"]),
+                    size(sto["peak_bytes_max"]),
+                    str(sto["trajectories_counted"]),
+                ]
+            ],
+        ),
+        "",
+        "## Unrecoverable format failures (appendix B.5, Table 11)",
+        "",
+        *table(
+            ("Task", "failures", "rate (%)"),
+            [
+                [t, str(ff["by_task"].get(t, 0)), num(100 * rate)]
+                for t, rate in ff["rate_by_task"].items()
+            ]
+            + [
+                [
+                    "all",
+                    str(ff["total"]),
+                    num(None if ff["rate"] is None else 100 * ff["rate"]),
+                ]
+            ],
+        ),
+        "",
+        f"{ff['repaired']} of {ff['probes']} outputs were repaired deterministically "
+        "and scored as the repaired answer.",
+        "",
+        *_judge_lines(report),
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,121 @@
+"""The persistence audit: a sampled trajectory run again in `restart` mode, answers compared.
+
+In `reset` or `trust` mode a process could carry memory it never exported
+across the gaps between sessions. Rerunning the trajectory with a fresh
+process before every session (only exported state crosses) and comparing
+each answer with the run's own shows whether any answer depended on such
+hidden memory (or on chance: a system that answers non-deterministically
+differs too, and the record says so). A run made in `restart` mode needs no
+such audit: its numbers already come from exported state alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from apmbench.adapters.sdk.types import SystemInfo
+from apmbench.harness.protocol.client import SystemClient
+from apmbench.harness.run.audits.queries import AuditSettings, TrajectoryAudit
+from apmbench.harness.runtimes.process import Runtime
+from apmbench.harness.suites.apmbench.dataset import Trajectory
+from apmbench.harness.suites.apmbench.plan import Segment
+
+if TYPE_CHECKING:
+    from apmbench.harness.run.executor import RunSettings
+
+ANSWER_FIELDS = ("answer", "decision")
+
+
+def sampled_trajectories(settings: AuditSettings, trajectory_ids: Sequence[str]) -> set[str]:
+    rng = random.Random(hashlib.sha256(f"{settings.seed}/persistence".encode()).hexdigest())
+    ids = sorted(trajectory_ids)
+    return set(rng.sample(ids, min(settings.persistence_trajectories, len(ids))))
+
+
+def caching_obstacle(settings: RunSettings, info: SystemInfo) -> str:
+    """Why the caching audit cannot run with these settings ("" when it can)."""
+    from apmbench.harness.run.executor import Persistence
+
+    if settings.persistence is Persistence.TRUST:
+        return (
+            "persistence trust: repeating a question would replace the memory the run trusts "
+            "the process to keep"
+        )
+    if not info.capabilities.supports_import:
+        return "the system cannot import the snapshot a repeat starts from"
+    return ""
+
+
+def _why_not(settings: RunSettings, runtime: Runtime, info: SystemInfo) -> str:
+    from apmbench.harness.run.executor import Persistence
+
+    if settings.persistence is Persistence.RESTART:
+        return "the run used restart persistence: only exported state crossed a gap"
+    if not runtime.can_restart:
+        return f"the {runtime.kind} runtime cannot restart the system"
+    if not info.capabilities.supports_import:
+        return "the system cannot import state, so it cannot run in restart mode"
+    return ""
+
+
+def compare_answers(main: dict[str, Any], rerun: dict[str, Any]) -> dict[str, Any]:
+    """Each instance's parsed answer (and raw text) in the run's mode and in restart mode."""
+    redone = {r["instance_id"]: r for r in rerun["instances"]}
+    differing = []
+    same_text = 0
+    for row in main["instances"]:
+        other = redone.get(row["instance_id"])
+        if other is None:
+            differing.append({"instance_id": row["instance_id"], "problem": "not asked again"})
+            continue
+        same_text += row["raw_output"] == other["raw_output"]
+        ours = {k: row.get(k) for k in ANSWER_FIELDS}
+        theirs = {k: other.get(k) for k in ANSWER_FIELDS}
+        if ours != theirs:
+            differing.append({"instance_id": row["instance_id"], "run": ours, "restart": theirs})
+    return {"instances": len(main["instances"]), "same_text": same_text, "differing": differing}
+
+
+def finish_trajectory(
+    audit: TrajectoryAudit,
+    record: dict[str, Any],
+    *,
+    rerun: bool,
+    runtime: Runtime,
+    client: SystemClient,
+    info: SystemInfo,
+    trajectory: Trajectory,
+    settings: RunSettings,
+    segments: list[Segment],
+    work_dir: Path,
+) -> SystemClient:
+    """Put the trajectory's audit into `record`, rerunning it in restart mode when sampled.
+
+    Returns the client to go on with (a rerun restarts the system)."""
+    from apmbench.harness.run.executor import Persistence, TrajectoryRunner
+
+    entry = audit.record()
+    why_not = _why_not(settings, runtime, info)
+    if not rerun:
+        entry["persistence"] = {"status": "not_sampled"}
+    elif why_not:
+        entry["persistence"] = {"status": "not_run", "reason": why_not}
+    else:
+        restart = replace(settings, persistence=Persistence.RESTART)
+        work_dir.mkdir(parents=True, exist_ok=True)
+        runner = TrajectoryRunner(runtime, client, info, trajectory, restart, work_dir)
+        again = runner.run(segments)
+        client = runner.client
+        entry["persistence"] = {
+            "status": "compared",
+            "mode": "restart",
+            "compared_with": settings.persistence.value,
+            **compare_answers(record, again),
+        }
+    record["audit"] = entry
+    return client

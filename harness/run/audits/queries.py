@@ -1,0 +1,180 @@
+"""Audits during a real run (`evaluate --audit`): what a reader needs to trust a result.
+
+Per trajectory, on a seeded sample (MLPerf LoadGen's audits):
+
+- state mutation (R5): the state is exported before and after sampled
+  queries; a change means Query wrote to memory (a third export tells a
+  non-deterministic export apart);
+- caching (TEST04): sampled main-pass questions are asked again on the same
+  memory under fresh trajectory and session ids, once with a fresh query id
+  and once with the original one; a large speed-up, or an answer that
+  changes with the ids, is flagged (`audit_repeat`);
+- first token (TEST06): every answer's stream is checked to be deltas whose
+  first chunk carries content, so the recorded text is the concatenation of
+  what was timed;
+- persistence: sampled trajectories are run again in `restart` mode and
+  their answers compared with the run's mode (`audit_persistence`).
+
+Results go into the trajectory's record under "audit"; `audit_summary`
+aggregates them for report.json and the manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from apmbench.adapters.sdk import errors
+from apmbench.adapters.sdk.types import Query
+from apmbench.harness.check.checks_query import streaming_problem
+from apmbench.harness.protocol.client import QueryResult, SystemClient
+from apmbench.harness.suites.apmbench.plan import Ask, Segment
+
+if TYPE_CHECKING:
+    from apmbench.harness.run.executor import TrajectoryRunner
+
+# What a server may answer to the audit's extra calls; the audit records it and the run goes on.
+# A server that is gone (UNAVAILABLE, a deadline) ends the run as it would without the audit.
+REFUSALS = (
+    errors.InvalidArgument,
+    errors.FailedPrecondition,
+    errors.Unimplemented,
+    errors.DataLoss,
+    errors.MethodFailure,
+)
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """How much of a run is audited (`evaluate --audit`); seeded, so reruns audit the same."""
+
+    mutation_queries: int = 3
+    """Queries per trajectory whose state is exported before and after (any pass)."""
+    caching_queries: int = 2
+    """Main-pass questions per trajectory asked again under fresh ids."""
+    persistence_trajectories: int = 1
+    """Trajectories run again in restart mode (when the run's mode is not restart)."""
+    speedup: float = 5.0
+    """A repeat this many times faster than the first ask is flagged..."""
+    min_seconds: float = 0.05
+    """... when the slower of the two took at least this long (below it, timing is noise)."""
+    seed: int = 0
+
+
+class _Discard(io.BytesIO):
+    """A sink that keeps nothing: the audit needs the verified sha256, not the bytes."""
+
+    def write(self, data: Any, /) -> int:
+        return len(data)
+
+
+def state_digest(client: SystemClient, max_chunk_bytes: int = 0) -> str:
+    """The sha256 of the exported state (the client checks it against the data received)."""
+    return client.export_state(_Discard(), max_chunk_bytes).manifest.sha256
+
+
+def _sample(items: list[Ask], count: int, key: str) -> set[str]:
+    ids = sorted(a.probe.probe_id for a in items)
+    rng = random.Random(hashlib.sha256(key.encode()).hexdigest())
+    return set(rng.sample(ids, min(count, len(ids))))
+
+
+@dataclass
+class TrajectoryAudit:
+    """The audit of one trajectory: the runner calls `ask` for every query, `session_done`
+    after every main-pass session; `record()` is what the trajectory's record keeps."""
+
+    settings: AuditSettings
+    mutation: set[str] = field(default_factory=set)
+    caching: set[str] = field(default_factory=set)
+    caching_skipped: str = ""
+    state_mutation: list[dict[str, Any]] = field(default_factory=list)
+    repeats: list[dict[str, Any]] = field(default_factory=list)
+    first_token: dict[str, Any] = field(default_factory=lambda: {"queries": 0, "flagged": []})
+    asked: dict[str, tuple[Query, QueryResult]] = field(default_factory=dict)
+
+    @classmethod
+    def plan(
+        cls, settings: AuditSettings, trajectory_id: str, segments: list[Segment], why_not: str
+    ) -> TrajectoryAudit:
+        """Pick the sample; `why_not` (non-empty) says why the caching audit cannot run."""
+        every = [a for s in segments for a in s.asks]
+        main = [a for s in segments if s.kind == "main" for a in s.asks]
+        key = f"{settings.seed}/{trajectory_id}"
+        audit = cls(settings, caching_skipped=why_not)
+        audit.mutation = _sample(every, settings.mutation_queries, key + "/mutation")
+        if not why_not:
+            audit.caching = _sample(main, settings.caching_queries, key + "/caching")
+        return audit
+
+    def ask(
+        self, runner: TrajectoryRunner, segment: Segment, ask: Ask, query: Query
+    ) -> QueryResult:
+        probe_id = ask.probe.probe_id
+        if probe_id not in self.mutation:
+            result = runner.client.query(query)
+        else:
+            result = self._watched(runner, segment, probe_id, query)
+        self._first_token(probe_id, result)
+        if segment.kind == "main" and probe_id in self.caching:
+            self.asked[probe_id] = (query, result)
+        return result
+
+    def _watched(
+        self, runner: TrajectoryRunner, segment: Segment, probe_id: str, query: Query
+    ) -> QueryResult:
+        """The query between two exports (a third when they differ)."""
+        client, chunk = runner.client, runner.settings.max_chunk_bytes
+        entry: dict[str, Any] = {"instance_id": probe_id, "segment": segment.name}
+        try:
+            before = state_digest(client, chunk)
+        except REFUSALS as e:  # the audit reports a refused export; it does not end the run
+            before, entry["error"] = "", f"ExportState before the query: {e}"
+        result = client.query(query)
+        if not before:
+            entry["verdict"] = "export_failed"
+        else:
+            try:
+                after = state_digest(client, chunk)
+                verdict = "unchanged"
+                if after != before:
+                    verdict = "changed" if state_digest(client, chunk) == after else "export_varies"
+                entry.update(verdict=verdict, before_sha256=before, after_sha256=after)
+            except REFUSALS as e:
+                entry.update(verdict="export_failed", error=f"ExportState after the query: {e}")
+        self.state_mutation.append(entry)
+        return result
+
+    def _first_token(self, probe_id: str, result: QueryResult) -> None:
+        self.first_token["queries"] += 1
+        problem = streaming_problem(result)
+        if problem is None and "".join(result.pieces) != result.text:
+            problem = "the recorded answer is not the concatenation of the streamed chunks"
+        if problem is not None:
+            self.first_token["flagged"].append({"instance_id": probe_id, "problem": problem})
+
+    def session_done(self, runner: TrajectoryRunner, segment: Segment, index: int) -> None:
+        """After a main-pass session: repeat its sampled questions in this same process."""
+        from apmbench.harness.run.audits.repeat import repeat
+
+        due = [a for a in segment.asks_in(index) if a.probe.probe_id in self.asked]
+        for ask in due:
+            query, result = self.asked.pop(ask.probe.probe_id)
+            try:
+                self.repeats.append(repeat(runner, index, ask, query, result, self.settings))
+            except REFUSALS as e:  # a flag; the runner's next step restores the memory anyway
+                failed = {"instance_id": ask.probe.probe_id, "session_index": index}
+                self.repeats.append({**failed, "flags": ["repeat_failed"], "error": str(e)})
+
+    def record(self) -> dict[str, Any]:
+        caching: dict[str, Any] = {"repeats": self.repeats}
+        if self.caching_skipped:
+            caching["skipped"] = self.caching_skipped
+        return {
+            "state_mutation": self.state_mutation,
+            "caching": caching,
+            "first_token": self.first_token,
+        }

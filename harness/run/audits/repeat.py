@@ -1,0 +1,101 @@
+"""The caching audit (MLPerf TEST04 in spirit): a sampled question asked again on the same memory.
+
+Right after the main pass ends session i, in the same process that answered
+the question, the memory at the question's time is rebuilt under fresh
+trajectory and session ids: Reset, ImportState of the snapshot after
+session i-1, StartSession, the session's frames up to the question. Then the
+question is asked twice with identical content: first under a fresh query
+id, then under the original one. Both runs of the process are warm, so:
+
+- `same_query_id_faster`: the original id came back `speedup` times faster
+  than a fresh one: something was cached by query id (ids are "never
+  meaningful", .proto QueryRequest);
+- `repeat_faster`: even the fresh id was `speedup` times faster than the
+  first ask: content was cached (or the first ask paid a cold start);
+- `answer_depends_on_ids`: the chosen option differs between the first ask
+  and a repeat, though memory and question are the same: the answer depends
+  on ids (or the system answers non-deterministically).
+
+Only main-pass questions are repeated: they carry no user turns, so frames
+alone rebuild their memory. The runner's next step (a restart, or Reset and
+ImportState) replaces whatever the repeat left behind.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from apmbench.adapters.sdk.types import Query, SessionStart, StreamItem
+from apmbench.harness.media.frames import FrameProducer
+from apmbench.harness.protocol.client import QueryResult
+from apmbench.harness.run.audits.queries import AuditSettings
+from apmbench.harness.scoring.answers import parse_choice
+from apmbench.harness.suites.apmbench.plan import Ask
+
+if TYPE_CHECKING:
+    from apmbench.harness.run.executor import TrajectoryRunner
+
+
+def _option(query: Query, text: str) -> str | None:
+    return parse_choice(text, [(c.option_id, c.text) for c in query.choices]).option
+
+
+def faster(slow_s: float, fast_s: float, settings: AuditSettings) -> bool:
+    """Whether `fast_s` is a speed-up over `slow_s` that timing noise cannot explain."""
+    return slow_s >= settings.min_seconds and slow_s >= settings.speedup * max(fast_s, 1e-6)
+
+
+def repeat(
+    runner: TrajectoryRunner,
+    index: int,
+    ask: Ask,
+    query: Query,
+    first: QueryResult,
+    settings: AuditSettings,
+) -> dict[str, Any]:
+    client = runner.client
+    session = runner.trajectory.sessions[index]
+    trajectory_id = f"audit-{uuid.uuid4().hex[:12]}"
+    session_id = f"audit-{uuid.uuid4().hex[:12]}"
+    client.reset(trajectory_id)
+    if index > 0:
+        snapshot = runner.snapshots[index - 1]
+        client.import_file(snapshot.manifest, snapshot.path, runner.settings.max_chunk_bytes)
+    client.start_session(SessionStart(trajectory_id, session_id, session.day_id, session.start_ms))
+    batch: list[StreamItem] = []
+    with FrameProducer(session, runner.frames, until_ms=query.time_ms) as frames:
+        for frame in frames:
+            batch.append(frame)
+            if len(batch) >= runner.settings.push_batch:
+                client.push(batch)
+                batch = []
+    if batch:
+        client.push(batch)
+    fresh = client.query(replace(query, query_id=uuid.uuid4().hex))
+    same = client.query(query)
+    answers = {
+        "first": _option(query, first.text),
+        "fresh_query_id": _option(query, fresh.text),
+        "same_query_id": _option(query, same.text),
+    }
+    flags = []
+    if faster(fresh.total_s, same.total_s, settings):
+        flags.append("same_query_id_faster")
+    if faster(first.total_s, fresh.total_s, settings):
+        flags.append("repeat_faster")
+    if len(set(answers.values())) > 1:
+        flags.append("answer_depends_on_ids")
+    return {
+        "instance_id": ask.probe.probe_id,
+        "session_index": index,
+        "ids": {"trajectory_id": trajectory_id, "session_id": session_id},
+        "seconds": {
+            "first": first.total_s,
+            "fresh_query_id": fresh.total_s,
+            "same_query_id": same.total_s,
+        },
+        "answers": answers,
+        "flags": flags,
+    }

@@ -1,0 +1,357 @@
+"""Build the apmbench images with no container registry (`make images`).
+
+    apmbench/rootfs:latest    Debian + python3-venv by mmdebstrap, `docker import`ed:
+                              nothing is pulled, so it works air-gapped
+    apmbench/base:latest      + this project in /opt/apmbench, a non-root user
+    apmbench/<name>:latest    one per line of containers/systems.txt
+    apmbench/base-gpu:latest  + torch and transformers with the CUDA runtime from
+                              PyPI wheels (only with --gpu: multi-GB, for GPU hosts)
+
+Every image carries the label `org.apmbench.inputs`, a hash of what it was
+built from (the parent image's id, the Dockerfile, the files copied in, the
+build arguments). An image whose label matches is not built again, so a
+second `make images` with nothing changed does nothing. Builds use the
+engine's classic builder through the API (no buildx needed) with
+`network_mode="host"`, the only way pip reaches the index when the engine has
+no bridge network.
+
+    python -m apmbench.harness.runtimes.docker.images [--rootfs IMAGE] [--gpu] [--rebuild]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+import docker
+import docker.errors
+
+from apmbench.adapters.sdk.errors import ApmbenchError
+from apmbench.harness.errors import ImageBuildError
+from apmbench.harness.runtimes.docker.engine import connect
+
+INPUTS_LABEL = "org.apmbench.inputs"
+ROOTFS = "apmbench/rootfs:latest"
+BASE = "apmbench/base:latest"
+BASE_GPU = "apmbench/base-gpu:latest"
+SUITE = "bookworm"
+# libstdc++6: grpcio's extension needs it; ca-certificates: TLS for pip.
+PACKAGES = ("python3-venv", "ca-certificates", "libstdc++6")
+# Documentation and translations are a third of a minimal Debian and unused here.
+DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*", "/usr/share/info/*")
+CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+# What the base image installs from the source tree (everything else stays out
+# of the build context, so unrelated edits do not rebuild it).
+SOURCE_DIRS = ("harness", "adapters", "proto/apmbench")
+SOURCE_FILES = ("pyproject.toml", "setup.py", "README.md")
+_SKIP = re.compile(r"(^|/)(__pycache__|\.mypy_cache|\.ruff_cache)(/|$)|\.pyc$")
+
+Files = Mapping[str, bytes]
+"""A build context: path inside the context -> content."""
+
+
+def image_name(system: str) -> str:
+    """The image of a registered system: apmbench/<name>:latest."""
+    return f"apmbench/{system}:latest"
+
+
+def systems_list(root: Path) -> list[str]:
+    """containers/systems.txt: one registered system a line, # comments."""
+    lines = (root / "containers" / "systems.txt").read_text().splitlines()
+    return [s for line in lines if (s := line.split("#", 1)[0].strip())]
+
+
+def debian_mirror() -> str:
+    """The Debian mirror apt on this machine uses ($APMBENCH_DEBIAN_MIRROR wins)."""
+    if env := os.environ.get("APMBENCH_DEBIAN_MIRROR"):
+        return env
+    sources = sorted(Path("/etc/apt/sources.list.d").glob("*.sources"))
+    for path in sources:
+        for line in path.read_text().splitlines():
+            if line.startswith("URIs:") and "security" not in line:
+                return line.split()[1]
+    listing = Path("/etc/apt/sources.list")
+    if listing.exists():
+        for line in listing.read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] == "deb" and "security" not in parts[1]:
+                return parts[1] if not parts[1].startswith("[") else parts[2]
+    return "http://deb.debian.org/debian"
+
+
+def digest(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def tree_files(
+    root: Path, dirs: Iterable[str], files: Iterable[str], prefix: str
+) -> dict[str, bytes]:
+    """Files under `dirs` and the single `files`, keyed by `prefix/relative path`."""
+    lead = f"{prefix}/" if prefix else ""
+    out: dict[str, bytes] = {}
+    for name in files:
+        out[lead + name] = (root / name).read_bytes()
+    for d in dirs:
+        for path in sorted((root / d).rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if path.is_file() and not _SKIP.search(rel):
+                out[lead + rel] = path.read_bytes()
+    return out
+
+
+def context_tar(files: Files) -> bytes:
+    """A reproducible tar of the context: fixed owner, mode and mtime, sorted names."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in sorted(files):
+            data = files[name]
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def requirements(root: Path) -> bytes:
+    """The project's runtime dependencies and build backend, for the cached dependency layer."""
+    meta = tomllib.loads((root / "pyproject.toml").read_text())
+    deps = list(meta["project"]["dependencies"]) + list(meta["build-system"]["requires"])
+    return ("\n".join(deps) + "\n").encode()
+
+
+@dataclass
+class Builder:
+    """Builds images on one engine, skipping those whose inputs have not changed."""
+
+    root: Path
+    client: docker.DockerClient
+    rebuild: bool = False
+    say: Callable[[str], None] = field(default=lambda line: print(line, flush=True))
+
+    def current(self, ref: str, inputs: str) -> str | None:
+        """The id of `ref` if it exists and was built from `inputs`."""
+        if self.rebuild:
+            return None
+        try:
+            image = self.client.images.get(ref)
+        except docker.errors.ImageNotFound:
+            return None
+        labels = image.labels or {}
+        return str(image.id) if labels.get(INPUTS_LABEL) == inputs else None
+
+    def image_id(self, ref: str) -> str:
+        try:
+            image_id = str(self.client.images.get(ref).id)
+        except docker.errors.ImageNotFound as e:
+            raise ImageBuildError(f"image {ref!r} was expected on the engine but is missing") from e
+        return image_id
+
+    def build(
+        self,
+        tag: str,
+        files: Files,
+        buildargs: Mapping[str, str] | None = None,
+        parent: str = "",
+    ) -> str:
+        """Build `tag` from a context with a Dockerfile, unless built from the same inputs already.
+
+        `parent` is the id of the image named in FROM, so a rebuilt parent
+        rebuilds its children.
+        """
+        args = dict(buildargs or {})
+        inputs = digest(
+            tag, parent, *(f"{k}={v}" for k, v in sorted(args.items())),
+            *(x for name in sorted(files) for x in (name, files[name])),
+        )  # fmt: skip
+        existing = self.current(tag, inputs)
+        if existing is not None:
+            self.say(f"{tag}: up to date ({existing[7:19]})")
+            return existing
+        self.say(f"{tag}: building")
+        # Only proxies and an index mirror come from the host; nothing else leaks into the build.
+        for key in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "PIP_INDEX_URL"):
+            if os.environ.get(key) and key not in args:
+                args[key] = os.environ[key]
+        try:
+            stream = self.client.api.build(
+                fileobj=io.BytesIO(context_tar(files)),
+                custom_context=True,
+                tag=tag,
+                buildargs=args,
+                labels={INPUTS_LABEL: inputs},
+                network_mode="host",
+                rm=True,
+                forcerm=True,
+                decode=True,
+            )
+            tail: list[str] = []
+            for chunk in stream:
+                if "error" in chunk:
+                    detail = "".join(tail[-15:])
+                    raise ImageBuildError(f"building {tag} failed: {chunk['error']}\n{detail}")
+                text = chunk.get("stream")
+                if text:
+                    tail.append(text)
+                    if text.startswith("Step ") or "Successfully" in text:
+                        self.say(f"  {text.rstrip()}")
+        except docker.errors.APIError as e:
+            raise ImageBuildError(f"building {tag} failed: {e.explanation or e}") from e
+        image_id = self.image_id(tag)
+        self._prune()
+        return image_id
+
+    def _prune(self) -> None:
+        """Drop the images a rebuild replaced (untagged, ours): they would pile up."""
+        # Failing (another build or a container still uses one) is harmless.
+        with contextlib.suppress(docker.errors.APIError):
+            self.client.images.prune(filters={"dangling": True, "label": INPUTS_LABEL})
+
+    # -- the images ------------------------------------------------------------
+
+    def rootfs(self, base: str | None = None) -> str:
+        """The root filesystem under apmbench/base; `base` uses an existing image instead."""
+        if base is not None:
+            try:
+                return self.image_id(base)
+            except ImageBuildError:
+                self.say(f"{base}: pulling")
+                try:
+                    pulled = str(self.client.images.pull(base).id)
+                except docker.errors.APIError as e:
+                    raise ImageBuildError(
+                        f"base image {base!r} is neither on the engine nor pullable "
+                        f"({e.explanation or e}); build the registry-free one by leaving "
+                        "ROOTFS unset"
+                    ) from e
+                return pulled
+        mirror = debian_mirror()
+        cmd = [
+            "mmdebstrap",
+            "--variant=essential",
+            "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
+            f"--include={','.join(PACKAGES)}",
+            *(f"--dpkgopt=path-exclude={p}" for p in DPKG_EXCLUDES),
+            SUITE,
+            "-",
+            mirror,
+        ]
+        inputs = digest(*cmd)
+        existing = self.current(ROOTFS, inputs)
+        if existing is not None:
+            self.say(f"{ROOTFS}: up to date ({existing[7:19]})")
+            return existing
+        if shutil.which("mmdebstrap") is None:
+            raise ImageBuildError(
+                "mmdebstrap is not installed: `apt-get install -y mmdebstrap` (as root), or "
+                "build on an image from a registry: `make images ROOTFS=python:3.11-slim-bookworm`"
+            )
+        self.say(f"{ROOTFS}: mmdebstrap {SUITE} from {mirror}")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stderr is not None
+        repository, tag = ROOTFS.split(":")
+        try:
+            self.client.api.import_image_from_stream(
+                proc.stdout,
+                repository=repository,
+                tag=tag,
+                changes=[f"LABEL {INPUTS_LABEL}={inputs}", 'CMD ["/bin/sh"]'],
+            )
+        except docker.errors.APIError as e:
+            proc.kill()
+            raise ImageBuildError(f"docker import of the root filesystem failed: {e}") from e
+        finally:
+            proc.stdout.close()
+        errors = proc.stderr.read().decode(errors="replace")
+        if proc.wait() != 0:
+            # The import may have stored a truncated tree: never leave it tagged.
+            self.client.images.remove(ROOTFS, force=True)
+            raise ImageBuildError(
+                f"mmdebstrap failed (exit {proc.returncode}); it needs root (or user "
+                f"namespaces) and the Debian mirror {mirror} (set APMBENCH_DEBIAN_MIRROR):\n"
+                + "\n".join(errors.splitlines()[-15:])
+            )
+        return self.image_id(ROOTFS)
+
+    def base(self, rootfs_id: str, rootfs_ref: str) -> str:
+        dockerfile = (self.root / "containers" / "base" / "Dockerfile").read_bytes()
+        files = {
+            "Dockerfile": dockerfile,
+            "ca-certificates.crt": CA_BUNDLE.read_bytes() if CA_BUNDLE.exists() else b"",
+            "requirements.txt": requirements(self.root),
+            **tree_files(self.root, SOURCE_DIRS, SOURCE_FILES, "src"),
+        }
+        return self.build(BASE, files, {"ROOTFS": rootfs_ref}, parent=rootfs_id)
+
+    def system(self, base_id: str, name: str) -> str:
+        dockerfile = (self.root / "containers" / "system" / "Dockerfile").read_bytes()
+        args = {"BASE": BASE, "SYSTEM": name}
+        return self.build(image_name(name), {"Dockerfile": dockerfile}, args, parent=base_id)
+
+    def base_gpu(self, base_id: str) -> str:
+        dockerfile = (self.root / "containers" / "base-gpu" / "Dockerfile").read_bytes()
+        return self.build(BASE_GPU, {"Dockerfile": dockerfile}, {"BASE": BASE}, parent=base_id)
+
+    def all(self, rootfs: str | None = None, gpu: bool = False) -> dict[str, str]:
+        """Build everything `make images` promises; return image name -> id."""
+        rootfs_id = self.rootfs(rootfs)
+        built = {rootfs or ROOTFS: rootfs_id}
+        built[BASE] = base_id = self.base(rootfs_id, rootfs or ROOTFS)
+        for name in systems_list(self.root):
+            built[image_name(name)] = self.system(base_id, name)
+        if gpu:
+            built[BASE_GPU] = self.base_gpu(base_id)
+        return built
+
+
+def summary(client: docker.DockerClient, built: Mapping[str, str]) -> list[dict[str, Any]]:
+    rows = []
+    for ref, image_id in built.items():
+        image = client.images.get(image_id)
+        rows.append(
+            {"image": ref, "id": image_id[7:19], "size_mb": round(image.attrs["Size"] / 1e6)}
+        )
+    return rows
+
+
+@click.command()
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."))
+@click.option(
+    "--rootfs",
+    envvar="ROOTFS",
+    default=None,
+    help="Use this image (e.g. python:3.11-slim-bookworm) instead of the mmdebstrap root.",
+)
+@click.option("--gpu", is_flag=True, help="Also build apmbench/base-gpu (CUDA wheels, multi-GB).")
+@click.option("--rebuild", is_flag=True, help="Build even when the inputs have not changed.")
+def main(root: Path, rootfs: str | None, gpu: bool, rebuild: bool) -> None:
+    """Build the base image and one image per reference system."""
+    try:
+        client = connect()
+        built = Builder(root.resolve(), client, rebuild).all(rootfs or None, gpu)
+    except ApmbenchError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    for row in summary(client, built):
+        click.echo(f"{row['image']:<32} {row['id']}  {row['size_mb']:>5} MB")
+
+
+if __name__ == "__main__":
+    main()

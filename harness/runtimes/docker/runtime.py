@@ -1,0 +1,370 @@
+"""`DockerRuntime`: a system in its own container, driven over a Unix socket.
+
+The container gets a short host temp dir bind-mounted at /run/apmbench and
+must serve on unix:/run/apmbench/sock (also in $APMBENCH_ADDRESS); network,
+root filesystem, user, capabilities and resources are locked down as
+`ContainerSettings` says. Start-up waits for health SERVING, then runs the
+canary. A call that fails because the container died or hangs is re-raised
+with what happened to it (exit code, OOM kill, its last output) and where its
+full log is. The container is removed when the runtime stops; leftovers of a
+harness killed before it could are removed by the next start (`leftovers`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import docker
+import docker.errors
+import requests
+from docker.models.containers import Container
+from docker.models.images import Image
+from docker.types import DeviceRequest, Mount
+
+from apmbench.adapters.sdk import errors
+from apmbench.harness.errors import ConfigError, EngineError, RuntimeStartError
+from apmbench.harness.protocol.client import Deadlines, SystemClient
+from apmbench.harness.runtimes.docker import leftovers
+from apmbench.harness.runtimes.docker.canary import run_canary
+from apmbench.harness.runtimes.docker.engine import (
+    NO_GPU_DRIVER,
+    check_network,
+    connect,
+    engine_facts,
+    find_image,
+    image_facts,
+)
+from apmbench.harness.runtimes.docker.logstream import LogStream, tail
+from apmbench.harness.runtimes.docker.settings import ContainerSettings
+from apmbench.harness.runtimes.process import Runtime
+
+T = TypeVar("T")
+MOUNT = "/run/apmbench"
+ADDRESS_IN_CONTAINER = f"unix:{MOUNT}/sock"
+
+
+class _WatchedClient(SystemClient):
+    """A client whose transport failures say what happened to the container."""
+
+    def __init__(
+        self,
+        address: str,
+        deadlines: Deadlines,
+        explain: Callable[[errors.ProtocolError], str | None],
+    ) -> None:
+        super().__init__(address, deadlines)
+        self._explain = explain
+
+    def _call(self, rpc: str, fn: Callable[[], T]) -> T:
+        try:
+            return super()._call(rpc, fn)
+        except (errors.Unavailable, errors.DeadlineExceeded, errors.Cancelled) as e:
+            what = self._explain(e)
+            if what is None:
+                raise
+            raise type(e)(f"{e.message}. {what}", rpc=e.rpc) from e
+
+
+def _uid_gid(user: str) -> tuple[int, int]:
+    uid, _, gid = user.partition(":")
+    return int(uid), int(gid or uid)
+
+
+class DockerRuntime(Runtime):
+    """Runs `image` with the hardened defaults of `settings`; output goes to `log_path`."""
+
+    kind = "docker"
+
+    def __init__(
+        self,
+        image: str,
+        run_dir: Path,
+        deadlines: Deadlines,
+        settings: ContainerSettings | None = None,
+        startup_timeout_s: float = 120.0,
+        stop_timeout_s: float = 5.0,
+    ) -> None:
+        self.image_ref = image
+        self.run_dir = run_dir
+        self.log_path = run_dir / "logs" / "system.log"
+        self.deadlines = deadlines
+        self.settings = settings or ContainerSettings()
+        self.startup_timeout_s = startup_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self.key = leftovers.run_key(run_dir)
+        self.owner = leftovers.Owner.me()
+        self.starts = 0
+        self._part = "start"
+        self._engine: docker.DockerClient | None = None
+        self._image: Image | None = None
+        self._facts: dict[str, Any] = {}
+        self._dir: Path | None = None
+        self._container: Container | None = None
+        self._logs: LogStream | None = None
+        self._client: SystemClient | None = None
+
+    # -- Runtime ---------------------------------------------------------------
+
+    @property
+    def can_restart(self) -> bool:
+        return True
+
+    @property
+    def address(self) -> str:
+        assert self._dir is not None, "not started"
+        return f"unix:{self._dir / 'sock'}"
+
+    @property
+    def image_id(self) -> str:
+        assert self._image is not None, "not started"
+        return str(self._image.id)
+
+    def begin_trajectory(self, trajectory_id: str) -> None:
+        self._part = trajectory_id
+
+    def start(self) -> SystemClient:
+        if self._engine is not None:
+            raise RuntimeStartError("docker runtime already started: use restart()")
+        engine = self._engine = connect()
+        self._image = find_image(engine, self.image_ref)
+        self._facts = engine_facts(engine)
+        check_network(engine, self.settings.network)
+        leftovers.clean(engine, self.key, self.owner)
+        self._dir = self._socket_dir()
+        client = self._launch()
+        try:
+            run_canary(client)
+        except errors.ProtocolError as e:
+            self._fail(f"started but failed the start-up canary ({e})")
+        return client
+
+    def restart(self) -> SystemClient:
+        self._remove_container()
+        return self._launch()
+
+    def stop(self) -> None:
+        self._remove_container()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+
+    def describe(self) -> dict[str, Any]:
+        assert self._image is not None, "not started"
+        return {
+            "kind": self.kind,
+            "image": image_facts(self._image, self.image_ref),
+            "engine": self._facts,
+            "container": self.settings.record(),
+        }
+
+    # -- containers ------------------------------------------------------------
+
+    def _socket_dir(self) -> Path:
+        """A short host dir for the socket that the container's user can create it in."""
+        user = self.settings.user
+        uid, gid = _uid_gid(user)
+        if os.getuid() != 0 and uid != os.getuid():
+            raise ConfigError(
+                f"--user {user}: the container creates its socket as that uid, and this harness "
+                f"(uid {os.getuid()}) could not connect to it; leave --user unset, or run the "
+                "harness as root"
+            )
+        path = Path(tempfile.mkdtemp(prefix=Path(leftovers.SOCKET_DIR_PREFIX).name, dir="/tmp"))
+        if os.getuid() == 0:
+            os.chown(path, uid, gid)
+        return path
+
+    def _run_options(self, name: str) -> dict[str, Any]:
+        s = self.settings
+        assert self._dir is not None
+        options: dict[str, Any] = {
+            "name": name,
+            "labels": leftovers.labels(self.key, self.run_dir, self._part, self.owner, self._dir),
+            "environment": {**dict(s.env), "APMBENCH_ADDRESS": ADDRESS_IN_CONTAINER},
+            "mounts": [
+                Mount(MOUNT, str(self._dir), type="bind", read_only=False),
+                *(Mount(m.container, m.host, type="bind", read_only=m.read_only) for m in s.mounts),
+            ],
+            "network_mode": s.network,
+            "read_only": s.read_only_root,
+            "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={s.tmp_bytes},mode=1777"},
+            "user": s.user,
+            "cap_drop": ["ALL"],
+            "cap_add": list(s.cap_add) or None,
+            "security_opt": ["no-new-privileges"] if s.no_new_privileges else None,
+            # docker-init as PID 1 forwards SIGTERM; without it the server
+            # ignores it and every stop waits for the kill timeout.
+            "init": True,
+            "shm_size": s.shm_bytes,
+        }
+        if s.memory_bytes is not None:
+            options["mem_limit"] = s.memory_bytes
+            options["memswap_limit"] = s.memory_bytes  # equal: no swap on top
+        if s.cpus is not None:
+            # The engine refuses more CPUs than it has.
+            cpus = min(s.cpus, float(self._facts.get("cpus") or s.cpus))
+            options["nano_cpus"] = int(cpus * 1e9)
+        if s.pids is not None:
+            options["pids_limit"] = s.pids
+        if s.gpus.wanted:
+            request = (
+                DeviceRequest(device_ids=list(s.gpus.device_ids), capabilities=[["gpu"]])
+                if s.gpus.device_ids
+                else DeviceRequest(count=s.gpus.count, capabilities=[["gpu"]])
+            )
+            options["device_requests"] = [request]
+        return options
+
+    def _launch(self) -> SystemClient:
+        engine, image = self._engine, self._image
+        assert engine is not None and image is not None and self._dir is not None
+        name = leftovers.container_name(self.key, self._part)
+        self._remove_own(engine, name)
+        (self._dir / "sock").unlink(missing_ok=True)
+        try:
+            # By id, not tag: exactly the image recorded in the manifest, even
+            # if the tag is moved while the run goes on.
+            container = engine.containers.create(self.image_id, **self._run_options(name))
+        except docker.errors.APIError as e:
+            raise EngineError(
+                f"the engine refused to create a container of {self.image_ref}: "
+                f"{e.explanation or e}"
+            ) from e
+        try:
+            container.start()
+        except docker.errors.APIError as e:
+            leftovers.remove(container)
+            text = str(e.explanation or e)
+            if NO_GPU_DRIVER in text:
+                raise EngineError(
+                    f"--gpus {self.settings.gpus.describe()}: the Docker engine has no GPU "
+                    f"runtime (it answered: {text}). Install the NVIDIA Container Toolkit and "
+                    "configure it for Docker (`nvidia-ctk runtime configure --runtime=docker`, "
+                    "then restart dockerd), or run a CPU image with --gpus none"
+                ) from e
+            raise EngineError(f"the engine could not start {self.image_ref}: {text}") from e
+        self._container = container
+        self.starts += 1
+        self._logs = LogStream(
+            container, self.log_path, f"container {name} ({self.image_ref}) start #{self.starts}"
+        ).start()
+        client = _WatchedClient(self.address, self.deadlines, self._explain)
+        self._client = client
+        try:
+            client.wait_serving(self.startup_timeout_s, alive=self._running)
+        except errors.Unimplemented:
+            self._fail(
+                "does not serve the gRPC health service (grpc.health.v1.Health) that the "
+                "harness waits on: serve the system with the SDK's serve(), which adds it"
+            )
+        except errors.Unavailable as e:
+            self._fail(f"did not become ready: {e}")
+        return client
+
+    def _running(self) -> bool:
+        container = self._container
+        if container is None:
+            return False
+        try:
+            container.reload()
+        except docker.errors.NotFound:
+            return False
+        return container.status in ("created", "running")
+
+    def _state(self, settle_s: float = 2.0) -> dict[str, Any]:
+        """The container's state, waiting briefly for a dying one to be marked exited."""
+        container = self._container
+        if container is None:
+            return {}
+        deadline = time.monotonic() + settle_s
+        while True:
+            try:
+                container.reload()
+            except (docker.errors.APIError, requests.RequestException):
+                return {}
+            state: dict[str, Any] = container.attrs.get("State") or {}
+            if not state.get("Running") or time.monotonic() >= deadline:
+                return state
+            time.sleep(0.05)
+
+    def _what_happened(self, state: dict[str, Any]) -> str:
+        container = self._container
+        assert container is not None
+        if not state:
+            return f"container {container.name} is gone (removed from outside?)"
+        if state.get("Running"):
+            return f"container {container.name} is still running"
+        code = state.get("ExitCode")
+        text = f"container {container.name} exited with code {code}"
+        if state.get("OOMKilled"):
+            limit = self.settings.memory_bytes
+            size = f"{limit / (1 << 20):.0f} MiB" if limit else "no"
+            text += f" (killed for running out of memory at its {size} limit: raise --memory)"
+        elif code == 137:
+            text += " (SIGKILL: killed from outside, e.g. `docker kill`, or by the kernel)"
+        elif code == 139:
+            text += " (segmentation fault)"
+        elif state.get("Error"):
+            text += f" ({state['Error']})"
+        return text
+
+    def _explain(self, error: errors.ProtocolError) -> str | None:
+        """What the container was doing when a call failed, for the error message."""
+        if self._container is None:
+            return None
+        state = self._state()
+        what = self._what_happened(state)
+        if state.get("Running") and isinstance(error, errors.DeadlineExceeded):
+            what += (
+                f" but did not answer {error.rpc or 'the call'} before its deadline: it hangs or "
+                "is too slow (raise --query-timeout for slow queries); it is being stopped"
+            )
+        output = tail(self._container)
+        if output:
+            what += f"; its last output:\n{output}\n"
+        return what + f"Its full log is in {self.log_path}"
+
+    def _fail(self, what: str) -> NoReturn:
+        """Raise RuntimeStartError with the container's fate and output, and remove it."""
+        state = self._state(settle_s=0.5)
+        message = f"image {self.image_ref} {what}."
+        if not state.get("Running"):
+            message += f" {self._what_happened(state)}."
+        output = tail(self._container) if self._container is not None else ""
+        message += f" Its last output:\n{output}\n" if output else " "
+        message += f"Its full log is in {self.log_path}"
+        self.stop()
+        raise RuntimeStartError(message)
+
+    def _remove_own(self, engine: docker.DockerClient, name: str) -> None:
+        """A container of this harness with the same name (an earlier, failed start) goes first."""
+        try:
+            existing = engine.containers.get(name)
+        except docker.errors.NotFound:
+            return
+        if (existing.labels or {}).get(leftovers.OWNER) == self.owner.label():
+            leftovers.remove(existing)
+
+    def _remove_container(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        container, self._container = self._container, None
+        if container is not None:
+            # Already gone or dead: the removal below still applies.
+            with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+                container.stop(timeout=int(self.stop_timeout_s))
+            if self._logs is not None:
+                self._logs.join()
+            leftovers.remove(container)
+        self._logs = None

@@ -1,0 +1,211 @@
+"""Where a system runs. The runner sees only the `Runtime` interface.
+
+- `ProcessRuntime`: `apmbench-grpc serve SPEC` as a child process on a Unix
+  socket in a short temp dir; can restart it (for `restart` persistence).
+- `EndpointRuntime`: a server someone else started, at an address; cannot
+  restart.
+- `DockerRuntime` (apmbench.harness.runtimes.docker.runtime): an image in a hardened
+  container; can restart it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import IO, Any
+
+from apmbench.adapters.sdk import errors
+from apmbench.harness.errors import ConfigError, RuntimeStartError
+from apmbench.harness.protocol.client import Deadlines, SystemClient
+
+
+class Runtime(ABC):
+    """Starts a system and hands out a connected, ready client."""
+
+    kind: str = ""
+
+    @property
+    @abstractmethod
+    def can_restart(self) -> bool: ...
+
+    @abstractmethod
+    def start(self) -> SystemClient:
+        """Start (or connect to) the system; return once health says SERVING."""
+
+    @abstractmethod
+    def restart(self) -> SystemClient:
+        """A fresh system with empty memory; the old client must not be used again."""
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """Facts about the runtime for manifest.json."""
+
+    def begin_trajectory(self, trajectory_id: str) -> None:  # noqa: B027 - optional hook
+        """Called before each trajectory; a runtime may name what it starts after it
+        (the Docker runtime names containers per run and trajectory)."""
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class EndpointRuntime(Runtime):
+    kind = "endpoint"
+
+    def __init__(self, address: str, deadlines: Deadlines, startup_timeout_s: float = 30.0) -> None:
+        self.address = address
+        self.deadlines = deadlines
+        self.startup_timeout_s = startup_timeout_s
+        self._client: SystemClient | None = None
+
+    @property
+    def can_restart(self) -> bool:
+        return False
+
+    def start(self) -> SystemClient:
+        client = SystemClient(self.address, self.deadlines)
+        try:
+            client.wait_serving(self.startup_timeout_s)
+        except errors.Unavailable as e:
+            client.close()
+            raise RuntimeStartError(f"endpoint {self.address}: {e}") from e
+        self._client = client
+        return client
+
+    def restart(self) -> SystemClient:
+        raise ConfigError(
+            f"endpoint {self.address} cannot be restarted: use --persistence reset or trust"
+        )
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "address": self.address}
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    """The last lines of a log, so a start-up failure shows its cause without opening files."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no output)"
+    return "\n".join(text.rstrip().splitlines()[-lines:]) or "(no output)"
+
+
+class ProcessRuntime(Runtime):
+    """Runs SPEC (as `apmbench-grpc serve` would) in a subprocess; output goes to `log_path`."""
+
+    kind = "process"
+
+    def __init__(
+        self,
+        system: str,
+        log_path: Path,
+        deadlines: Deadlines,
+        startup_timeout_s: float = 60.0,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.system = system
+        self.log_path = log_path
+        self.deadlines = deadlines
+        self.startup_timeout_s = startup_timeout_s
+        self.env = env
+        self.starts = 0
+        # Unix socket paths are limited to 107 bytes: keep the directory short.
+        self._dir = Path(tempfile.mkdtemp(prefix="apm-", dir="/tmp"))
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._client: SystemClient | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def can_restart(self) -> bool:
+        return True
+
+    @property
+    def address(self) -> str:
+        return f"unix:{self._dir / 'sock'}"
+
+    def _alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> SystemClient:
+        if self._proc is not None:
+            raise RuntimeStartError("process runtime already started: use restart()")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("ab")
+        self._log.write(f"--- start #{self.starts + 1}: serve {self.system}\n".encode())
+        self._log.flush()
+        env = dict(os.environ if self.env is None else self.env)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        cmd = [
+            sys.executable,
+            "-m",
+            "apmbench.adapters",
+            self.system,
+            "--address",
+            self.address,
+            "--exit-with-parent",
+        ]
+        self._proc = subprocess.Popen(
+            cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        self.starts += 1
+        client = SystemClient(self.address, self.deadlines)
+        try:
+            client.wait_serving(self.startup_timeout_s, alive=self._alive)
+        except errors.Unavailable as e:
+            client.close()
+            code = self._proc.poll()
+            self._kill()
+            raise RuntimeStartError(
+                f"system {self.system!r} did not start"
+                + (f" (exit code {code})" if code is not None else "")
+                + f": {e}. The end of its output ({self.log_path}):\n"
+                + _tail(self.log_path)
+            ) from e
+        self._client = client
+        return client
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        sock = self._dir / "sock"
+        if sock.exists():
+            sock.unlink()
+
+    def restart(self) -> SystemClient:
+        self._kill()
+        return self.start()
+
+    def stop(self) -> None:
+        self._kill()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "system": self.system, "python": sys.executable}

@@ -1,0 +1,32 @@
+"""The LLM judge of the gated judge score (APM-Bench Eq. 1, appendix A.3).
+
+config      which judge (none | openai | transformers:PATH) and its settings
+rubric      the A.3 rubric, task guidance, and the request for one probe
+verdict     strict reading of the judge's JSON reply
+cache       replies on disk, keyed by judge model + settings + exact prompt
+judging     cache, bounded retry and concurrency over many probes
+openai_chat any OpenAI-compatible chat-completions endpoint (stdlib HTTP)
+local_model a local transformers model (optional `models` extra, imported lazily)
+"""
+
+from __future__ import annotations
+
+from apmbench.harness.scoring.judge.backend import ChatBackend
+from apmbench.harness.scoring.judge.config import JudgeConfig
+
+
+def open_judge(config: JudgeConfig) -> ChatBackend | None:
+    """The backend for `config` (None for `--judge none`); refuses unusable settings."""
+    config.check()
+    if config.kind == "openai":
+        from apmbench.harness.scoring.judge.openai_chat import OpenAIChatJudge
+
+        return OpenAIChatJudge(config)
+    if config.kind == "transformers":
+        from apmbench.harness.scoring.judge.local_model import TransformersJudge
+
+        return TransformersJudge(config)
+    return None
+
+
+__all__ = ["ChatBackend", "JudgeConfig", "open_judge"]

@@ -1,0 +1,445 @@
+"""The on-disk dataset format (documented in README.md, "Dataset format").
+
+    DIR/dataset.json        trajectories and their sessions
+    DIR/candidates/*.json   candidates in the paper's annotation formats (D.3-D.8),
+                            each file a JSON array; every candidate names its
+                            task_type, trajectory_id and candidate_id
+    DIR/videos/...          one video per session, first frame = session start
+                            (or, instead of "video", a "render" spec: frames the
+                            synthetic generator renders on the fly)
+
+Loading turns the files into typed, validated objects. Labels (correct
+options, evidence, reference responses, silence reasons) stay in `Candidate`
+and `Probe` fields that the schedule never puts on the wire.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from apmbench.adapters.sdk.types import Choice, UserTurnKind
+from apmbench.harness.errors import DatasetError
+from apmbench.harness.suites.apmbench import prompts, tasks
+from apmbench.harness.suites.apmbench.timecode import format_ms, to_ms
+
+FORMAT = "apmbench-dataset"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Session:
+    session_id: str
+    day_id: str
+    start_ms: int
+    end_ms: int
+    video: Path | None
+    render: Mapping[str, Any] | None = None
+    """Instead of a video: the synthetic renderer's spec for this session's frames."""
+
+    @property
+    def duration_s(self) -> float:
+        return (self.end_ms - self.start_ms) / 1000.0
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    trajectory_id: str
+    title: str
+    sessions: tuple[Session, ...]
+
+    def session_index(self, session_id: str) -> int:
+        for i, s in enumerate(self.sessions):
+            if s.session_id == session_id:
+                return i
+        raise KeyError(session_id)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A user turn the harness injects at `time_ms` (in `session_index`)."""
+
+    session_index: int
+    time_ms: int
+    kind: UserTurnKind
+    text: str
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One evaluation point: a question (MCQA/EA) or a decision probe (adaptive tasks).
+
+    `turns` are the probe's own injected turns (interval markers); the
+    candidate's shared turns are in `Candidate.turns`. Everything under
+    `label` is for scoring only and never crosses the wire.
+    """
+
+    probe_id: str
+    session_index: int
+    time_ms: int
+    prompt: str
+    interval_start_ms: int | None = None
+    turns: tuple[Turn, ...] = ()
+    positive: bool | None = None
+    label: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    candidate_id: str
+    trajectory_id: str
+    task: str
+    question: str
+    choices: tuple[Choice, ...]
+    correct_option_id: str | None
+    probes: tuple[Probe, ...]
+    turns: tuple[Turn, ...] = ()
+    evidence_available: bool | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    root: Path
+    name: str
+    trajectories: tuple[Trajectory, ...]
+    candidates: tuple[Candidate, ...]
+    content_hash: str
+
+    def trajectory(self, trajectory_id: str) -> Trajectory:
+        for t in self.trajectories:
+            if t.trajectory_id == trajectory_id:
+                return t
+        raise KeyError(trajectory_id)
+
+    def candidates_of(self, trajectory_id: str) -> list[Candidate]:
+        return [c for c in self.candidates if c.trajectory_id == trajectory_id]
+
+
+def _req(obj: Mapping[str, Any], key: str, where: str, kind: type = str) -> Any:
+    if key not in obj:
+        raise DatasetError(f"{where}: missing field {key!r}")
+    value = obj[key]
+    if not isinstance(value, kind):
+        raise DatasetError(f"{where}: field {key!r} must be {kind.__name__}, got {value!r}")
+    return value
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise DatasetError(f"{path}: file not found") from e
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
+
+
+def _load_trajectories(root: Path, doc: Mapping[str, Any]) -> tuple[Trajectory, ...]:
+    where = str(root / "dataset.json")
+    if doc.get("format") != FORMAT:
+        raise DatasetError(f"{where}: field 'format' must be {FORMAT!r}")
+    if doc.get("format_version") != FORMAT_VERSION:
+        raise DatasetError(
+            f"{where}: format_version {doc.get('format_version')!r} is not supported "
+            f"(this harness reads {FORMAT_VERSION})"
+        )
+    out: list[Trajectory] = []
+    seen: set[str] = set()
+    for i, t in enumerate(_req(doc, "trajectories", where, list)):
+        tw = f"{where}: trajectories[{i}]"
+        tid = _req(t, "trajectory_id", tw)
+        if tid in seen:
+            raise DatasetError(f"{tw}: duplicate trajectory_id {tid!r}")
+        seen.add(tid)
+        sessions: list[Session] = []
+        for j, s in enumerate(_req(t, "sessions", tw, list)):
+            sw = f"{tw}.sessions[{j}]"
+            day = _req(s, "day_id", sw)
+            start = to_ms(day, _req(s, "start_time", sw))
+            end = to_ms(day, _req(s, "end_time", sw))
+            if end <= start:
+                raise DatasetError(
+                    f"{sw}: end_time must be after start_time on the same day "
+                    "(split a session that crosses midnight)"
+                )
+            if sessions and start < sessions[-1].end_ms:
+                raise DatasetError(f"{sw}: starts before the previous session ends")
+            sid = _req(s, "session_id", sw)
+            if "render" in s:
+                sessions.append(Session(sid, day, start, end, None, _req(s, "render", sw, dict)))
+            else:
+                sessions.append(Session(sid, day, start, end, root / _req(s, "video", sw)))
+        if not sessions:
+            raise DatasetError(f"{tw}: has no sessions")
+        if len({s.session_id for s in sessions}) != len(sessions):
+            raise DatasetError(f"{tw}: duplicate session_id")
+        out.append(Trajectory(tid, str(t.get("title", "")), tuple(sessions)))
+    if not out:
+        raise DatasetError(f"{where}: has no trajectories")
+    return tuple(out)
+
+
+class _Builder:
+    """Turns one raw candidate into a `Candidate`, checking every time against its session."""
+
+    def __init__(self, raw: Mapping[str, Any], where: str, trajectory: Trajectory) -> None:
+        self.raw = raw
+        self.where = where
+        self.trajectory = trajectory
+        self.cid: str = _req(raw, "candidate_id", where)
+        self.task: str = _req(raw, "task_type", where)
+
+    def locate(self, obj: Mapping[str, Any], time_key: str, what: str) -> tuple[int, int]:
+        where = f"{self.where} {what}"
+        session_id = _req(obj, "session_id", where)
+        try:
+            index = self.trajectory.session_index(session_id)
+        except KeyError as e:
+            raise DatasetError(
+                f"{where}: session {session_id!r} is not in trajectory "
+                f"{self.trajectory.trajectory_id!r}"
+            ) from e
+        session = self.trajectory.sessions[index]
+        day = _req(obj, "day_id", where)
+        if day != session.day_id:
+            raise DatasetError(f"{where}: day_id {day!r} but session is on {session.day_id!r}")
+        t = to_ms(day, _req(obj, time_key, where))
+        if not session.start_ms <= t <= session.end_ms:
+            raise DatasetError(
+                f"{where}: {time_key} {format_ms(t)} is outside session {session_id} "
+                f"[{format_ms(session.start_ms)}, {format_ms(session.end_ms)}]"
+            )
+        return index, t
+
+    def choices(self, count: int) -> tuple[tuple[Choice, ...], str]:
+        raw = _req(self.raw, "choices", self.where, list)
+        letters = "ABCDE"[:count]
+        out = tuple(
+            Choice(_req(c, "option_id", self.where), _req(c, "text", self.where)) for c in raw
+        )
+        if tuple(c.option_id for c in out) != tuple(letters):
+            raise DatasetError(
+                f"{self.where}: {self.task} needs choices {', '.join(letters)} in order"
+            )
+        correct = _req(self.raw, "correct_option_id", self.where)
+        if correct not in letters:
+            raise DatasetError(f"{self.where}: correct_option_id {correct!r} is not an option")
+        return out, correct
+
+    def candidate(self, **kw: Any) -> Candidate:
+        kw.setdefault("question", "")
+        kw.setdefault("choices", ())
+        kw.setdefault("correct_option_id", None)
+        return Candidate(
+            candidate_id=self.cid,
+            trajectory_id=self.trajectory.trajectory_id,
+            task=self.task,
+            raw=self.raw,
+            **kw,
+        )
+
+    # -- per task ------------------------------------------------------------
+
+    def mcqa(self) -> Candidate:
+        choices, correct = self.choices(4)
+        question = _req(self.raw, "question", self.where)
+        index, t = self.locate(_req(self.raw, "query", self.where, dict), "query_time", "query")
+        prompt = prompts.mcqa(question, choices, spatial=self.task == "STU")
+        probe = Probe(f"{self.cid}", index, t, prompt)
+        return self.candidate(
+            question=question, choices=choices, correct_option_id=correct, probes=(probe,)
+        )
+
+    def evidence_availability(self) -> Candidate:
+        choices, correct = self.choices(5)
+        question = _req(self.raw, "question", self.where)
+        available = _req(self.raw, "evidence_available", self.where, bool)
+        if available == (correct == "E"):
+            raise DatasetError(
+                f"{self.where}: evidence_available={available} contradicts "
+                f"correct_option_id {correct!r} (E means the evidence is unavailable)"
+            )
+        index, t = self.locate(_req(self.raw, "query", self.where, dict), "query_time", "query")
+        prompt = prompts.evidence_availability(question, choices)
+        return self.candidate(
+            question=question,
+            choices=choices,
+            correct_option_id=correct,
+            probes=(Probe(self.cid, index, t, prompt),),
+            evidence_available=available,
+        )
+
+    def _heartbeat_probes(self, prompt: str) -> list[Probe]:
+        probes: list[Probe] = []
+        pos = _req(self.raw, "positive_heartbeat", self.where, dict)
+        index, t = self.locate(pos, "query_time", "positive_heartbeat")
+        probes.append(Probe(f"{self.cid}#pos", index, t, prompt, positive=True, label=pos))
+        for k, neg in enumerate(_req(self.raw, "negative_heartbeats", self.where, list)):
+            index, t = self.locate(neg, "query_time", f"negative_heartbeats[{k}]")
+            probes.append(Probe(f"{self.cid}#neg{k}", index, t, prompt, positive=False, label=neg))
+        return sorted(probes, key=lambda p: (p.time_ms, p.probe_id))
+
+    def era(self) -> Candidate:
+        choices, correct = self.choices(4)
+        question = _req(self.raw, "question", self.where)
+        probes = self._heartbeat_probes(prompts.era_probe())
+        sessions = {p.session_index for p in probes}
+        if len(sessions) != 1:
+            raise DatasetError(f"{self.where}: ERA heartbeats must all be in one session")
+        index = probes[0].session_index
+        start = self.trajectory.sessions[index].start_ms
+        turn = Turn(index, start, UserTurnKind.QUESTION, prompts.era_question(question, choices))
+        return self.candidate(
+            question=question,
+            choices=choices,
+            correct_option_id=correct,
+            probes=tuple(probes),
+            turns=(turn,),
+        )
+
+    def _registration(self) -> Turn:
+        reg = _req(self.raw, "registration_event", self.where, dict)
+        index, t = self.locate(reg, "registration_time", "registration_event")
+        text = _req(reg, "registration_text", f"{self.where} registration_event")
+        return Turn(index, t, UserTurnKind.REGISTRATION, text)
+
+    def rcr(self) -> Candidate:
+        turn = self._registration()
+        probes = self._heartbeat_probes(prompts.rcr_probe())
+        if any(p.time_ms < turn.time_ms for p in probes):
+            raise DatasetError(f"{self.where}: a probe precedes the registration")
+        return self.candidate(probes=tuple(probes), turns=(turn,))
+
+    def _window_probe(
+        self, window: Mapping[str, Any], what: str, probe_id: str, positive: bool
+    ) -> Probe:
+        index, start = self.locate(window, "start_time", what)
+        index_end, end = self.locate(window, "end_time", what)
+        if index_end != index or end <= start:
+            raise DatasetError(f"{self.where} {what}: end_time must follow start_time")
+        marker = Turn(
+            index, start, UserTurnKind.INTERVAL_MARKER, prompts.interval_marker(format_ms(start))
+        )
+        prompt = prompts.interval_probe(self.task, format_ms(start), format_ms(end))
+        return Probe(probe_id, index, end, prompt, start, (marker,), positive, window)
+
+    def windows(self) -> Candidate:
+        probes: list[Probe] = []
+        if self.task == "TPG":
+            positives = _req(self.raw, "ideal_response_windows", self.where, list)
+        else:
+            positives = [_req(self.raw, "ideal_response_window", self.where, dict)]
+        for k, w in enumerate(positives):
+            probes.append(self._window_probe(w, f"ideal window {k}", f"{self.cid}#pos{k}", True))
+        negatives = _req(self.raw, "negative_or_silence_windows", self.where, list)
+        for k, w in enumerate(negatives):
+            probes.append(self._window_probe(w, f"silence window {k}", f"{self.cid}#neg{k}", False))
+        turns: tuple[Turn, ...] = ()
+        if self.task == "PRM":
+            reg = self._registration()
+            if any(p.turns[0].time_ms < reg.time_ms for p in probes):
+                raise DatasetError(f"{self.where}: a probe interval precedes the registration")
+            turns = (reg,)
+        probes.sort(key=lambda p: (p.time_ms, p.probe_id))
+        return self.candidate(probes=tuple(probes), turns=turns)
+
+    def build(self) -> Candidate:
+        if self.task in tasks.MCQA_TASKS:
+            return self.mcqa()
+        if self.task == tasks.EVIDENCE_AVAILABILITY:
+            return self.evidence_availability()
+        if self.task == "ERA":
+            return self.era()
+        if self.task == "RCR":
+            return self.rcr()
+        if self.task in ("MPA", "PRM", "TPG"):
+            return self.windows()
+        raise DatasetError(
+            f"{self.where}: unknown task_type {self.task!r} (one of {', '.join(tasks.ALL_TASKS)})"
+        )
+
+
+def _hash_files(root: Path, annotations: Sequence[Path], videos: Sequence[Path]) -> str:
+    """Content hash of a dataset: annotations in full; videos by size and their
+    first and last MiB, so that hashing 100 GB of video does not take minutes."""
+    digest = hashlib.sha256()
+    for path in sorted(annotations):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    for path in sorted(set(videos)):
+        size = path.stat().st_size
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + str(size).encode())
+        with path.open("rb") as f:
+            digest.update(f.read(1 << 20))
+            f.seek(max(0, size - (1 << 20)))
+            digest.update(f.read(1 << 20))
+    return digest.hexdigest()
+
+
+def _check_video_lengths(trajectories: Sequence[Trajectory]) -> None:
+    """Fail before any work when a video is unreadable or shorter than its session."""
+    from apmbench.harness.media.frames import END_TOLERANCE_MS, probe_duration_ms
+
+    problems = []
+    for t in trajectories:
+        for s in t.sessions:
+            if s.video is None:
+                continue
+            length = probe_duration_ms(s.video)
+            if length + END_TOLERANCE_MS < s.end_ms - s.start_ms:
+                problems.append(
+                    f"{s.video.name} lasts {length / 1000:.1f} s but session "
+                    f"{t.trajectory_id}/{s.session_id} lasts {s.duration_s:.1f} s"
+                )
+    if problems:
+        raise DatasetError("videos shorter than their sessions: " + "; ".join(problems))
+
+
+def load_dataset(root: Path) -> Dataset:
+    """Read and validate a dataset directory; raise `DatasetError` naming what to fix."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DatasetError(f"dataset directory {root} does not exist")
+    doc = _read_json(root / "dataset.json")
+    trajectories = _load_trajectories(root, doc)
+    by_id = {t.trajectory_id: t for t in trajectories}
+    files = sorted((root / "candidates").glob("*.json"))
+    if not files:
+        raise DatasetError(f"{root / 'candidates'}: no candidate files (*.json)")
+    candidates: list[Candidate] = []
+    ids: set[str] = set()
+    for path in files:
+        items = _read_json(path)
+        if not isinstance(items, list):
+            raise DatasetError(f"{path}: must hold a JSON array of candidates")
+        for k, raw in enumerate(items):
+            where = f"{path.name}[{k}]"
+            if not isinstance(raw, dict):
+                raise DatasetError(f"{where}: a candidate must be a JSON object")
+            tid = _req(raw, "trajectory_id", where)
+            if tid not in by_id:
+                raise DatasetError(f"{where}: trajectory {tid!r} is not in dataset.json")
+            candidate = _Builder(raw, where, by_id[tid]).build()
+            if candidate.candidate_id in ids:
+                raise DatasetError(f"{where}: duplicate candidate_id {candidate.candidate_id!r}")
+            ids.add(candidate.candidate_id)
+            candidates.append(candidate)
+    missing = sorted(
+        {
+            str(s.video)
+            for t in trajectories
+            for s in t.sessions
+            if s.video is not None and not s.video.is_file()
+        }
+    )
+    if missing:
+        raise DatasetError("session videos not found: " + ", ".join(missing))
+    _check_video_lengths(trajectories)
+    videos = [s.video for t in trajectories for s in t.sessions if s.video is not None]
+    content_hash = _hash_files(root, [root / "dataset.json", *files], videos)
+    return Dataset(
+        root, str(doc.get("name", root.name)), trajectories, tuple(candidates), content_hash
+    )

@@ -1,0 +1,388 @@
+"""The paper's metrics, computed from the run's records (APM-Bench section 3.3, appendix B).
+
+Every number here is computed from the instance and session records alone,
+so a run can be re-scored without running the system again. Judge-dependent
+numbers (the gated LLM-judge score of the five adaptive tasks, hence the
+Adaptive Response family and Overall, and the response quality of Eq. 3) are
+`null` with a reason when no judge was configured or the judge gave no usable
+verdict for a gate-passing probe: never a guessed number.
+
+An adaptive instance row carries `gate_passed` (set by `grade_instance`),
+`judge_score` (1-5, or None) and `judge` (the recorded outcome, whose
+`status` is "not_needed" when the gate failed, "not_configured" without a
+judge, else "scored", "invalid" or "error").
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from statistics import fmean
+from typing import Any
+
+import numpy as np
+
+from apmbench.harness.scoring.answers import FAILURE, REPAIRED, parse_choice, parse_decision
+from apmbench.harness.suites.apmbench import tasks
+from apmbench.harness.suites.apmbench.dataset import Candidate, Probe
+
+SCHEMA_VERSION = 1
+NOT_COMPUTED_JUDGE = "needs an LLM judge (gated judge score, Eq. 1); none was configured"
+NOT_NEEDED = "not_needed"
+NOT_CONFIGURED = "not_configured"
+
+
+def grade_instance(candidate: Candidate, probe: Probe, text: str) -> dict[str, Any]:
+    """Parse one raw output and check it against the labels: the deterministic part of scoring."""
+    choices = [(c.option_id, c.text) for c in candidate.choices]
+    if candidate.task in tasks.MCQA_TASKS or candidate.task == tasks.EVIDENCE_AVAILABILITY:
+        parsed = parse_choice(text, choices)
+        return {
+            "answer": parsed.option,
+            "format": parsed.status,
+            "format_reason": parsed.reason,
+            "correct_option_id": candidate.correct_option_id,
+            "correct": parsed.option is not None and parsed.option == candidate.correct_option_id,
+            "evidence_available": candidate.evidence_available,
+        }
+    is_era = candidate.task == "ERA"
+    decision = parse_decision(text, choices, needs_option=is_era)
+    expected = "INTERVENE" if probe.positive else "SILENT"
+    decision_correct = decision.decision == expected
+    gate = decision_correct and decision.status != FAILURE
+    if is_era and probe.positive:
+        gate = gate and decision.option == candidate.correct_option_id
+    return {
+        "decision": decision.decision,
+        "answer": decision.option,
+        "format": decision.status,
+        "format_reason": decision.reason,
+        "expected_decision": expected,
+        "decision_correct": decision_correct,
+        "gate_passed": gate,
+        "judge_score": None,
+        # Replaced by the judging pass; a failed gate never reaches the judge (g_r = 0).
+        "judge": {"status": NOT_CONFIGURED if gate else NOT_NEEDED},
+    }
+
+
+def _summary(values: Sequence[float]) -> dict[str, float | int | None]:
+    if not values:
+        return {"n": 0, "mean": None, "p50": None, "p90": None, "p99": None}
+    arr = np.asarray(values, dtype=float)
+    return {
+        "n": len(values),
+        "mean": float(arr.mean()),
+        "p50": float(np.percentile(arr, 50)),
+        "p90": float(np.percentile(arr, 90)),
+        "p99": float(np.percentile(arr, 99)),
+    }
+
+
+def _rate(hits: int, total: int) -> float | None:
+    return 100.0 * hits / total if total else None
+
+
+def _judge_gap(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why a judge-dependent number over `rows` cannot be computed, or None if it can."""
+    pending = [r for r in rows if r["gate_passed"] and r.get("judge_score") is None]
+    if not pending:
+        return None
+    statuses = Counter(str((r.get("judge") or {}).get("status", NOT_CONFIGURED)) for r in pending)
+    if set(statuses) == {NOT_CONFIGURED}:
+        return NOT_COMPUTED_JUDGE
+    passing = sum(bool(r["gate_passed"]) for r in rows)
+    detail = ", ".join(f"{k}: {n}" for k, n in sorted(statuses.items()))
+    return (
+        f"the judge gave no usable verdict for {len(pending)} of {passing} gate-passing probes "
+        f"({detail}); see `judge` in instances.jsonl, then re-score with `apmbench-grpc score`"
+    )
+
+
+def _by_candidate(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    out: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        out[r["candidate_id"]].append(r)
+    return out
+
+
+def gated_probe_score(row: Mapping[str, Any]) -> float:
+    """g_r of Eq. 1: 0 when the gate failed, else the judge's 1-5 score."""
+    if not row["gate_passed"]:
+        return 0.0
+    judged = row.get("judge_score")
+    if judged is None:
+        raise ValueError(f"{row.get('instance_id')}: gate passed but no judge score")
+    return float(judged)
+
+
+def candidate_score(rows: Sequence[Mapping[str, Any]]) -> float:
+    """s_c of Eq. 1: the mean of the positive and negative probe means, or the sole one."""
+    pos = [gated_probe_score(r) for r in rows if r["polarity"] == "positive"]
+    neg = [gated_probe_score(r) for r in rows if r["polarity"] == "negative"]
+    if pos and neg:
+        return (fmean(pos) + fmean(neg)) / 2
+    return fmean(pos or neg)
+
+
+def gated_judge_score(rows: Sequence[Mapping[str, Any]]) -> tuple[float | None, str | None]:
+    """Eq. 1 for one task: 20 x the mean candidate score; (None, reason) when not computable."""
+    if not rows:
+        return None, "no candidates of this task in the dataset"
+    gap = _judge_gap(rows)
+    if gap is not None:
+        return None, gap
+    scores = [candidate_score(group) for group in _by_candidate(rows).values()]
+    return 20.0 * fmean(scores), None
+
+
+def response_quality_score(rows: Sequence[Mapping[str, Any]]) -> tuple[float | None, str | None]:
+    """Eq. 3 for one task: judged gate-passing probes, averaged per polarity, then candidate."""
+    if not rows:
+        return None, "no candidates of this task in the dataset"
+    gap = _judge_gap(rows)
+    if gap is not None:
+        return None, gap
+    per_candidate: list[float] = []
+    for group in _by_candidate(rows).values():
+        means = [
+            fmean(float(r["judge_score"]) for r in judged)
+            for polarity in ("positive", "negative")
+            if (judged := [r for r in group if r["polarity"] == polarity and r["gate_passed"]])
+        ]
+        if means:
+            per_candidate.append(fmean(means))
+    if not per_candidate:
+        return None, "no probe passed the gate, so no response was judged"
+    return 100.0 / 5.0 * fmean(per_candidate), None
+
+
+def task_scores(instances: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    by_task: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in instances:
+        by_task[r["task"]].append(r)
+    out: dict[str, dict[str, Any]] = {}
+    for task in (*tasks.MCQA_TASKS, *tasks.ADAPTIVE_TASKS):
+        rows = by_task.get(task, [])
+        entry: dict[str, Any] = {
+            "instances": len(rows),
+            "candidates": len({r["candidate_id"] for r in rows}),
+            "format_failures": sum(r["format"] == FAILURE for r in rows),
+        }
+        if task in tasks.MCQA_TASKS:
+            entry["metric"] = "accuracy"
+            entry["score"] = _rate(sum(bool(r["correct"]) for r in rows), len(rows))
+            if not rows:
+                entry["reason"] = "no candidates of this task in the dataset"
+        else:
+            entry["metric"] = "gated_llm_judge"
+            entry["score"], reason = gated_judge_score(rows)
+            if reason is not None:
+                entry["reason"] = reason
+        out[task] = entry
+    return out
+
+
+def family_scores(
+    by_task: Mapping[str, Mapping[str, Any]],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Family = mean of its tasks' scores; Overall = mean of the three families."""
+    families: dict[str, Any] = {}
+    for family, names in tasks.FAMILIES.items():
+        scored = [by_task[t]["score"] for t in names if by_task[t]["score"] is not None]
+        unscored = [t for t in names if by_task[t]["score"] is None]
+        if unscored:
+            families[family] = {
+                "score": None,
+                "tasks": list(names),
+                "reason": "not computed: " + ", ".join(unscored) + " have no score",
+            }
+        else:
+            families[family] = {"score": fmean(scored), "tasks": list(names)}
+    missing = [f for f, v in families.items() if v["score"] is None]
+    overall: dict[str, Any]
+    if missing:
+        overall = {
+            "score": None,
+            "reason": "not computed: " + ", ".join(missing) + " have no score",
+        }
+    else:
+        overall = {"score": fmean(v["score"] for v in families.values())}
+    return families, overall
+
+
+def evidence_availability(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    rows = [r for r in instances if r["task"] == tasks.EVIDENCE_AVAILABILITY]
+    avail = [r for r in rows if r["evidence_available"]]
+    unavail = [r for r in rows if not r["evidence_available"]]
+    ea = _rate(sum(bool(r["correct"]) for r in avail), len(avail))
+    eu = _rate(sum(bool(r["correct"]) for r in unavail), len(unavail))
+    return {
+        "n_available": len(avail),
+        "n_unavailable": len(unavail),
+        "evidence_available_accuracy": ea,
+        "evidence_unavailable_detection": eu,
+        "balanced_accuracy": None if ea is None or eu is None else (ea + eu) / 2,
+        "format_failures": sum(r["format"] == FAILURE for r in rows),
+    }
+
+
+def _balanced(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    rows = list(rows)
+    pos = [r for r in rows if r["polarity"] == "positive"]
+    neg = [r for r in rows if r["polarity"] == "negative"]
+    p = _rate(sum(r["decision"] == "INTERVENE" for r in pos), len(pos))
+    n = _rate(sum(r["decision"] == "SILENT" for r in neg), len(neg))
+    ba = None if p is None or n is None else (p + n) / 2
+    return {"positive_probes": len(pos), "negative_probes": len(neg), "P": p, "N": n, "BA": ba}
+
+
+def decision_accuracy(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Appendix B.1: per task, and pooled over the five adaptive tasks."""
+    adaptive = [r for r in instances if r["task"] in tasks.ADAPTIVE_TASKS]
+    out = {t: _balanced(r for r in adaptive if r["task"] == t) for t in tasks.ADAPTIVE_TASKS}
+    out["overall"] = _balanced(adaptive)
+    return out
+
+
+def gate_pass_rate(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Balanced gate pass rate per adaptive task (appendix B.2 superscripts)."""
+    out: dict[str, Any] = {}
+    for t in tasks.ADAPTIVE_TASKS:
+        rows = [r for r in instances if r["task"] == t]
+        pos = [r for r in rows if r["polarity"] == "positive"]
+        neg = [r for r in rows if r["polarity"] == "negative"]
+        p = _rate(sum(bool(r["gate_passed"]) for r in pos), len(pos))
+        n = _rate(sum(bool(r["gate_passed"]) for r in neg), len(neg))
+        out[t] = None if p is None or n is None else (p + n) / 2
+    return out
+
+
+def response_quality(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Appendix B.2, Table 7: Eq. 3 per task with its balanced gate pass rate, and the average."""
+    rates = gate_pass_rate(instances)
+    per_task: dict[str, Any] = {}
+    for t in tasks.ADAPTIVE_TASKS:
+        rows = [r for r in instances if r["task"] == t]
+        value, reason = response_quality_score(rows)
+        entry: dict[str, Any] = {"score": value, "gate_pass_rate": rates[t]}
+        if reason is not None:
+            entry["reason"] = reason
+        per_task[t] = entry
+    missing = [t for t, v in per_task.items() if v["score"] is None]
+    average: dict[str, Any] = (
+        {"score": None, "reason": "not computed: " + ", ".join(missing) + " have no score"}
+        if missing
+        else {"score": fmean(v["score"] for v in per_task.values())}
+    )
+    return {"tasks": per_task, "average": average}
+
+
+def judge_summary(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How every adaptive probe was (or was not) judged, per task and in all."""
+    adaptive = [r for r in instances if r["task"] in tasks.ADAPTIVE_TASKS]
+
+    def count(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+        statuses = Counter(str((r.get("judge") or {}).get("status", NOT_CONFIGURED)) for r in rows)
+        return dict(sorted(statuses.items()))
+
+    return {
+        "by_status": count(adaptive),
+        "by_task": {t: count(r for r in adaptive if r["task"] == t) for t in tasks.ADAPTIVE_TASKS},
+    }
+
+
+def storage(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Eq. 2 and Table 10.
+
+    Per trajectory, the prior-session states are the exports after every
+    session but the last (the last export is never carried into a later
+    session). B_peak is the largest; D_peak the cumulative session hours up to
+    the last session at which that peak is held. Trajectories with a single
+    session have no prior-session state and are not counted.
+    """
+    by_traj: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for s in sessions:
+        by_traj[s["trajectory_id"]].append(s)
+    rates: list[float] = []
+    peaks: list[int] = []
+    for rows in by_traj.values():
+        rows = sorted(rows, key=lambda r: r["index"])
+        prior = rows[:-1]
+        if not prior:
+            continue
+        peak = max(r["state_bytes"] for r in prior)
+        at = max(i for i, r in enumerate(prior) if r["state_bytes"] == peak)
+        hours = sum(r["duration_s"] for r in prior[: at + 1]) / 3600.0
+        rates.append(peak / hours)
+        peaks.append(peak)
+    mib = float(1 << 20)
+    return {
+        "trajectories_counted": len(rates),
+        "storage_per_hour_bytes": fmean(rates) if rates else None,
+        "storage_per_hour_mib": fmean(rates) / mib if rates else None,
+        "peak_bytes_mean": fmean(peaks) if peaks else None,
+        "peak_bytes_max": max(peaks) if peaks else None,
+    }
+
+
+def latency(
+    instances: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    ttft = [r["ttft_s"] for r in instances if r["ttft_s"] is not None]
+    frames = sum(s["frames"] for s in sessions)
+    ingest = sum(s["ingest_s"] for s in sessions)
+    return {
+        "time_to_first_token_s": _summary(ttft),
+        "full_response_s": _summary([r["total_s"] for r in instances]),
+        "real_time_factor": _summary([r["rtf"] for r in instances if r["rtf"] is not None]),
+        "queries_without_output": sum(r["ttft_s"] is None for r in instances),
+        "main_pass_ingest_s": ingest,
+        "main_pass_frames": frames,
+        "main_pass_frames_per_s": frames / ingest if ingest > 0 else None,
+    }
+
+
+def format_failures(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Appendix B.5, Tables 11-12: unrecoverable failures after deterministic repair."""
+    counts: dict[str, int] = defaultdict(int)
+    totals: dict[str, int] = defaultdict(int)
+    repaired = 0
+    for r in instances:
+        totals[r["task"]] += 1
+        counts[r["task"]] += r["format"] == FAILURE
+        repaired += r["format"] == REPAIRED
+    total = sum(counts.values())
+    return {
+        "total": total,
+        "rate": total / len(instances) if instances else None,
+        "probes": len(instances),
+        "repaired": repaired,
+        "by_task": {t: counts[t] for t in tasks.ALL_TASKS if counts[t]},
+        "rate_by_task": {t: counts[t] / totals[t] for t in tasks.ALL_TASKS if totals[t]},
+    }
+
+
+def score(
+    instances: Sequence[Mapping[str, Any]],
+    sessions: Sequence[Mapping[str, Any]],
+    scoring: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Every metric of the report; `scoring` (judge identity and settings) is recorded as is."""
+    by_task = task_scores(instances)
+    families, overall = family_scores(by_task)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "scoring": dict(scoring or {}),
+        "tasks": by_task,
+        "families": families,
+        "overall": overall,
+        "evidence_availability": evidence_availability(instances),
+        "decision_accuracy": decision_accuracy(instances),
+        "gate_pass_rate": gate_pass_rate(instances),
+        "response_quality": response_quality(instances),
+        "judge": judge_summary(instances),
+        "format_failures": format_failures(instances),
+        "latency": latency(instances, sessions),
+        "storage": storage(sessions),
+    }

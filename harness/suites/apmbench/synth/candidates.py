@@ -1,0 +1,599 @@
+"""Candidates for all twelve tasks and the Evidence Availability set, in the paper's formats.
+
+Answers are fixed by construction from the simulated events; evidence lies
+strictly before each query; distractors are other real events, objects,
+places, texts and counts of the same trajectory (as EgoProbe builds them), so
+the text of a question and its options alone does not reveal the answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from apmbench.harness.suites.apmbench.synth.world import FIXTURES, Event, SessionPlan
+from apmbench.harness.suites.apmbench.timecode import MS_PER_DAY
+
+UNAVAILABLE = "Not answerable now: the evidence needed is not available"
+Candidate = dict[str, Any]
+
+
+def clock(ms: int) -> str:
+    s = (ms % MS_PER_DAY) // 1000
+    return f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+@dataclass
+class TrajectoryFacts:
+    trajectory_id: str
+    sessions: list[SessionPlan]
+
+    @property
+    def events(self) -> list[Event]:
+        return [e for s in self.sessions for e in s.events]
+
+    def at(self, index: int, ms: int) -> dict[str, str]:
+        s = self.sessions[index]
+        return {"day_id": s.day_id, "session_id": s.session_id, "query_time": clock(ms)}
+
+    def window(self, index: int, start_ms: int, end_ms: int, **extra: str) -> dict[str, str]:
+        s = self.sessions[index]
+        return {
+            "day_id": s.day_id,
+            "session_id": s.session_id,
+            "start_time": clock(start_ms),
+            "end_time": clock(end_ms),
+            **extra,
+        }
+
+    def evidence(self, e: Event) -> dict[str, str]:
+        return self.window(
+            e.session_index,
+            e.time_ms,
+            e.time_ms + 2000,
+            evidence_content=f"The wearer {e.describe()}.",
+        )
+
+    def objects(self) -> list[str]:
+        opening = self.sessions[0].opening
+        return sorted(o for p in opening.places.values() for o in p.objects.values())
+
+    def places(self) -> list[str]:
+        return sorted(self.sessions[0].opening.places)
+
+
+class Builder:
+    def __init__(self, facts: TrajectoryFacts, rng: random.Random) -> None:
+        self.facts = facts
+        self.rng = rng
+        self.counter = 0
+
+    def new_id(self, task: str) -> str:
+        self.counter += 1
+        return f"{self.facts.trajectory_id}-{task}-{self.counter:03d}"
+
+    def options(
+        self, correct: str, pool: list[str], extra: str | None = None
+    ) -> tuple[list[dict[str, str]], str] | None:
+        distractors = sorted({p for p in pool if p != correct})
+        if len(distractors) < 3:
+            return None
+        texts = [correct, *self.rng.sample(distractors, 3)]
+        self.rng.shuffle(texts)
+        if extra is not None:
+            texts.append(extra)
+        choices = [{"option_id": "ABCDE"[i], "text": t} for i, t in enumerate(texts)]
+        return choices, "ABCD"[texts.index(correct)]
+
+    def query_time(self, index: int, earliest_s: int = 8) -> int:
+        s = self.facts.sessions[index]
+        return s.start_ms + self.rng.randint(earliest_s, s.seconds - 4) * 1000
+
+    def mcqa(
+        self,
+        task: str,
+        index: int,
+        t: int,
+        question: str,
+        correct: str,
+        pool: list[str],
+        evidence: list[Event],
+    ) -> Candidate | None:
+        opts = self.options(correct, pool)
+        if opts is None:
+            return None
+        choices, letter = opts
+        return {
+            "task_type": task,
+            "trajectory_id": self.facts.trajectory_id,
+            "candidate_id": self.new_id(task),
+            "question": question,
+            "choices": choices,
+            "correct_option_id": letter,
+            "query": self.facts.at(index, t),
+            "evidence_moments": [self.facts.evidence(e) for e in evidence],
+        }
+
+    # -- cross-session understanding ------------------------------------------------
+
+    def _putdown_recall(self, index: int, t: int) -> tuple[str, Event] | None:
+        """An earlier-session put-down that is the only one at its place on its day, up to `t`."""
+        prior = [e for e in self.facts.events if e.time_ms < t]
+        options = []
+        for e in prior:
+            if e.kind != "putdown" or e.session_index >= index:
+                continue
+            day = e.time_ms // MS_PER_DAY
+            same = {
+                x.subject
+                for x in prior
+                if x.kind == "putdown" and x.place == e.place and x.time_ms // MS_PER_DAY == day
+            }
+            if same == {e.subject}:
+                options.append(e)
+        if not options:
+            return None
+        e = self.rng.choice(options)
+        day_id = self.facts.sessions[e.session_index].day_id
+        question = f"On {day_id}, I put one object down at the {e.place}. Which object was it?"
+        return question, e
+
+    def er(self, index: int) -> Candidate | None:
+        t = self.query_time(index)
+        found = self._putdown_recall(index, t)
+        if found is None:
+            return None
+        question, e = found
+        return self.mcqa("ER", index, t, question, e.subject, self.facts.objects(), [e])
+
+    def est(self, index: int) -> Candidate | None:
+        session = self.facts.sessions[index]
+        t = self.query_time(index)
+        state = session.state_at(t)
+        current = [e for e in session.events if e.time_ms <= t]
+        candidates = []
+        for place in state.places.values():
+            for obj in place.objects.values():
+                touched = any(e.subject == obj for e in current)
+                last = [
+                    e
+                    for e in self.facts.events
+                    if e.kind == "putdown" and e.subject == obj and e.time_ms < session.start_ms
+                ]
+                if (
+                    not touched
+                    and last
+                    and place.name != state.here
+                    and last[-1].place == place.name
+                ):
+                    candidates.append((obj, place.name, last[-1]))
+        if not candidates:
+            return None
+        obj, where, e = self.rng.choice(candidates)
+        return self.mcqa(
+            "EST", index, t, f"Where is the {obj} now?", where, self.facts.places(), [e]
+        )
+
+    def tr(self, index: int) -> Candidate | None:
+        t = self.query_time(index)
+        before = [e for e in self.facts.events if e.time_ms < t]
+        seen = Counter(e.describe() for e in before)
+        # An option must name exactly one moment, or "first" has no single answer.
+        prior = [
+            e
+            for e in before
+            if e.session_index < index
+            and e.kind in ("pickup", "putdown", "toggle")
+            and seen[e.describe()] == 1
+        ]
+        for _ in range(20):
+            if len(prior) < 4:
+                return None
+            picked = self.rng.sample(prior, 4)
+            if len({e.subject for e in picked}) < 4 or len({e.session_index for e in picked}) < 2:
+                continue
+            first = min(picked, key=lambda e: e.time_ms)
+            texts = [e.describe() for e in picked]
+            opts = self.options(first.describe(), texts)
+            if opts is None:
+                continue
+            choices, letter = opts
+            return {
+                "task_type": "TR",
+                "trajectory_id": self.facts.trajectory_id,
+                "candidate_id": self.new_id("TR"),
+                "question": "Which of these did I do first?",
+                "choices": choices,
+                "correct_option_id": letter,
+                "query": self.facts.at(index, t),
+                "evidence_moments": [
+                    self.facts.evidence(e) for e in sorted(picked, key=lambda e: e.time_ms)
+                ],
+            }
+        return None
+
+    # -- real-time perception ---------------------------------------------------------
+
+    def acr(self, index: int) -> Candidate | None:
+        session = self.facts.sessions[index]
+        quiet = [
+            e
+            for e in session.events
+            if e.kind in ("pickup", "putdown", "toggle", "count")
+            and not any(0 < abs(x.time_ms - e.time_ms) <= 3000 for x in session.events)
+        ]
+        if not quiet:
+            return None
+        e = self.rng.choice(quiet)
+        t = e.time_ms + 2000
+        if t > session.end_ms:
+            return None
+        pool = [
+            x.describe()
+            for x in self.facts.events
+            if x.kind in ("pickup", "putdown", "toggle", "count")
+        ]
+        return self.mcqa("ACR", index, t, "What did I just do?", e.describe(), pool, [e])
+
+    def ct(self, index: int) -> Candidate | None:
+        t = self.query_time(index, 4)
+        state = self.facts.sessions[index].state_at(t)
+        place = state.places[state.here]
+        n = place.item_count
+        pool = [str(v) for v in range(max(1, n - 4), n + 5)]
+        question = f"How many {place.item} are at the {place.name} right now?"
+        return self.mcqa("CT", index, t, question, str(n), pool, [])
+
+    def ocr(self, index: int) -> Candidate | None:
+        t = self.query_time(index, 4)
+        state = self.facts.sessions[index].state_at(t)
+        text = state.places[state.here].screen
+        pool = [e.after for e in self.facts.events if e.kind == "screen"]
+        pool += [p.screen for p in self.facts.sessions[0].opening.places.values()]
+        return self.mcqa("OCR", index, t, "What does the screen say right now?", text, pool, [])
+
+    def stu(self, index: int) -> Candidate | None:
+        t = self.query_time(index, 4)
+        state = self.facts.sessions[index].state_at(t)
+        slots = state.places[state.here].layout()
+        pairs = [(a.label, b.label) for a, b in itertools.pairwise(slots) if a.label and b.label]
+        if not pairs:
+            return None
+        left, right = self.rng.choice(pairs)
+        pool = [s.label for s in slots if s.label and s.label != left]
+        pool += self.facts.objects() + sorted(FIXTURES)
+        question = f"Which object is immediately to the right of the {left}?"
+        return self.mcqa("STU", index, t, question, right, pool, [])
+
+    # -- evidence availability ----------------------------------------------------------
+
+    def ea(self, index: int, available: bool) -> Candidate | None:
+        t = self.query_time(index)
+        found = self._putdown_recall(index, t)
+        tries = 0
+        while found is not None and (found[1].session_index >= index - 2) != available:
+            tries += 1
+            if tries > 30:
+                return None
+            found = self._putdown_recall(index, t)
+        if found is None:
+            return None
+        question, e = found
+        opts = self.options(e.subject, self.facts.objects(), extra=UNAVAILABLE)
+        if opts is None:
+            return None
+        choices, letter = opts
+        return {
+            "task_type": "EA",
+            "trajectory_id": self.facts.trajectory_id,
+            "candidate_id": self.new_id("EA"),
+            "question": question,
+            "choices": choices,
+            "correct_option_id": letter if available else "E",
+            "evidence_available": available,
+            "query": self.facts.at(index, t),
+            "evidence_moments": [self.facts.evidence(e)],
+        }
+
+    # -- adaptive response ----------------------------------------------------------------
+
+    def era(self, index: int) -> Candidate | None:
+        session = self.facts.sessions[index]
+        pickups = [e for e in session.events if e.kind == "pickup"]
+        if not pickups or pickups[0].time_ms - session.start_ms < 12_000:
+            return None
+        e = pickups[0]
+        opts = self.options(e.subject, self.facts.objects())
+        if opts is None:
+            return None
+        choices, letter = opts
+        neg = (
+            session.start_ms
+            + self.rng.randint(3, (e.time_ms - session.start_ms) // 1000 - 4) * 1000
+        )
+        return {
+            "task_type": "ERA",
+            "trajectory_id": self.facts.trajectory_id,
+            "candidate_id": self.new_id("ERA"),
+            "question": "Which object will I pick up first in this session?",
+            "choices": choices,
+            "correct_option_id": letter,
+            "answer_evidence_moments": [self.facts.evidence(e)],
+            "positive_heartbeat": {
+                **self.facts.at(index, e.time_ms + 2000),
+                "response_reason": f"The wearer has just {e.describe()}.",
+            },
+            "negative_heartbeats": [
+                {**self.facts.at(index, neg), "silence_reason": "Nothing has been picked up yet."}
+            ],
+            "ideal_response_window": self.facts.window(index, e.time_ms, e.time_ms + 4000),
+        }
+
+    def rcr(self, index: int) -> Candidate | None:
+        session = self.facts.sessions[index]
+        pickups = [
+            e
+            for e in session.events
+            if e.kind == "pickup" and e.time_ms - session.start_ms >= 20_000
+        ]
+        if not pickups:
+            return None
+        e = self.rng.choice(pickups)
+        tr = e.time_ms - self.rng.randint(10, 15) * 1000
+        if any(
+            x.kind == "pickup" and x.subject == e.subject and tr <= x.time_ms < e.time_ms
+            for x in session.events
+        ):
+            return None
+        fixture = self.rng.choice(sorted(FIXTURES))
+        registration = f"Remind me to check the {fixture} when I pick up the {e.subject}."
+        return {
+            "task_type": "RCR",
+            "trajectory_id": self.facts.trajectory_id,
+            "candidate_id": self.new_id("RCR"),
+            "registration_event": {
+                "day_id": session.day_id,
+                "session_id": session.session_id,
+                "registration_time": clock(tr),
+                "registration_text": registration,
+            },
+            "positive_heartbeat": {
+                **self.facts.at(index, e.time_ms + 1000),
+                "proactive_response": f"Check the {fixture}.",
+                "reason": f"The wearer has just picked up the {e.subject}.",
+            },
+            "negative_heartbeats": [
+                {
+                    **self.facts.at(index, tr + 3000),
+                    "silence_reason": f"The {e.subject} has not been picked up.",
+                }
+            ],
+            "ideal_response_window": self.facts.window(index, e.time_ms, e.time_ms + 3000),
+        }
+
+    def _quiet_window(
+        self, index: int, before_ms: int, kinds: tuple[str, ...]
+    ) -> tuple[int, int] | None:
+        session = self.facts.sessions[index]
+        for _ in range(30):
+            start = session.start_ms + self.rng.randint(2, 40) * 1000
+            end = start + 5000
+            if end > before_ms - 1000:
+                continue
+            if not any(start - 1000 <= e.time_ms < end and e.kind in kinds for e in session.events):
+                return start, end
+        return None
+
+    def mpa(self, index: int) -> Candidate | None:
+        if index == 0:
+            return None
+        session = self.facts.sessions[index]
+        for g in (e for e in session.events if e.kind == "goto"):
+            state = session.state_at(g.time_ms)
+            place = state.places[g.place]
+            earlier_visit = any(
+                e.kind == "goto" and e.place == g.place and e.time_ms < g.time_ms
+                for e in session.events
+            )
+            if earlier_visit or any(
+                abs(e.time_ms - g.time_ms) < 4000 and e is not g for e in session.events
+            ):
+                continue
+            remembered = [
+                (o, self._last_putdown(o, session.start_ms)) for o in place.objects.values()
+            ]
+            remembered = [
+                (o, e)
+                for o, e in remembered
+                if e is not None
+                and e.place == g.place
+                and not any(x.subject == o for x in session.events if x.time_ms < g.time_ms)
+            ]
+            if not remembered:
+                continue
+            quiet = self._quiet_window(index, g.time_ms, ("goto",))
+            if quiet is None:
+                continue
+            obj, put = remembered[0]
+            assert put is not None
+            day = self.facts.sessions[put.session_index].day_id
+            return {
+                "task_type": "MPA",
+                "trajectory_id": self.facts.trajectory_id,
+                "candidate_id": self.new_id("MPA"),
+                "evidence_moments": [self.facts.evidence(put)],
+                "response_window_rationale": (
+                    f"The wearer arrives at the {g.place}, where the {obj} was left on {day}."
+                ),
+                "reference_proactive_response": (
+                    f"Your {obj} is here at the {g.place}; you left it here on {day}."
+                ),
+                "ideal_response_window": self.facts.window(index, g.time_ms, g.time_ms + 4000),
+                "negative_or_silence_windows": [
+                    self.facts.window(
+                        index,
+                        *quiet,
+                        silence_reason="The wearer stays where they are; nothing calls for help.",
+                    )
+                ],
+            }
+        return None
+
+    def _last_putdown(self, obj: str, before_ms: int) -> Event | None:
+        puts = [
+            e
+            for e in self.facts.events
+            if e.kind == "putdown" and e.subject == obj and e.time_ms < before_ms
+        ]
+        return puts[-1] if puts else None
+
+    def prm(self, index: int) -> Candidate | None:
+        if index == 0:
+            return None
+        session = self.facts.sessions[index]
+        for e in session.events:
+            if e.kind != "toggle" or e.after not in ("ON", "OPEN"):
+                continue
+            earlier = self.facts.sessions[self.rng.randrange(index)]
+            reg_ms = earlier.start_ms + self.rng.randint(5, earlier.seconds - 10) * 1000
+            if any(
+                x.kind == "toggle"
+                and x.subject == e.subject
+                and x.after == e.after
+                and reg_ms < x.time_ms < e.time_ms
+                for x in self.facts.events
+            ):
+                continue
+            if any(0 < x.time_ms - e.time_ms < 4000 for x in session.events):
+                continue
+            quiet = self._quiet_window(index, e.time_ms, ("toggle",))
+            if quiet is None:
+                continue
+            verb = "open" if e.after == "OPEN" else "switch on"
+            thing = self.rng.choice(self.facts.objects())
+            registration = f"Next time I {verb} the {e.subject}, remind me to take the {thing}."
+            return {
+                "task_type": "PRM",
+                "trajectory_id": self.facts.trajectory_id,
+                "candidate_id": self.new_id("PRM"),
+                "registration_event": {
+                    "day_id": earlier.day_id,
+                    "session_id": earlier.session_id,
+                    "registration_time": clock(reg_ms),
+                    "registration_text": registration,
+                },
+                "trigger_match_reason": f"The wearer {e.describe()}.",
+                "reference_proactive_response": f"Remember to take the {thing}.",
+                "ideal_response_window": self.facts.window(index, e.time_ms, e.time_ms + 3000),
+                "negative_or_silence_windows": [
+                    self.facts.window(
+                        index, *quiet, silence_reason=f"The {e.subject} is not being {verb}ed now."
+                    )
+                ],
+            }
+        return None
+
+    def tpg(self, index: int) -> Candidate | None:
+        if index == 0:
+            return None
+        session = self.facts.sessions[index]
+        for e in session.events:
+            if e.kind != "count" or int(e.after) <= int(e.before):
+                continue
+            history = [
+                x
+                for x in self.facts.events
+                if x.kind == "count"
+                and x.subject == e.subject
+                and x.place == e.place
+                and x.session_index < index
+                and int(x.after) > int(x.before)
+            ]
+            same_session_before = [
+                x
+                for x in session.events
+                if x.kind == "count" and x.subject == e.subject and x.time_ms < e.time_ms
+            ]
+            if not history or same_session_before:
+                continue
+            if any(0 < x.time_ms - e.time_ms < 4000 for x in session.events):
+                continue
+            quiet = self._quiet_window(index, e.time_ms, ("count",))
+            if quiet is None:
+                continue
+            return {
+                "task_type": "TPG",
+                "trajectory_id": self.facts.trajectory_id,
+                "candidate_id": self.new_id("TPG"),
+                "evidence_moments": [self.facts.evidence(x) for x in history],
+                "memory_relevance": (
+                    f"The wearer keeps restocking {e.subject} at the {e.place} across sessions."
+                ),
+                "ideal_response_windows": [
+                    self.facts.window(
+                        index,
+                        e.time_ms,
+                        e.time_ms + 3000,
+                        response_window_rationale=f"The wearer resumes restocking {e.subject}.",
+                        reference_proactive_response=(
+                            f"You are restocking {e.subject} at the {e.place}: "
+                            f"there are {e.after} now."
+                        ),
+                    )
+                ],
+                "negative_or_silence_windows": [
+                    self.facts.window(
+                        index, *quiet, silence_reason="No restocking is happening in this interval."
+                    )
+                ],
+            }
+        return None
+
+
+def generate(facts: TrajectoryFacts, rng: random.Random, per_task: int) -> list[Candidate]:
+    """Up to `per_task` candidates of each task for one trajectory."""
+    b = Builder(facts, rng)
+    n = len(facts.sessions)
+    later = list(range(1, n))
+    every = list(range(n))
+    plans: list[tuple[Callable[[int], Candidate | None], list[int]]] = [
+        (b.er, later),
+        (b.est, later),
+        (b.tr, later),
+        (b.acr, every),
+        (b.ct, every),
+        (b.ocr, every),
+        (b.stu, every),
+        (b.era, every),
+        (b.rcr, every),
+        (b.mpa, later),
+        (b.prm, later),
+        (b.tpg, later),
+    ]
+    out: list[Candidate] = []
+    for make, sessions in plans:
+        made = 0
+        for attempt in range(per_task * 12):
+            if made == per_task or not sessions:
+                break
+            candidate = make(sessions[attempt % len(sessions)])
+            if candidate is not None:
+                out.append(candidate)
+                made += 1
+    # Evidence Availability: as many questions with the evidence inside the two
+    # most recent sessions as outside them.
+    ea_sessions = list(range(3, n))
+    found: dict[bool, list[Candidate]] = {True: [], False: []}
+    for available in (True, False):
+        for attempt in range(per_task * 12):
+            if len(found[available]) == per_task or not ea_sessions:
+                break
+            candidate = b.ea(ea_sessions[attempt % len(ea_sessions)], available)
+            if candidate is not None:
+                found[available].append(candidate)
+    pairs = min(len(found[True]), len(found[False]))
+    return out + found[True][:pairs] + found[False][:pairs]
