@@ -137,7 +137,7 @@ def probe_queries() -> list[Query]:
         ),
         query(
             QueryKind.DECISION,
-            prompts.interval_probe("PRM", format_ms(start), format_ms(PROBE_TIME_MS)),
+            prompts.example_decision_probe(format_ms(start), format_ms(PROBE_TIME_MS)),
             interval_start_ms=start,
         ),
     ]

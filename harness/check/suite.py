@@ -27,7 +27,7 @@ from apmbench.harness.check.rules import RULES
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import SystemClient
 from apmbench.harness.run.executor import describe_info
-from apmbench.harness.runtimes.process import EndpointRuntime, ProcessRuntime, Runtime
+from apmbench.harness.runtimes.process import EndpointRuntime, Runtime
 
 # Order matters: Describe first (later checks need it), the cancellation check
 # after the others that need a responsive server, the slow ones last.
@@ -143,13 +143,9 @@ def run_suite(
 
 
 def _log_tail(runtime: Runtime, lines: int = 5) -> str:
-    """The end of a local server's output, which usually says why it did not start."""
-    if not isinstance(runtime, ProcessRuntime) or not runtime.log_path.exists():
-        return ""
-    text = runtime.log_path.read_text(errors="replace").strip().splitlines()
-    starts = [i for i, line in enumerate(text) if line.startswith("--- start")]
-    last = text[starts[-1] + 1 :] if starts else text  # this start's output only
-    return "; its last output: " + " | ".join(last[-lines:]) if last else ""
+    """The end of the server's output, which usually says why it did not start."""
+    last = runtime.log_tail(lines)
+    return "; its last output: " + " | ".join(last.splitlines()) if last else ""
 
 
 def _recover(ctx: CheckContext, name: str) -> str:

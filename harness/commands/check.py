@@ -130,20 +130,12 @@ def _run(
     from apmbench.harness.check import CheckSettings, run_suite
     from apmbench.harness.check.render import result_line
     from apmbench.harness.protocol.client import Deadlines
-    from apmbench.harness.runtimes.process import EndpointRuntime, ProcessRuntime, Runtime
+    from apmbench.harness.runtimes import RuntimeSpec, make_runtime
 
     deadlines = Deadlines(control=30.0, push=120.0, query=query_timeout, state=600.0)
     out.mkdir(parents=True, exist_ok=True)
-    runtime: Runtime
-    if image is not None:
-        from apmbench.harness.runtimes.docker.runtime import DockerRuntime
-
-        runtime = DockerRuntime(image, out, deadlines, container, startup_timeout)
-    elif endpoint is not None:
-        runtime = EndpointRuntime(endpoint, deadlines, startup_timeout)
-    else:
-        assert system is not None
-        runtime = ProcessRuntime(system, out / "logs" / "system.log", deadlines, startup_timeout)
+    spec = RuntimeSpec(system=system, endpoint=endpoint, image=image, container=container)
+    runtime = make_runtime(spec, out, deadlines, startup_timeout)
     with runtime:
         return run_suite(
             runtime,

@@ -19,14 +19,15 @@ from apmbench.harness.commands.judge_options import judge_config, judge_options,
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.protocol.client import Deadlines
-from apmbench.harness.reports.summary import summary_tables
 from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.docker.cli_options import container_options
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
-from apmbench.harness.suites.apmbench.synth.presets import PRESETS
+from apmbench.harness.suites import SUITES, get_suite, suite_of_dataset
 
 if TYPE_CHECKING:
     from apmbench.harness.run.evaluate import EvaluateOptions, Evaluation
+    from apmbench.harness.suites.base import Suite
 
 
 @click.command()
@@ -38,10 +39,16 @@ if TYPE_CHECKING:
     help="Dataset directory (dataset.json, candidates/, videos/).",
 )
 @click.option(
-    "--synthetic",
-    type=click.Choice(sorted(PRESETS)),
+    "--benchmark",
+    type=click.Choice(sorted(SUITES)),
     default=None,
-    help="Use the built-in synthetic benchmark of this size (generated once, then cached).",
+    help="The benchmark suite. Default: the one the dataset names, else apmbench.",
+)
+@click.option(
+    "--synthetic",
+    default=None,
+    help="Use the suite's built-in synthetic benchmark of this size (tiny, small or paper; "
+    "generated once, then cached).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --synthetic.")
 @click.option(
@@ -116,6 +123,7 @@ if TYPE_CHECKING:
 @judge_options(default_judge="none")
 @container_options
 def evaluate(
+    benchmark: str | None,
     dataset: Path | None,
     synthetic: str | None,
     seed: int,
@@ -156,21 +164,19 @@ def evaluate(
     if fps <= 0:
         raise click.BadParameter("must be positive", param_hint="--fps")
     if dataset is None:
-        dataset = _synthetic(synthetic or "small", seed)
+        dataset = _synthetic(benchmark, synthetic or "small", seed)
     embedded = system is None and endpoint is None and image is None
     systems: list[str | None] = list(compared_systems()) if embedded else [system]
     base = out or Path("runs") / dataset.name
     judge_settings = judge_config(**judge)
     results = []
     for name in systems:
-        label = (name or image or "endpoint").replace(":", "_").replace("/", "_")
+        spec = RuntimeSpec(system=name, endpoint=endpoint, image=image, container=container)
         opts = EvaluateOptions(
             dataset=dataset,
-            out=(base / label) if embedded or out is None else out,
-            system=name,
-            endpoint=endpoint,
-            image=image,
-            container=container,
+            out=(base / spec.label) if embedded or out is None else out,
+            runtime=spec,
+            benchmark=benchmark,
             persistence=Persistence(persistence) if persistence else None,
             resume=resume,
             frames=FrameSettings(fps=fps, max_side=max_side, encoding=FrameEncoding(encoding)),
@@ -182,21 +188,34 @@ def evaluate(
         results.append(_run(opts, quiet=embedded))
     if embedded:
         wide = Console(width=120)
-        for table in summary_tables(results, [str(n) for n in systems]):
+        suite = _suite(dataset, benchmark)
+        for table in suite.summary_tables([r.report for r in results], [str(n) for n in systems]):
             wide.print(table)
         click.echo("run directories: " + ", ".join(str(r.run_dir) for r in results))
 
 
-def _synthetic(preset: str, seed: int) -> Path:
-    from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
+def _suite(dataset: Path, benchmark: str | None) -> Suite:
+    try:
+        return suite_of_dataset(dataset, benchmark)
+    except ConfigError as e:
+        console.print(f"[red]error:[/red] {e}")
+        sys.exit(EXIT_USAGE)
 
-    with console.status(f"preparing the synthetic {preset} benchmark (seed {seed})"):
-        return synthetic_dataset(preset, seed)
+
+def _synthetic(benchmark: str | None, preset: str, seed: int) -> Path:
+    try:
+        suite = get_suite(benchmark or "apmbench")
+        suite.check_preset(preset)
+        with console.status(f"preparing the synthetic {preset} benchmark (seed {seed})"):
+            return suite.synthetic(preset, seed)
+    except ConfigError as e:
+        console.print(f"[red]error:[/red] {e}")
+        sys.exit(EXIT_USAGE)
 
 
 def _run(opts: EvaluateOptions, quiet: bool) -> Evaluation:
     """One evaluation with a progress display; exits with a code a person can act on."""
-    from apmbench.harness.run.evaluate import Progress as Callbacks
+    from apmbench.harness.run.evaluate import Progress as RunProgress
     from apmbench.harness.run.evaluate import evaluate as run_evaluation
 
     out = opts.out
@@ -220,7 +239,7 @@ def _run(opts: EvaluateOptions, quiet: bool) -> Evaluation:
             def started(tid: str, segments: int) -> None:
                 bar.update(current, description=tid, total=segments, completed=0, visible=True)
 
-            callbacks = Callbacks(
+            callbacks = RunProgress(
                 trajectories=trajectories,
                 trajectory_started=started,
                 segment_started=lambda s: bar.advance(current),
@@ -233,12 +252,9 @@ def _run(opts: EvaluateOptions, quiet: bool) -> Evaluation:
     except (DatasetError, ConfigError, RunDirError) as e:
         console.print(f"[red]error:[/red] {e}")
         sys.exit(EXIT_USAGE)
-    except ProtocolError as e:
-        console.print(f"[red]system error:[/red] {e}")
-        console.print(f"finished trajectories are kept in {out}; rerun with --resume to continue")
-        sys.exit(EXIT_SYSTEM)
     except ApmbenchError as e:
-        console.print(f"[red]error:[/red] {e}")
+        kind = "system error" if isinstance(e, ProtocolError) else "error"
+        console.print(f"[red]{kind}:[/red] {e}")
         console.print(f"finished trajectories are kept in {out}; rerun with --resume to continue")
         sys.exit(EXIT_SYSTEM)
     except KeyboardInterrupt:

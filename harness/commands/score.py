@@ -25,25 +25,31 @@ from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 )
 @judge_options(default_judge=None)
 def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
-    """Re-grade RUN_DIR's raw outputs, judge its adaptive probes and rewrite its report.
+    """Re-grade RUN_DIR's raw outputs, judge what its suite has judged and rewrite its report.
 
     Judge replies are cached (judge-cache/ in the run directory), so scoring
     again with the same judge makes no new calls and gives the same numbers.
     """
     from apmbench.harness.run import records
     from apmbench.harness.scoring.judge import open_judge
-    from apmbench.harness.scoring.pipeline import dataset_for_run, recorded_judge, score_run
+    from apmbench.harness.scoring.pipeline import (
+        dataset_for_run,
+        recorded_judge,
+        score_run,
+        suite_of_run,
+    )
 
     manifest_path = run_dir / "manifest.json"
     try:
         if not manifest_path.is_file():
             raise RunDirError(f"{run_dir} is not an apmbench run directory (no manifest.json)")
         manifest = json.loads(manifest_path.read_text())
-        data = dataset_for_run(manifest, dataset)
+        suite = suite_of_run(manifest)
+        data = dataset_for_run(suite, manifest, dataset)
         config = judge_config(recorded_judge(manifest), **judge)
         backend = open_judge(config)
         try:
-            report = score_run(records.RunDir(run_dir), data, config, backend)
+            report = score_run(records.RunDir(run_dir), suite, data, config, backend)
         finally:
             if backend is not None:
                 backend.close()

@@ -20,10 +20,11 @@ import av
 import numpy as np
 import simplejpeg
 
+from apmbench.adapters.sdk.clock import format_ms
 from apmbench.adapters.sdk.types import Frame, FrameEncoding
 from apmbench.harness.errors import VideoError
-from apmbench.harness.suites.apmbench.dataset import Session
-from apmbench.harness.suites.apmbench.timecode import format_ms
+from apmbench.harness.media.renderers import renderer_for
+from apmbench.harness.media.timeline import Session
 
 # A session may end up to one frame period after the last video frame.
 END_TOLERANCE_MS = 1000
@@ -80,8 +81,7 @@ def decode_session(
     if not times:
         return
     if session.render is not None:
-        from apmbench.harness.suites.apmbench.synth.live import render_frames
-
+        render_frames = renderer_for(session.render)
         for t, rgb in zip(times, render_frames(session.render, times), strict=True):
             yield _encode(av.VideoFrame.from_ndarray(rgb, format="rgb24"), t, settings)
         return

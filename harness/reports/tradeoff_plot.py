@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from apmbench.harness.reports.tables import size
+from apmbench.harness.reports.format import size
 
 MAX_AREA = 2400.0  # points^2 for the largest Storage/hr
 MIN_AREA = 40.0

@@ -1,4 +1,14 @@
-"""`apmbench-grpc evaluate`: a dataset, a system, a run directory, a report."""
+"""`apmbench-grpc evaluate`: a dataset, a system, a run directory, a report.
+
+In three steps, so that a backend that places trajectories elsewhere (shards,
+Ray) can run the middle one on its own:
+
+- `prepare`: load the suite and dataset, start the system, check the
+  settings, create (or check, when resuming) the run directory;
+- `run_trajectory`: plan one trajectory, run its segments, save its record
+  atomically;
+- `finish`: score the finished records and complete the manifest.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +16,8 @@ import datetime as dt
 import os
 import platform
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +27,7 @@ import grpc
 from apmbench.adapters.sdk.types import PROTOCOL_VERSION, SystemInfo
 from apmbench.harness import __version__
 from apmbench.harness.media.frames import FrameSettings
+from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.run import records
 from apmbench.harness.run.audits.persistence import (
@@ -32,26 +44,22 @@ from apmbench.harness.run.executor import (
     check_settings,
     describe_info,
 )
-from apmbench.harness.runtimes.docker.settings import ContainerSettings
-from apmbench.harness.runtimes.process import EndpointRuntime, ProcessRuntime, Runtime
+from apmbench.harness.run.plan import Segment
+from apmbench.harness.runtimes import Runtime, RuntimeSpec, make_runtime
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig, open_judge
 from apmbench.harness.scoring.pipeline import score_run, scoring_record
-from apmbench.harness.suites.apmbench.dataset import Dataset, load_dataset
-from apmbench.harness.suites.apmbench.plan import Segment, plan_trajectory
+from apmbench.harness.suites import suite_of_dataset
+from apmbench.harness.suites.base import Suite, SuiteDataset
 
 
 @dataclass(frozen=True)
 class EvaluateOptions:
     dataset: Path
     out: Path
-    system: str | None = None
-    """A registered system name or "module:Class", run as a local process."""
-    endpoint: str | None = None
-    """Address of a server that is already running ("unix:/path" or "host:port")."""
-    image: str | None = None
-    """A container image that serves the system, run by the Docker runtime."""
-    container: ContainerSettings = field(default_factory=ContainerSettings)
-    """How the image's container runs (hardened defaults); used with `image` only."""
+    runtime: RuntimeSpec
+    """Which system, and how it runs."""
+    benchmark: str | None = None
+    """The suite; None: the one the dataset names, else APM-Bench."""
     persistence: Persistence | None = None
     """None: `restart` where the runtime can restart the system, else `reset`."""
     resume: bool = False
@@ -59,7 +67,7 @@ class EvaluateOptions:
     deadlines: Deadlines = field(default_factory=Deadlines)
     startup_timeout_s: float = 120.0
     judge: JudgeConfig = field(default_factory=JudgeConfig)
-    """The LLM judge of the adaptive tasks; `none` leaves judge-dependent numbers uncomputed."""
+    """The LLM judge of the judged tasks; `none` leaves judge-dependent numbers uncomputed."""
     audit: AuditSettings | None = None
     """Audit a sample of queries and trajectories (`--audit`); None: no audits."""
 
@@ -81,6 +89,27 @@ class Evaluation:
     report: dict[str, Any]
 
 
+@dataclass
+class Prepared:
+    """An evaluation whose system is running and whose run directory is ready."""
+
+    opts: EvaluateOptions
+    suite: Suite
+    dataset: SuiteDataset
+    run: records.RunDir
+    runtime: Runtime
+    client: SystemClient
+    """The current connection; replaced whenever the runtime restarts the system."""
+    info: SystemInfo
+    settings: RunSettings
+    judge: ChatBackend | None
+    rerun: frozenset[str]
+    """Trajectories the audit reruns in restart mode."""
+
+    def todo(self) -> list[Trajectory]:
+        return [t for t in self.dataset.trajectories if not self.run.is_done(t.trajectory_id)]
+
+
 def _host() -> dict[str, Any]:
     return {
         "hostname": socket.gethostname(),
@@ -91,154 +120,136 @@ def _host() -> dict[str, Any]:
     }
 
 
-def _make_runtime(opts: EvaluateOptions, logs: Path) -> Runtime:
-    if sum(x is not None for x in (opts.system, opts.endpoint, opts.image)) != 1:
-        from apmbench.harness.errors import ConfigError
-
-        raise ConfigError("give exactly one of --system NAME, --endpoint ADDRESS or --image IMAGE")
-    if opts.image is not None:
-        # Imported here: the docker SDK loads only for container runs.
-        from apmbench.harness.runtimes.docker.runtime import DockerRuntime
-
-        return DockerRuntime(
-            opts.image, logs.parent, opts.deadlines, opts.container, opts.startup_timeout_s
-        )
-    if opts.endpoint is not None:
-        return EndpointRuntime(opts.endpoint, opts.deadlines, opts.startup_timeout_s)
-    assert opts.system is not None
-    from apmbench.adapters.systems import REGISTRY
-
-    if opts.system not in REGISTRY and ":" not in opts.system:
-        from apmbench.harness.errors import ConfigError
-
-        known = ", ".join(sorted(REGISTRY))
-        raise ConfigError(
-            f"unknown system {opts.system!r}: use one of {known}, or 'package.module:ClassName'"
-        )
-    return ProcessRuntime(opts.system, logs / "system.log", opts.deadlines, opts.startup_timeout_s)
-
-
-def _system_spec(opts: EvaluateOptions, runtime: Runtime) -> str | None:
+def _system_spec(spec: RuntimeSpec, runtime: Runtime) -> str | None:
     """What --resume must find unchanged; an image by its id too, so a rebuilt image under
     the same tag is a different system."""
-    if opts.image is not None:
-        return f"{opts.image} ({runtime.describe()['image']['id']})"
-    return opts.system or opts.endpoint
+    if spec.image is not None:
+        return f"{spec.image} ({runtime.describe()['image']['id']})"
+    return spec.system or spec.endpoint
 
 
-def _manifest(
-    opts: EvaluateOptions,
-    dataset: Dataset,
-    info: SystemInfo,
-    runtime: Runtime,
-    settings: RunSettings,
-    judge: ChatBackend | None,
-) -> dict[str, Any]:
+def _manifest(p: Prepared) -> dict[str, Any]:
+    opts, dataset = p.opts, p.dataset
     return {
         "harness_version": __version__,
         "protocol_version": PROTOCOL_VERSION,
-        "system": describe_info(info),
-        "system_spec": _system_spec(opts, runtime),
-        "runtime": runtime.describe(),
+        "benchmark": p.suite.name,
+        "system": describe_info(p.info),
+        "system_spec": _system_spec(opts.runtime, p.runtime),
+        "runtime": p.runtime.describe(),
         "dataset": {
             "name": dataset.name,
             "path": str(dataset.root.resolve()),
             "trajectories": len(dataset.trajectories),
             "sessions": sum(len(t.sessions) for t in dataset.trajectories),
-            "candidates": len(dataset.candidates),
         },
         "dataset_hash": dataset.content_hash,
-        "settings": {**settings.as_dict(), "deadlines_s": asdict(opts.deadlines)},
-        "scoring": scoring_record(opts.judge, judge),
+        "settings": {**p.settings.as_dict(), "deadlines_s": asdict(opts.deadlines)},
+        "scoring": scoring_record(p.suite, opts.judge, p.judge),
         "host": _host(),
         "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
 
 
-def write_report(
-    run: records.RunDir,
-    dataset: Dataset,
-    judge_config: JudgeConfig | None = None,
-    judge: ChatBackend | None = None,
-    on_judged: Callable[[int, int], None] = lambda done, total: None,
-) -> dict[str, Any]:
-    """Assemble the tables from finished trajectories, judge and score them."""
-    return score_run(run, dataset, judge_config or JudgeConfig(), judge, on_judged)
-
-
-def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluation:
-    progress = progress or Progress()
-    dataset = load_dataset(opts.dataset)
+@contextmanager
+def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
+    """Start the system and ready the run directory; the system stops on leaving."""
+    suite = suite_of_dataset(opts.dataset, opts.benchmark)
+    dataset = suite.load(opts.dataset)
     run = records.RunDir(opts.out)
     run.check_usable(opts.resume)
     # Opened before the system starts, so a judge that cannot work stops the run at once.
     judge = open_judge(opts.judge)
-    with _make_runtime(opts, run.logs) as runtime:
-        client: SystemClient = runtime.start()
-        info = client.describe()
-        persistence = opts.persistence or (
-            Persistence.RESTART if runtime.can_restart else Persistence.RESET
-        )
-        settings = RunSettings(
-            persistence=persistence,
-            frames=opts.frames,
-            audit=asdict(opts.audit) if opts.audit is not None else None,
-        )
-        check_settings(settings, info, runtime)
-        run.prepare(_manifest(opts, dataset, info, runtime, settings, judge), opts.resume)
-        todo = [t for t in dataset.trajectories if not run.is_done(t.trajectory_id)]
-        rerun = set()
-        if opts.audit is not None:
-            rerun = sampled_trajectories(
-                opts.audit, [t.trajectory_id for t in dataset.trajectories]
-            )
-        progress.trajectories(len(dataset.trajectories), len(dataset.trajectories) - len(todo))
-        for trajectory in todo:
-            runtime.begin_trajectory(trajectory.trajectory_id)
-            segments = plan_trajectory(dataset, trajectory, info.capabilities.supports_import)
-            progress.trajectory_started(trajectory.trajectory_id, len(segments))
-            audit = None
-            if opts.audit is not None:
-                why_not = caching_obstacle(settings, info)
-                audit = TrajectoryAudit.plan(
-                    opts.audit, trajectory.trajectory_id, segments, why_not
-                )
-            runner = TrajectoryRunner(
-                runtime,
-                client,
-                info,
-                trajectory,
-                settings,
-                run.work_dir(trajectory.trajectory_id),
-                on_segment=progress.segment_started,
-                auditor=audit,
-            )
-            record = runner.run(segments)
-            client = runner.client
-            if audit is not None:
-                client = finish_trajectory(
-                    audit,
-                    record,
-                    rerun=trajectory.trajectory_id in rerun,
-                    runtime=runtime,
-                    client=client,
-                    info=info,
-                    trajectory=trajectory,
-                    settings=settings,
-                    segments=segments,
-                    work_dir=run.work_dir(trajectory.trajectory_id) / "audit-restart",
-                )
-            run.save_trajectory(trajectory.trajectory_id, record)
-            progress.trajectory_done(trajectory.trajectory_id)
-    run.finish()
     try:
-        report = write_report(run, dataset, opts.judge, judge, progress.judged)
-    finally:
+        with make_runtime(opts.runtime, run.root, opts.deadlines, opts.startup_timeout_s) as rt:
+            client = rt.start()
+            info = client.describe()
+            persistence = opts.persistence or (
+                Persistence.RESTART if rt.can_restart else Persistence.RESET
+            )
+            settings = RunSettings(
+                persistence=persistence,
+                frames=opts.frames,
+                audit=asdict(opts.audit) if opts.audit is not None else None,
+            )
+            check_settings(settings, info, rt)
+            ids = [t.trajectory_id for t in dataset.trajectories]
+            rerun = sampled_trajectories(opts.audit, ids) if opts.audit is not None else set()
+            prepared = Prepared(
+                opts, suite, dataset, run, rt, client, info, settings, judge, frozenset(rerun)
+            )
+            run.prepare(_manifest(prepared), opts.resume)
+            yield prepared
+    except BaseException:
         if judge is not None:
             judge.close()
+        raise
+
+
+def run_trajectory(p: Prepared, trajectory: Trajectory, progress: Progress) -> dict[str, Any]:
+    """Run every segment of one trajectory and save its record atomically."""
+    tid = trajectory.trajectory_id
+    p.runtime.begin_trajectory(tid)
+    segments = p.suite.plan(p.dataset, trajectory, p.info.capabilities.supports_import)
+    progress.trajectory_started(tid, len(segments))
+    audit = None
+    if p.opts.audit is not None:
+        why_not = caching_obstacle(p.settings, p.info)
+        audit = TrajectoryAudit.plan(p.opts.audit, tid, segments, why_not)
+    runner = TrajectoryRunner(
+        p.runtime,
+        p.client,
+        p.info,
+        trajectory,
+        p.settings,
+        p.run.work_dir(tid),
+        grade=lambda ask, text: p.suite.grade(ask.item, text),
+        on_segment=progress.segment_started,
+        auditor=audit,
+    )
+    record = runner.run(segments)
+    p.client = runner.client
+    if audit is not None:
+        p.client = finish_trajectory(
+            audit,
+            record,
+            rerun=tid in p.rerun,
+            runtime=p.runtime,
+            client=p.client,
+            info=p.info,
+            trajectory=trajectory,
+            settings=p.settings,
+            segments=segments,
+            work_dir=p.run.work_dir(tid) / "audit-restart",
+            grade=lambda ask, text: p.suite.grade(ask.item, text),
+        )
+    p.run.save_trajectory(tid, record)
+    progress.trajectory_done(tid)
+    return record
+
+
+def finish(p: Prepared, progress: Progress) -> Evaluation:
+    """Score the finished records and complete the manifest."""
+    p.run.finish()
+    try:
+        report = score_run(p.run, p.suite, p.dataset, p.opts.judge, p.judge, progress.judged)
+    finally:
+        if p.judge is not None:
+            p.judge.close()
     finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     if "audit" in report:
-        run.update_manifest(finished_at=finished, audit=audit_headline(report["audit"]))
+        p.run.update_manifest(finished_at=finished, audit=audit_headline(report["audit"]))
     else:
-        run.update_manifest(finished_at=finished)
-    return Evaluation(run.root, report)
+        p.run.update_manifest(finished_at=finished)
+    return Evaluation(p.run.root, report)
+
+
+def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluation:
+    progress = progress or Progress()
+    with prepare(opts) as p:
+        todo = p.todo()
+        total = len(p.dataset.trajectories)
+        progress.trajectories(total, total - len(todo))
+        for trajectory in todo:
+            run_trajectory(p, trajectory, progress)
+    return finish(p, progress)

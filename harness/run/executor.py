@@ -16,15 +16,14 @@ from __future__ import annotations
 import enum
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from apmbench.adapters.sdk.types import (
     Frame,
     Query,
-    QueryKind,
     SessionEnd,
     SessionStart,
     StateManifest,
@@ -34,12 +33,10 @@ from apmbench.adapters.sdk.types import (
 )
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.media.frames import FrameProducer, FrameSettings
+from apmbench.harness.media.timeline import Trajectory, Turn
 from apmbench.harness.protocol.client import QueryResult, SystemClient
+from apmbench.harness.run.plan import Ask, Segment
 from apmbench.harness.runtimes.process import Runtime
-from apmbench.harness.suites.apmbench import prompts, tasks
-from apmbench.harness.suites.apmbench.dataset import Trajectory, Turn
-from apmbench.harness.suites.apmbench.metrics import grade_instance
-from apmbench.harness.suites.apmbench.plan import Ask, Segment
 
 
 class Persistence(enum.Enum):
@@ -96,35 +93,6 @@ class _Snapshot:
     manifest: StateManifest
 
 
-def _query_for(ask: Ask, time_ms: int) -> Query:
-    c, p = ask.candidate, ask.probe
-    if c.task in tasks.MCQA_TASKS or c.task == tasks.EVIDENCE_AVAILABILITY:
-        kind = (
-            QueryKind.EVIDENCE_AVAILABILITY
-            if c.task == tasks.EVIDENCE_AVAILABILITY
-            else QueryKind.MULTIPLE_CHOICE
-        )
-        return Query(
-            query_id=uuid.uuid4().hex,
-            time_ms=time_ms,
-            kind=kind,
-            system_prompt=prompts.SYSTEM_PROMPT,
-            prompt=p.prompt,
-            question=c.question,
-            choices=c.choices,
-        )
-    # Adaptive probes: the ERA question was released at session start and is
-    # not repeated here (paper section 3.3).
-    return Query(
-        query_id=uuid.uuid4().hex,
-        time_ms=time_ms,
-        kind=QueryKind.DECISION,
-        system_prompt=prompts.SYSTEM_PROMPT,
-        prompt=p.prompt,
-        interval_start_ms=p.interval_start_ms,
-    )
-
-
 def _merge(
     frames: Iterator[Frame], turns: list[Turn], asks: list[Ask]
 ) -> Iterator[StreamItem | Ask]:
@@ -132,7 +100,7 @@ def _merge(
     events: list[tuple[int, int, UserTurn | Ask]] = [
         (t.time_ms, 0, UserTurn(t.time_ms, t.kind, t.text)) for t in turns
     ]
-    events += [(a.probe.time_ms, 1, a) for a in asks]
+    events += [(a.time_ms, 1, a) for a in asks]
     events.sort(key=lambda e: (e[0], e[1]))
     pending = next(frames, None)
     for at, _, event in events:
@@ -143,6 +111,10 @@ def _merge(
     while pending is not None:
         yield pending
         pending = next(frames, None)
+
+
+Grader = Callable[[Ask, str], Mapping[str, Any]]
+"""The suite's deterministic grading of one raw answer: fields added to its record."""
 
 
 class Auditor(Protocol):
@@ -167,9 +139,11 @@ class TrajectoryRunner:
         trajectory: Trajectory,
         settings: RunSettings,
         work_dir: Path,
+        grade: Grader,
         on_segment: Callable[[Segment], None] = lambda s: None,
         auditor: Auditor | None = None,
     ) -> None:
+        self.grade = grade
         self.runtime = runtime
         self.client = client
         self.info = info
@@ -226,7 +200,7 @@ class TrajectoryRunner:
         main = segment.kind == "main"
         start = None if segment.snapshot_after is None else self.snapshots[segment.snapshot_after]
         load_s = self._load(start)
-        last_ask_ms = segment.asks[-1].probe.time_ms if segment.asks else None
+        last_ask_ms = segment.asks[-1].time_ms if segment.asks else None
         carried: _Snapshot | None = None
         for index in range(segment.first_session, segment.last_session + 1):
             if index > segment.first_session:
@@ -269,7 +243,7 @@ class TrajectoryRunner:
             for item in items:
                 if isinstance(item, Ask):
                     flush()
-                    query = _query_for(item, item.probe.time_ms)
+                    query = replace(item.query, query_id=uuid.uuid4().hex)
                     if self.auditor is not None:
                         result = self.auditor.ask(self, segment, item, query)
                     else:
@@ -315,22 +289,17 @@ class TrajectoryRunner:
         ingest_s: float,
         session_start_ms: int,
     ) -> None:
-        c, p = ask.candidate, ask.probe
-        prefix_s = (p.time_ms - session_start_ms) / 1000.0
+        prefix_s = (ask.time_ms - session_start_ms) / 1000.0
         rtf = None
         if result.ttft_s is not None and prefix_s > 0:
             rtf = (ingest_s + result.ttft_s) / prefix_s
         record: dict[str, Any] = {
-            "instance_id": p.probe_id,
-            "candidate_id": c.candidate_id,
-            "trajectory_id": c.trajectory_id,
-            "task": c.task,
-            "family": tasks.FAMILY_OF.get(c.task),
+            "instance_id": ask.instance_id,
+            **ask.fields,
             "pass": segment.kind,
             "segment": segment.name,
-            "session_id": self.trajectory.sessions[p.session_index].session_id,
-            "time_ms": p.time_ms,
-            "polarity": None if p.positive is None else ("positive" if p.positive else "negative"),
+            "session_id": self.trajectory.sessions[ask.session_index].session_id,
+            "time_ms": ask.time_ms,
             "raw_output": result.text,
             "chunks": result.chunks,
             "ttft_s": result.ttft_s,
@@ -339,7 +308,7 @@ class TrajectoryRunner:
             "ingest_s": ingest_s,
             "rtf": rtf,
         }
-        record.update(grade_instance(c, p, result.text))
+        record.update(self.grade(ask, result.text))
         self.instances.append(record)
 
 

@@ -1,1 +1,72 @@
+"""Where a system runs. Every command builds its runtime here, from one spec.
 
+- process: a registered system or module:Class as a local child process;
+- endpoint: a server someone else started, at an address (cannot restart);
+- docker: an image in a hardened container (apmbench.harness.runtimes.docker).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from apmbench.harness.errors import ConfigError
+from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.runtimes.docker.settings import ContainerSettings
+from apmbench.harness.runtimes.process import EndpointRuntime, ProcessRuntime, Runtime
+
+__all__ = ["Runtime", "RuntimeSpec", "make_runtime"]
+
+
+@dataclass(frozen=True)
+class RuntimeSpec:
+    """Exactly one of system, endpoint, image, as the command line gave them."""
+
+    system: str | None = None
+    """A registered system name or "module:Class", run as a local process."""
+    endpoint: str | None = None
+    """Address of a server that is already running ("unix:/path" or "host:port")."""
+    image: str | None = None
+    """A container image that serves the system, run by the Docker runtime."""
+    container: ContainerSettings = field(default_factory=ContainerSettings)
+    """How the image's container runs (hardened defaults); used with `image` only."""
+
+    @property
+    def label(self) -> str:
+        """A file-name-safe name of the system, for default output directories."""
+        name = self.system or self.image or self.endpoint or "endpoint"
+        return name.replace(":", "_").replace("/", "_")
+
+    def check_system(self) -> None:
+        """Refuse an unknown registered name before anything starts."""
+        if sum(x is not None for x in (self.system, self.endpoint, self.image)) != 1:
+            raise ConfigError(
+                "give exactly one of --system NAME, --endpoint ADDRESS or --image IMAGE"
+            )
+        if self.system is None or ":" in self.system:
+            return
+        from apmbench.adapters.systems import REGISTRY
+
+        if self.system not in REGISTRY:
+            known = ", ".join(sorted(REGISTRY))
+            raise ConfigError(
+                f"unknown system {self.system!r}: use one of {known}, or 'package.module:ClassName'"
+            )
+
+
+def make_runtime(
+    spec: RuntimeSpec, run_dir: Path, deadlines: Deadlines, startup_timeout_s: float
+) -> Runtime:
+    """The runtime for `spec`; its logs go under `run_dir`/logs."""
+    spec.check_system()
+    if spec.image is not None:
+        # Imported here: the docker SDK loads only for container runs.
+        from apmbench.harness.runtimes.docker.runtime import DockerRuntime
+
+        return DockerRuntime(spec.image, run_dir, deadlines, spec.container, startup_timeout_s)
+    if spec.endpoint is not None:
+        return EndpointRuntime(spec.endpoint, deadlines, startup_timeout_s)
+    assert spec.system is not None
+    return ProcessRuntime(
+        spec.system, run_dir / "logs" / "system.log", deadlines, startup_timeout_s
+    )

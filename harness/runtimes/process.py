@@ -49,6 +49,10 @@ class Runtime(ABC):
     def describe(self) -> dict[str, Any]:
         """Facts about the runtime for manifest.json."""
 
+    def log_tail(self, lines: int = 15) -> str:
+        """The end of the system's output since its last start ("" when there is none)."""
+        return ""
+
     def begin_trajectory(self, trajectory_id: str) -> None:  # noqa: B027 - optional hook
         """Called before each trajectory; a runtime may name what it starts after it
         (the Docker runtime names containers per run and trajectory)."""
@@ -95,15 +99,6 @@ class EndpointRuntime(Runtime):
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "address": self.address}
-
-
-def _tail(path: Path, lines: int = 15) -> str:
-    """The last lines of a log, so a start-up failure shows its cause without opening files."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no output)"
-    return "\n".join(text.rstrip().splitlines()[-lines:]) or "(no output)"
 
 
 class ProcessRuntime(Runtime):
@@ -175,7 +170,7 @@ class ProcessRuntime(Runtime):
                 f"system {self.system!r} did not start"
                 + (f" (exit code {code})" if code is not None else "")
                 + f": {e}. The end of its output ({self.log_path}):\n"
-                + _tail(self.log_path)
+                + (self.log_tail() or "(no output)")
             ) from e
         self._client = client
         return client
@@ -209,3 +204,12 @@ class ProcessRuntime(Runtime):
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "system": self.system, "python": sys.executable}
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        starts = [i for i, line in enumerate(text) if line.startswith("--- start")]
+        last = text[starts[-1] + 1 :] if starts else text  # this start's output only
+        return "\n".join(last[-lines:])

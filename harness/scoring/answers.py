@@ -10,7 +10,7 @@ unrecoverable format failure, counted per task and system:
 - decisions: a JSON object with "decision" SILENT or INTERVENE (any case);
   else, in JSON cut off before it closed (an output that ran to the length
   limit), one "decision" field value; else exactly one of the two words in
-  the text. For ERA, an INTERVENE decision also needs one option, read as
+  the text. For a decision with an option, INTERVENE also needs one option, read as
   above.
 
 Several JSON objects that disagree (two different answers or decisions) are
@@ -180,7 +180,7 @@ def _unterminated_decision(
 def parse_decision(
     text: str, choices: Sequence[tuple[str, str]] = (), *, needs_option: bool = False
 ) -> ParsedDecision:
-    """SILENT / INTERVENE (and, for ERA, the chosen option) from `text`."""
+    """SILENT / INTERVENE (and, when the task needs one, the chosen option) from `text`."""
     if not text.strip():
         return ParsedDecision(None, FAILURE, "empty output")
     decided = [obj for obj in _json_objects(text) if "decision" in obj]

@@ -16,27 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import DatasetError, RunDirError
-from apmbench.harness.reports.tables import render_markdown
 from apmbench.harness.run import records
 from apmbench.harness.run.audits.summary import audit_summary
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
 from apmbench.harness.scoring.judge.cache import ReplyCache
-from apmbench.harness.scoring.judge.judging import JudgeRequest, judge_requests
-from apmbench.harness.suites.apmbench import tasks
-from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe, load_dataset
-from apmbench.harness.suites.apmbench.metrics import (
-    NOT_CONFIGURED,
-    NOT_NEEDED,
-    SCHEMA_VERSION,
-    grade_instance,
-    score,
-)
-from apmbench.harness.suites.apmbench.rubric import request_messages, templates_sha256
+from apmbench.harness.scoring.judge.judging import judge_requests
+from apmbench.harness.suites import DEFAULT, get_suite
+from apmbench.harness.suites.base import Suite, SuiteDataset
 
 CACHE_DIR_NAME = "judge-cache"
 
 
-def scoring_record(config: JudgeConfig, backend: ChatBackend | None) -> dict[str, Any]:
+def scoring_record(
+    suite: Suite, config: JudgeConfig, backend: ChatBackend | None
+) -> dict[str, Any]:
     """The judge's identity and settings, for the manifest and the report.
 
     `signature` holds what changes the numbers (the judge model and its reply
@@ -46,10 +39,12 @@ def scoring_record(config: JudgeConfig, backend: ChatBackend | None) -> dict[str
     judge = backend.cache_identity if backend is not None else {"kind": "none"}
     return {
         "signature": {
-            "scoring_schema": SCHEMA_VERSION,
+            "scoring_schema": suite.scoring_schema,
             "judge": judge,
             "judge_attempts": config.attempts if backend is not None else None,
-            "judge_templates_sha256": templates_sha256() if backend is not None else None,
+            "judge_templates_sha256": (
+                suite.judge_templates_sha256() if backend is not None else None
+            ),
         },
         "judge": backend.identity if backend is not None else {"kind": "none"},
         "judge_settings": config.as_dict(),
@@ -62,7 +57,14 @@ def recorded_judge(manifest: Mapping[str, Any]) -> JudgeConfig:
     return JudgeConfig.from_dict(dict(settings)) if settings else JudgeConfig()
 
 
-def dataset_for_run(manifest: Mapping[str, Any], override: Path | None) -> Dataset:
+def suite_of_run(manifest: Mapping[str, Any]) -> Suite:
+    """The suite a run was made with (runs older than suites are APM-Bench runs)."""
+    return get_suite(str(manifest.get("benchmark", DEFAULT)))
+
+
+def dataset_for_run(
+    suite: Suite, manifest: Mapping[str, Any], override: Path | None
+) -> SuiteDataset:
     """The run's dataset, re-loaded and checked against the hash the run recorded."""
     recorded = manifest.get("dataset", {}).get("path")
     path = override or (Path(recorded) if recorded else None)
@@ -72,7 +74,7 @@ def dataset_for_run(manifest: Mapping[str, Any], override: Path | None) -> Datas
         raise DatasetError(
             f"the run's dataset {path} is missing: pass --dataset DIR pointing at a copy of it"
         )
-    dataset = load_dataset(path)
+    dataset = suite.load(path)
     if dataset.content_hash != manifest.get("dataset_hash"):
         raise DatasetError(
             f"the dataset at {path} has hash {dataset.content_hash[:12]}..., but the run was made "
@@ -82,12 +84,8 @@ def dataset_for_run(manifest: Mapping[str, Any], override: Path | None) -> Datas
     return dataset
 
 
-def _lookup(dataset: Dataset) -> dict[str, tuple[Candidate, Probe]]:
-    return {p.probe_id: (c, p) for c in dataset.candidates for p in c.probes}
-
-
 def load_instances(
-    run: records.RunDir, dataset: Dataset
+    run: records.RunDir, suite: Suite, dataset: SuiteDataset
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every instance and session record, re-graded from its raw output."""
     missing = [t.trajectory_id for t in dataset.trajectories if not run.is_done(t.trajectory_id)]
@@ -97,42 +95,32 @@ def load_instances(
             "finish it with `apmbench-grpc evaluate ... --resume` first"
         )
     recs = [run.load_trajectory(t.trajectory_id) for t in dataset.trajectories]
-    probes = _lookup(dataset)
     instances: list[dict[str, Any]] = []
     for rec in recs:
         for row in rec["instances"]:
-            found = probes.get(row["instance_id"])
-            if found is None:
+            item = suite.item_of(dataset, row["instance_id"])
+            if item is None:
                 raise RunDirError(
                     f"{run.root}: instance {row['instance_id']!r} is not in the dataset"
                 )
-            candidate, probe = found
-            instances.append({**row, **grade_instance(candidate, probe, row["raw_output"])})
+            instances.append({**row, **suite.grade(item, row["raw_output"])})
     sessions = [s for rec in recs for s in rec["sessions"]]
     return instances, sessions
 
 
 def judge_instances(
     instances: Sequence[dict[str, Any]],
-    dataset: Dataset,
+    suite: Suite,
+    dataset: SuiteDataset,
     config: JudgeConfig,
     backend: ChatBackend | None,
     cache_dir: Path,
     on_judged: Callable[[int, int], None] = lambda done, total: None,
 ) -> dict[str, Any]:
-    """Fill `judge` and `judge_score` of every adaptive row; returns call statistics."""
-    adaptive = [r for r in instances if r["task"] in tasks.ADAPTIVE_TASKS]
-    for row in adaptive:
-        row["judge_score"] = None
-        row["judge"] = {"status": NOT_CONFIGURED if row["gate_passed"] else NOT_NEEDED}
-    passing = [r for r in adaptive if r["gate_passed"]]
-    if backend is None or not passing:
+    """Ask the judge what the suite needs judged and hand the outcomes back; call statistics."""
+    requests = suite.judge_requests(dataset, instances)
+    if backend is None or not requests:
         return {"requests": 0, "model_calls": 0, "cache_hits": 0}
-    probes = _lookup(dataset)
-    requests = [
-        JudgeRequest(r["instance_id"], request_messages(*probes[r["instance_id"]], r))
-        for r in passing
-    ]
     cache = ReplyCache(cache_dir)
     calls_before = backend.calls
     done = 0
@@ -150,10 +138,7 @@ def judge_instances(
         concurrency=config.concurrency,
         on_done=progress,
     )
-    for row in passing:
-        outcome = outcomes[row["instance_id"]]
-        row["judge"] = outcome.as_dict()
-        row["judge_score"] = outcome.score
+    suite.apply_verdicts(instances, outcomes)
     return {
         "requests": len(requests),
         "model_calls": backend.calls - calls_before,
@@ -163,21 +148,22 @@ def judge_instances(
 
 def score_run(
     run: records.RunDir,
-    dataset: Dataset,
+    suite: Suite,
+    dataset: SuiteDataset,
     config: JudgeConfig,
     backend: ChatBackend | None,
     on_judged: Callable[[int, int], None] = lambda done, total: None,
 ) -> dict[str, Any]:
     """Re-grade, judge, and write instances.jsonl, sessions.jsonl, report.json and report.md."""
     cache_dir = config.cache_dir or run.root / CACHE_DIR_NAME
-    instances, sessions = load_instances(run, dataset)
-    calls = judge_instances(instances, dataset, config, backend, cache_dir, on_judged)
-    scoring = scoring_record(config, backend)
+    instances, sessions = load_instances(run, suite, dataset)
+    calls = judge_instances(instances, suite, dataset, config, backend, cache_dir, on_judged)
+    scoring = scoring_record(suite, config, backend)
     records.atomic_write(run.root / "instances.jsonl", records.jsonl(instances))
     records.atomic_write(run.root / "sessions.jsonl", records.jsonl(sessions))
     # The report holds only what determines the numbers, so equal runs give equal
     # reports; when and how cheaply it was scored goes to the manifest.
-    report = score(instances, sessions, scoring)
+    report = suite.score(instances, sessions, scoring)
     audits = audit_summary([run.load_trajectory(t.trajectory_id) for t in dataset.trajectories])
     if audits is not None:  # `evaluate --audit`: what the audits saw, flag by flag
         report["audit"] = audits
@@ -190,5 +176,5 @@ def score_run(
     )
     manifest = json.loads((run.root / "manifest.json").read_text())
     records.atomic_write(run.root / "report.json", records.dump(report))
-    records.atomic_write(run.root / "report.md", render_markdown(report, manifest))
+    records.atomic_write(run.root / "report.md", suite.render(report, manifest))
     return report

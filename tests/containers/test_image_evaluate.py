@@ -12,6 +12,7 @@ from containertools import ROOT, TEST_IMAGE, cli, run_containers
 
 from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.docker.images import BASE, Builder
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
@@ -41,7 +42,9 @@ def test_a_reference_image_scores_like_the_process_runtime(
     in_process = tmp_path / "process"
     evaluate(
         EvaluateOptions(
-            dataset=synthetic_dataset("tiny", 0), out=in_process, system="recent-frames"
+            dataset=synthetic_dataset("tiny", 0),
+            out=in_process,
+            runtime=RuntimeSpec(system="recent-frames"),
         )
     )
 
@@ -67,8 +70,11 @@ def test_a_reference_image_scores_like_the_process_runtime(
 def test_only_exported_state_crosses_a_gap_in_restart_mode(mini: Path, tmp_path: Path) -> None:
     def run(out: Path, persistence: Persistence) -> dict[str, Any]:
         opts = EvaluateOptions(
-            dataset=mini, out=out, image=TEST_IMAGE, persistence=persistence,
-            container=ContainerSettings(env=(("TESTSYS", "helpers.systems:HiddenState"),)),
+            dataset=mini, out=out, persistence=persistence,
+            runtime=RuntimeSpec(
+                image=TEST_IMAGE,
+                container=ContainerSettings(env=(("TESTSYS", "helpers.systems:HiddenState"),)),
+            ),
         )  # fmt: skip
         evaluate(opts)
         rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]

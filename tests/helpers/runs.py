@@ -9,6 +9,7 @@ import pytest
 
 from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
 
 TESTS = Path(__file__).resolve().parents[1]
 SYSTEMS = (("null", "null"), ("intervene", "helpers.judge_systems:AlwaysIntervene"))
@@ -27,7 +28,7 @@ def mini_runs(root: Path) -> dict[str, Path]:
                 EvaluateOptions(
                     dataset=TESTS / "fixtures" / "mini",
                     out=root / name,
-                    system=system,
+                    runtime=RuntimeSpec(system=system),
                     persistence=Persistence.RESET,
                 )
             )

@@ -12,6 +12,7 @@ import pytest
 from apmbench.harness.run.audits.queries import AuditSettings
 from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
 
 pytestmark = pytest.mark.usefixtures("helper_env")
 TIMING = {"ttft_s", "total_s", "ingest_s", "rtf", "end_session_s", "load_state_s", "export_s"}
@@ -24,7 +25,7 @@ def audited(
         EvaluateOptions(
             dataset=mini,
             out=out,
-            system=f"helpers.broken_systems:{name}",
+            runtime=RuntimeSpec(system=f"helpers.broken_systems:{name}"),
             persistence=persistence,
             audit=audit,
         )

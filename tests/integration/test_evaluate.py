@@ -10,6 +10,7 @@ import pytest
 
 from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.suites.apmbench.dataset import load_dataset
 
 pytestmark = pytest.mark.usefixtures("helper_env")
@@ -29,7 +30,9 @@ LABEL_KEYS = {
 
 def run(mini: Path, out: Path, system: str, persistence: Persistence) -> list[dict[str, Any]]:
     result = evaluate(
-        EvaluateOptions(dataset=mini, out=out, system=system, persistence=persistence)
+        EvaluateOptions(
+            dataset=mini, out=out, runtime=RuntimeSpec(system=system), persistence=persistence
+        )
     )
     assert (result.run_dir / "report.json").exists()
     lines = (out / "instances.jsonl").read_text().splitlines()

@@ -23,6 +23,7 @@ from apmbench.harness.run import records
 from apmbench.harness.scoring.judge import JudgeConfig, open_judge
 from apmbench.harness.scoring.pipeline import score_run
 from apmbench.harness.suites.apmbench.dataset import load_dataset
+from apmbench.harness.suites.apmbench.suite import APMBench
 
 pytestmark = pytest.mark.usefixtures("helper_env")
 KEY_ENV = "APMBENCH_TEST_JUDGE_KEY"
@@ -68,7 +69,7 @@ def copy_run(runs: dict[str, Path], name: str, tmp_path: Path) -> records.RunDir
 
 
 def rescore(run: records.RunDir, judge: JudgeConfig, mini: Path) -> dict[str, Any]:
-    return score_run(run, load_dataset(mini), judge, open_judge(judge))
+    return score_run(run, APMBench(), load_dataset(mini), judge, open_judge(judge))
 
 
 def instances(run: records.RunDir) -> dict[str, dict[str, Any]]:

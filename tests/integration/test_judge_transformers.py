@@ -21,6 +21,7 @@ from apmbench.harness.cli import main
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.scoring.judge import JudgeConfig, open_judge
 
 pytest.importorskip("transformers", reason="the models extra is not installed")
@@ -36,7 +37,11 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def null_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("runs") / "null"
     mini = Path(__file__).resolve().parents[1] / "fixtures" / "mini"
-    evaluate(EvaluateOptions(dataset=mini, out=out, system="null", persistence=Persistence.RESET))
+    evaluate(
+        EvaluateOptions(
+            dataset=mini, out=out, runtime=RuntimeSpec(system="null"), persistence=Persistence.RESET
+        )
+    )
     return out
 
 

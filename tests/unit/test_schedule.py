@@ -46,7 +46,7 @@ def test_main_pass_asks_every_multiple_choice_question_in_time_order() -> None:
     d = dataset([candidate("b", "ER", [probe("b", 3)]), candidate("a", "OCR", [probe("a", 1)])])
     main = plan_trajectory(d, d.trajectories[0], can_import=True)[0]
     assert main.kind == "main" and (main.first_session, main.last_session) == (0, 4)
-    assert [a.probe.probe_id for a in main.asks] == ["a", "b"]
+    assert [a.instance_id for a in main.asks] == ["a", "b"]
     assert not main.stop_after_last_ask and main.snapshot_after is None
 
 
@@ -74,16 +74,16 @@ def test_fork_in_the_first_session_starts_empty() -> None:
     d = dataset([era])
     fork = plan_trajectory(d, d.trajectories[0], can_import=True)[1]
     assert (fork.first_session, fork.snapshot_after, fork.last_session) == (0, None, 0)
-    assert [a.probe.probe_id for a in fork.asks] == ["e#neg0", "e#pos"]  # one fork, all probes
+    assert [a.instance_id for a in fork.asks] == ["e#neg0", "e#pos"]  # one fork, all probes
 
 
 def test_evidence_availability_replays_the_two_most_recent_sessions() -> None:
     ea = [candidate("x", "EA", [probe("x", 4)]), candidate("y", "EA", [probe("y", 4, 90_000)])]
     early = candidate("z", "EA", [probe("z", 1)])
     d = dataset([*ea, early])
-    replays = [s for s in plan_trajectory(d, d.trajectories[0], True) if s.kind == "ea"]
+    replays = [s for s in plan_trajectory(d, d.trajectories[0], True) if s.kind == "recent"]
     assert [(r.first_session, r.last_session, r.snapshot_after) for r in replays] == [
         (0, 1, None),
         (2, 4, None),
     ]
-    assert [a.probe.probe_id for a in replays[1].asks] == ["x", "y"]
+    assert [a.instance_id for a in replays[1].asks] == ["x", "y"]

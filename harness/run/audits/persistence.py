@@ -16,17 +16,15 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from apmbench.adapters.sdk.types import SystemInfo
+from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.protocol.client import SystemClient
 from apmbench.harness.run.audits.queries import AuditSettings, TrajectoryAudit
+from apmbench.harness.run.executor import Grader, Persistence, RunSettings, TrajectoryRunner
+from apmbench.harness.run.plan import Segment
 from apmbench.harness.runtimes.process import Runtime
-from apmbench.harness.suites.apmbench.dataset import Trajectory
-from apmbench.harness.suites.apmbench.plan import Segment
-
-if TYPE_CHECKING:
-    from apmbench.harness.run.executor import RunSettings
 
 ANSWER_FIELDS = ("answer", "decision")
 
@@ -39,7 +37,6 @@ def sampled_trajectories(settings: AuditSettings, trajectory_ids: Sequence[str])
 
 def caching_obstacle(settings: RunSettings, info: SystemInfo) -> str:
     """Why the caching audit cannot run with these settings ("" when it can)."""
-    from apmbench.harness.run.executor import Persistence
 
     if settings.persistence is Persistence.TRUST:
         return (
@@ -52,7 +49,6 @@ def caching_obstacle(settings: RunSettings, info: SystemInfo) -> str:
 
 
 def _why_not(settings: RunSettings, runtime: Runtime, info: SystemInfo) -> str:
-    from apmbench.harness.run.executor import Persistence
 
     if settings.persistence is Persistence.RESTART:
         return "the run used restart persistence: only exported state crossed a gap"
@@ -93,12 +89,11 @@ def finish_trajectory(
     settings: RunSettings,
     segments: list[Segment],
     work_dir: Path,
+    grade: Grader,
 ) -> SystemClient:
     """Put the trajectory's audit into `record`, rerunning it in restart mode when sampled.
 
     Returns the client to go on with (a rerun restarts the system)."""
-    from apmbench.harness.run.executor import Persistence, TrajectoryRunner
-
     entry = audit.record()
     why_not = _why_not(settings, runtime, info)
     if not rerun:
@@ -108,7 +103,7 @@ def finish_trajectory(
     else:
         restart = replace(settings, persistence=Persistence.RESTART)
         work_dir.mkdir(parents=True, exist_ok=True)
-        runner = TrajectoryRunner(runtime, client, info, trajectory, restart, work_dir)
+        runner = TrajectoryRunner(runtime, client, info, trajectory, restart, work_dir, grade)
         again = runner.run(segments)
         client = runner.client
         entry["persistence"] = {

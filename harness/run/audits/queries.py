@@ -25,16 +25,14 @@ import hashlib
 import io
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import Query
 from apmbench.harness.check.checks_query import streaming_problem
 from apmbench.harness.protocol.client import QueryResult, SystemClient
-from apmbench.harness.suites.apmbench.plan import Ask, Segment
-
-if TYPE_CHECKING:
-    from apmbench.harness.run.executor import TrajectoryRunner
+from apmbench.harness.run.executor import TrajectoryRunner
+from apmbench.harness.run.plan import Ask, Segment
 
 # What a server may answer to the audit's extra calls; the audit records it and the run goes on.
 # A server that is gone (UNAVAILABLE, a deadline) ends the run as it would without the audit.
@@ -77,7 +75,7 @@ def state_digest(client: SystemClient, max_chunk_bytes: int = 0) -> str:
 
 
 def _sample(items: list[Ask], count: int, key: str) -> set[str]:
-    ids = sorted(a.probe.probe_id for a in items)
+    ids = sorted(a.instance_id for a in items)
     rng = random.Random(hashlib.sha256(key.encode()).hexdigest())
     return set(rng.sample(ids, min(count, len(ids))))
 
@@ -113,7 +111,7 @@ class TrajectoryAudit:
     def ask(
         self, runner: TrajectoryRunner, segment: Segment, ask: Ask, query: Query
     ) -> QueryResult:
-        probe_id = ask.probe.probe_id
+        probe_id = ask.instance_id
         if probe_id not in self.mutation:
             result = runner.client.query(query)
         else:
@@ -160,13 +158,13 @@ class TrajectoryAudit:
         """After a main-pass session: repeat its sampled questions in this same process."""
         from apmbench.harness.run.audits.repeat import repeat
 
-        due = [a for a in segment.asks_in(index) if a.probe.probe_id in self.asked]
+        due = [a for a in segment.asks_in(index) if a.instance_id in self.asked]
         for ask in due:
-            query, result = self.asked.pop(ask.probe.probe_id)
+            query, result = self.asked.pop(ask.instance_id)
             try:
                 self.repeats.append(repeat(runner, index, ask, query, result, self.settings))
             except REFUSALS as e:  # a flag; the runner's next step restores the memory anyway
-                failed = {"instance_id": ask.probe.probe_id, "session_index": index}
+                failed = {"instance_id": ask.instance_id, "session_index": index}
                 self.repeats.append({**failed, "flags": ["repeat_failed"], "error": str(e)})
 
     def record(self) -> dict[str, Any]:

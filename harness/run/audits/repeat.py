@@ -25,17 +25,15 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from apmbench.adapters.sdk.types import Query, SessionStart, StreamItem
 from apmbench.harness.media.frames import FrameProducer
 from apmbench.harness.protocol.client import QueryResult
 from apmbench.harness.run.audits.queries import AuditSettings
+from apmbench.harness.run.executor import TrajectoryRunner
+from apmbench.harness.run.plan import Ask
 from apmbench.harness.scoring.answers import parse_choice
-from apmbench.harness.suites.apmbench.plan import Ask
-
-if TYPE_CHECKING:
-    from apmbench.harness.run.executor import TrajectoryRunner
 
 
 def _option(query: Query, text: str) -> str | None:
@@ -88,7 +86,7 @@ def repeat(
     if len(set(answers.values())) > 1:
         flags.append("answer_depends_on_ids")
     return {
-        "instance_id": ask.probe.probe_id,
+        "instance_id": ask.instance_id,
         "session_index": index,
         "ids": {"trajectory_id": trajectory_id, "session_id": session_id},
         "seconds": {

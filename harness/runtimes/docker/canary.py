@@ -1,11 +1,12 @@
 """A round trip on a throwaway trajectory before real work: health is not readiness.
 
 Triton answered healthy while its Python worker was dead
-(triton-inference-server/server#7230); a server that reports SERVING may still fail its first real call. The
-canary runs Describe, then Reset, StartSession, one frame, a Query and
-EndSession, so a broken image fails here, with its logs at hand, rather than
-in the middle of the first trajectory. The runner resets the system before
-each trajectory, so nothing of the canary reaches the evaluation.
+(triton-inference-server/server#7230); a server that reports SERVING may
+still fail its first real call. The canary runs Describe, then Reset,
+StartSession, one frame, a Query and EndSession, so a broken image fails
+here, with its logs at hand, rather than in the middle of the first
+trajectory. The runner resets the system before each trajectory, so nothing
+of the canary reaches the evaluation.
 """
 
 from __future__ import annotations

@@ -158,6 +158,9 @@ class DockerRuntime(Runtime):
             self._engine.close()
             self._engine = None
 
+    def log_tail(self, lines: int = 15) -> str:
+        return tail(self._container, lines) if self._container is not None else ""
+
     def describe(self) -> dict[str, Any]:
         assert self._image is not None, "not started"
         return {

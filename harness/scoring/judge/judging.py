@@ -25,7 +25,6 @@ from apmbench.harness.scoring.judge.backend import ChatBackend
 from apmbench.harness.scoring.judge.cache import ReplyCache, cache_key
 from apmbench.harness.scoring.judge.openai_chat import FatalJudgeError
 from apmbench.harness.scoring.judge.verdict import parse_verdict
-from apmbench.harness.suites.apmbench.rubric import correction_messages
 
 SCORED = "scored"
 INVALID = "invalid"
@@ -36,6 +35,17 @@ ERROR = "error"
 class JudgeRequest:
     instance_id: str
     messages: list[dict[str, str]]
+    correction: str
+    """The suite's retry instruction after an unusable reply; "{problem}" is filled in."""
+
+
+def correction_messages(request: JudgeRequest, reply: str, problem: str) -> list[dict[str, str]]:
+    """A retry: the original request, the unusable reply, and what was wrong with it."""
+    return [
+        *request.messages,
+        {"role": "assistant", "content": reply},
+        {"role": "user", "content": request.correction.format(problem=problem)},
+    ]
 
 
 @dataclass
@@ -101,7 +111,7 @@ class _Pass:
                 verdict = parse_verdict(reply)
             except JudgeReplyError as e:
                 outcome.problems.append(str(e))
-                messages = correction_messages(request.messages, reply, str(e))
+                messages = correction_messages(request, reply, str(e))
                 continue
             outcome.status = SCORED
             outcome.score = verdict.score

@@ -24,49 +24,12 @@ from typing import Any
 
 from apmbench.adapters.sdk.types import Choice, UserTurnKind
 from apmbench.harness.errors import DatasetError
+from apmbench.harness.media.timeline import Session, Trajectory, Turn
 from apmbench.harness.suites.apmbench import prompts, tasks
 from apmbench.harness.suites.apmbench.timecode import format_ms, to_ms
 
 FORMAT = "apmbench-dataset"
 FORMAT_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Session:
-    session_id: str
-    day_id: str
-    start_ms: int
-    end_ms: int
-    video: Path | None
-    render: Mapping[str, Any] | None = None
-    """Instead of a video: the synthetic renderer's spec for this session's frames."""
-
-    @property
-    def duration_s(self) -> float:
-        return (self.end_ms - self.start_ms) / 1000.0
-
-
-@dataclass(frozen=True)
-class Trajectory:
-    trajectory_id: str
-    title: str
-    sessions: tuple[Session, ...]
-
-    def session_index(self, session_id: str) -> int:
-        for i, s in enumerate(self.sessions):
-            if s.session_id == session_id:
-                return i
-        raise KeyError(session_id)
-
-
-@dataclass(frozen=True)
-class Turn:
-    """A user turn the harness injects at `time_ms` (in `session_index`)."""
-
-    session_index: int
-    time_ms: int
-    kind: UserTurnKind
-    text: str
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
 """Per trajectory, what to run: the main pass, the forks and the Evidence Availability replays.
 
-A `Segment` is one replay over consecutive sessions of one trajectory, with
-the user turns it injects and the probes it asks. The runner executes
-segments; this module only decides them:
+The runner executes segments (apmbench.harness.run.plan); this module decides
+them from the task table:
 
 - main pass: every session once, every multiple-choice question at its time;
 - a fork per adaptive candidate (ERA, RCR) or per interval probe (MPA, PRM,
@@ -16,40 +15,59 @@ segments; this module only decides them:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from apmbench.adapters.sdk.types import Query
+from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.run.plan import Ask, Segment, sorted_asks
+from apmbench.harness.suites.apmbench import prompts
+from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe
+from apmbench.harness.suites.apmbench.tasks import Fork, Metric, spec
 
-from apmbench.harness.suites.apmbench import tasks
-from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe, Trajectory, Turn
-
-
-@dataclass(frozen=True)
-class Ask:
-    candidate: Candidate
-    probe: Probe
-
-
-@dataclass(frozen=True)
-class Segment:
-    kind: str  # "main" | "fork" | "ea"
-    name: str
-    first_session: int
-    last_session: int
-    # Import the main pass's snapshot taken after this session index; None = empty memory.
-    snapshot_after: int | None
-    turns: tuple[Turn, ...]
-    asks: tuple[Ask, ...]
-    # Stop the last session right after its last question (forks and EA replays).
-    stop_after_last_ask: bool
-
-    def turns_in(self, session_index: int) -> list[Turn]:
-        return [t for t in self.turns if t.session_index == session_index]
-
-    def asks_in(self, session_index: int) -> list[Ask]:
-        return [a for a in self.asks if a.probe.session_index == session_index]
+# Evidence Availability: the current session and this many completed ones before it.
+RECENT_SESSIONS = 2
 
 
-def _sorted_asks(asks: list[Ask]) -> tuple[Ask, ...]:
-    return tuple(sorted(asks, key=lambda a: (a.probe.time_ms, a.probe.probe_id)))
+def query_for(candidate: Candidate, probe: Probe) -> Query:
+    """What goes on the wire for one probe: prompts, question and options, never a label."""
+    task = spec(candidate.task)
+    if task.metric is Metric.GATED_JUDGE:
+        # Adaptive probes: the ERA question was released at session start and is
+        # not repeated here (paper section 3.3).
+        return Query(
+            query_id="",
+            time_ms=probe.time_ms,
+            kind=task.query_kind,
+            system_prompt=prompts.SYSTEM_PROMPT,
+            prompt=probe.prompt,
+            interval_start_ms=probe.interval_start_ms,
+        )
+    return Query(
+        query_id="",
+        time_ms=probe.time_ms,
+        kind=task.query_kind,
+        system_prompt=prompts.SYSTEM_PROMPT,
+        prompt=probe.prompt,
+        question=candidate.question,
+        choices=candidate.choices,
+    )
+
+
+def ask_for(candidate: Candidate, probe: Probe) -> Ask:
+    task = spec(candidate.task)
+    polarity = None if probe.positive is None else ("positive" if probe.positive else "negative")
+    return Ask(
+        instance_id=probe.probe_id,
+        session_index=probe.session_index,
+        time_ms=probe.time_ms,
+        query=query_for(candidate, probe),
+        item=(candidate, probe),
+        fields={
+            "candidate_id": candidate.candidate_id,
+            "trajectory_id": candidate.trajectory_id,
+            "task": candidate.task,
+            "family": task.family,
+            "polarity": polarity,
+        },
+    )
 
 
 def _fork(name: str, candidate: Candidate, probes: tuple[Probe, ...], can_import: bool) -> Segment:
@@ -71,7 +89,7 @@ def _fork(name: str, candidate: Candidate, probes: tuple[Probe, ...], can_import
         last_session=max(p.session_index for p in probes),
         snapshot_after=snapshot,
         turns=turns,
-        asks=_sorted_asks([Ask(candidate, p) for p in probes]),
+        asks=sorted_asks([ask_for(candidate, p) for p in probes]),
         stop_after_last_ask=True,
     )
 
@@ -79,6 +97,7 @@ def _fork(name: str, candidate: Candidate, probes: tuple[Probe, ...], can_import
 def plan_trajectory(dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
     candidates = dataset.candidates_of(trajectory.trajectory_id)
     last = len(trajectory.sessions) - 1
+    forks = {c.candidate_id: spec(c.task).fork for c in candidates}
     segments = [
         Segment(
             kind="main",
@@ -87,33 +106,38 @@ def plan_trajectory(dataset: Dataset, trajectory: Trajectory, can_import: bool) 
             last_session=last,
             snapshot_after=None,
             turns=(),
-            asks=_sorted_asks(
-                [Ask(c, p) for c in candidates if c.task in tasks.MCQA_TASKS for p in c.probes]
+            asks=sorted_asks(
+                [
+                    ask_for(c, p)
+                    for c in candidates
+                    if forks[c.candidate_id] is Fork.MAIN
+                    for p in c.probes
+                ]
             ),
             stop_after_last_ask=False,
         )
     ]
     for c in candidates:
-        if c.task in ("ERA", "RCR"):
+        if forks[c.candidate_id] is Fork.PER_CANDIDATE:
             segments.append(_fork(c.candidate_id, c, c.probes, can_import))
-        elif c.task in ("MPA", "PRM", "TPG"):
+        elif forks[c.candidate_id] is Fork.PER_PROBE:
             for p in c.probes:
                 segments.append(_fork(p.probe_id, c, (p,), can_import))
     by_session: dict[int, list[Ask]] = {}
     for c in candidates:
-        if c.task == tasks.EVIDENCE_AVAILABILITY:
+        if forks[c.candidate_id] is Fork.RECENT_SESSIONS:
             for p in c.probes:
-                by_session.setdefault(p.session_index, []).append(Ask(c, p))
+                by_session.setdefault(p.session_index, []).append(ask_for(c, p))
     for index in sorted(by_session):
         segments.append(
             Segment(
-                kind="ea",
+                kind="recent",
                 name=f"ea@{trajectory.sessions[index].session_id}",
-                first_session=max(0, index - 2),
+                first_session=max(0, index - RECENT_SESSIONS),
                 last_session=index,
                 snapshot_after=None,
                 turns=(),
-                asks=_sorted_asks(by_session[index]),
+                asks=sorted_asks(by_session[index]),
                 stop_after_last_ask=True,
             )
         )

@@ -156,3 +156,8 @@ def interval_marker(start_time: str) -> str:
 def interval_probe(task: str, start_time: str, end_time: str) -> str:
     template = {"MPA": MPA_PROBE, "PRM": PRM_PROBE, "TPG": TPG_PROBE}[task]
     return template.format(start_time=start_time, end_time=end_time)
+
+
+def example_decision_probe(start_time: str, end_time: str) -> str:
+    """A real interval probe, for `check` to send a decision query as the benchmark would."""
+    return interval_probe("PRM", start_time, end_time)

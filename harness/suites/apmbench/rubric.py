@@ -155,17 +155,6 @@ def request_messages(
     ]
 
 
-def correction_messages(
-    first: list[dict[str, str]], reply: str, problem: str
-) -> list[dict[str, str]]:
-    """A retry: the original request, the unusable reply, and what was wrong with it."""
-    return [
-        *first,
-        {"role": "assistant", "content": reply},
-        {"role": "user", "content": CORRECTION_TEMPLATE.format(problem=problem)},
-    ]
-
-
 def templates_sha256() -> str:
     """Identifies the judge's wording: part of the scoring settings that `compare` checks."""
     text = json.dumps(

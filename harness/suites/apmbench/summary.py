@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rich.table import Table
 
-from apmbench.harness.reports.tables import num, size
+from apmbench.harness.reports.format import num, size
 from apmbench.harness.suites.apmbench import tasks
-
-
-class HasReport(Protocol):
-    @property
-    def report(self) -> dict[str, Any]: ...
 
 
 def _pct(value: float | None) -> str:
     return num(value, 1)
 
 
-def summary_tables(results: Sequence[HasReport], names: Sequence[str]) -> tuple[Table, Table]:
+def summary_tables(reports: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[Table]:
     """Utility, latency and storage per system (Table 3), then task scores (Table 4)."""
     main = Table(title="Utility, latency and storage (n/c = not computed)")
     for column in ("System", "CSU", "RTP", "AR", "Overall", "EA bal", "Decision BA",
@@ -29,8 +24,7 @@ def summary_tables(results: Sequence[HasReport], names: Sequence[str]) -> tuple[
     per_task = Table(title="Task scores")
     for column in ("System", *tasks.MCQA_TASKS, *tasks.ADAPTIVE_TASKS):
         per_task.add_column(column, justify="left" if column == "System" else "right")
-    for name, result in zip(names, results, strict=True):
-        r = result.report
+    for name, r in zip(names, reports, strict=True):
         fam = r["families"]
         ttft = r["latency"]["time_to_first_token_s"]["mean"]
         main.add_row(
@@ -48,4 +42,4 @@ def summary_tables(results: Sequence[HasReport], names: Sequence[str]) -> tuple[
             name,
             *(_pct(r["tasks"][t]["score"]) for t in (*tasks.MCQA_TASKS, *tasks.ADAPTIVE_TASKS)),
         )
-    return main, per_task
+    return [main, per_task]

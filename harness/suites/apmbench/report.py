@@ -10,12 +10,12 @@ shared with `compare`, which puts several systems in the same tables.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from apmbench.harness.reports.format import NOT_COMPUTED, num, size, table
 from apmbench.harness.suites.apmbench import tasks
 
-NOT_COMPUTED = "n/c"
 TABLE3_HEADER = (
     "Method",
     "Streaming",
@@ -28,25 +28,6 @@ TABLE3_HEADER = (
     "Storage/hr",
 )
 TABLE4_HEADER = ("Method", *tasks.MCQA_TASKS, *tasks.ADAPTIVE_TASKS, "Overall", "EA", "EU")
-
-
-def num(value: float | int | None, digits: int = 2) -> str:
-    return NOT_COMPUTED if value is None else f"{value:.{digits}f}"
-
-
-def size(value: float | int | None) -> str:
-    if value is None:
-        return NOT_COMPUTED
-    for unit, bytes_ in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if value >= bytes_:
-            return f"{value / bytes_:.2f} {unit}"
-    return f"{value:.0f} B"
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
 
 
 def _yes(flag: object) -> str:

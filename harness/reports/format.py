@@ -1,0 +1,26 @@
+"""Plain-text formatting shared by every suite's reports: numbers, sizes, Markdown tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+NOT_COMPUTED = "n/c"
+
+
+def num(value: float | int | None, digits: int = 2) -> str:
+    return NOT_COMPUTED if value is None else f"{value:.{digits}f}"
+
+
+def size(value: float | int | None) -> str:
+    if value is None:
+        return NOT_COMPUTED
+    for unit, bytes_ in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= bytes_:
+            return f"{value / bytes_:.2f} {unit}"
+    return f"{value:.0f} B"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines

@@ -1,0 +1,61 @@
+"""A trajectory's plan: the segments the runner replays and the asks they carry.
+
+A suite decides the plan (which sessions each replay covers, which turns it
+injects, which queries it asks); the runner executes it without knowing any
+task. A `Segment` is one replay over consecutive sessions of one trajectory:
+
+- "main": every session once, from an empty memory;
+- "fork": from the main pass's snapshot after `snapshot_after` (or from the
+  start), with turns of its own that no other segment sees;
+- "recent": an empty memory, then only a few recent sessions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from apmbench.adapters.sdk.types import Query
+from apmbench.harness.media.timeline import Turn
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One query the runner asks at `time_ms`, after exactly the frames up to it.
+
+    `query` is wire-ready (its `query_id` is replaced by a fresh one when asked);
+    `item` is the suite's own reference for grading it and never leaves the
+    harness; `fields` are copied into the instance record.
+    """
+
+    instance_id: str
+    session_index: int
+    time_ms: int
+    query: Query
+    item: Any
+    fields: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Segment:
+    kind: str  # "main" | "fork" | "recent"
+    name: str
+    first_session: int
+    last_session: int
+    # Import the main pass's snapshot taken after this session index; None = empty memory.
+    snapshot_after: int | None
+    turns: tuple[Turn, ...]
+    asks: tuple[Ask, ...]
+    # Stop the last session right after its last question (forks and recent-session replays).
+    stop_after_last_ask: bool
+
+    def turns_in(self, session_index: int) -> list[Turn]:
+        return [t for t in self.turns if t.session_index == session_index]
+
+    def asks_in(self, session_index: int) -> list[Ask]:
+        return [a for a in self.asks if a.session_index == session_index]
+
+
+def sorted_asks(asks: list[Ask]) -> tuple[Ask, ...]:
+    return tuple(sorted(asks, key=lambda a: (a.time_ms, a.instance_id)))

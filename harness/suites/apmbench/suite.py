@@ -1,0 +1,126 @@
+"""APM-Bench (arXiv 2609.37559) as a suite: the seam's implementation.
+
+Everything here delegates to the suite's own modules: dataset (D.3-D.8 and
+the project's dataset.json), plan (main pass, forks, EA replays), metrics
+(B.1-B.7, Eq. 1-3), rubric (A.3), report and compare (Tables 3, 4, 10-13).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.table import Table
+
+from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.run.plan import Segment
+from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
+from apmbench.harness.suites.apmbench import compare, metrics, report, rubric, summary, tasks
+from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe, load_dataset
+from apmbench.harness.suites.apmbench.plan import plan_trajectory
+from apmbench.harness.suites.apmbench.synth.presets import PRESETS
+from apmbench.harness.suites.base import ComparedRun, Headline, Suite
+
+Item = tuple[Candidate, Probe]
+
+
+@cache
+def _items(dataset: Dataset) -> dict[str, Item]:
+    return {p.probe_id: (c, p) for c in dataset.candidates for p in c.probes}
+
+
+class APMBench(Suite):
+    name: ClassVar[str] = "apmbench"
+    title: ClassVar[str] = "APM-Bench"
+    scoring_schema: ClassVar[int] = metrics.SCHEMA_VERSION
+
+    synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
+
+    def synthetic(self, preset: str, seed: int) -> Path:
+        from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
+
+        self.check_preset(preset)
+        return synthetic_dataset(preset, seed)
+
+    def write_synthetic(self, preset: str, seed: int, out: Path) -> dict[str, int]:
+        from apmbench.harness.suites.apmbench.synth.writer import build
+
+        self.check_preset(preset)
+        return build(PRESETS[preset], seed, out)
+
+    def load(self, root: Path) -> Dataset:
+        return load_dataset(root)
+
+    def plan(self, dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
+        return plan_trajectory(dataset, trajectory, can_import)
+
+    def grade(self, item: Item, text: str) -> Mapping[str, Any]:
+        return metrics.grade_instance(item[0], item[1], text)
+
+    def item_of(self, dataset: Dataset, instance_id: str) -> Item | None:
+        return _items(dataset).get(instance_id)
+
+    def judge_requests(
+        self, dataset: Dataset, instances: Sequence[dict[str, Any]]
+    ) -> list[JudgeRequest]:
+        items = _items(dataset)
+        requests = []
+        for row in instances:
+            if tasks.spec(row["task"]).metric is not tasks.Metric.GATED_JUDGE:
+                continue
+            row["judge_score"] = None
+            passed = bool(row["gate_passed"])
+            row["judge"] = {"status": metrics.NOT_CONFIGURED if passed else metrics.NOT_NEEDED}
+            if passed:
+                candidate, probe = items[row["instance_id"]]
+                messages = rubric.request_messages(candidate, probe, row)
+                requests.append(
+                    JudgeRequest(row["instance_id"], messages, rubric.CORRECTION_TEMPLATE)
+                )
+        return requests
+
+    def apply_verdicts(
+        self, instances: Sequence[dict[str, Any]], outcomes: Mapping[str, JudgeOutcome]
+    ) -> None:
+        for row in instances:
+            outcome = outcomes.get(row["instance_id"])
+            if outcome is not None:
+                row["judge"] = outcome.as_dict()
+                row["judge_score"] = outcome.score
+
+    def judge_templates_sha256(self) -> str:
+        return rubric.templates_sha256()
+
+    def score(
+        self,
+        instances: Sequence[Mapping[str, Any]],
+        sessions: Sequence[Mapping[str, Any]],
+        scoring: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        return metrics.score(instances, sessions, scoring)
+
+    def headline(self, report: Mapping[str, Any]) -> Headline:
+        return Headline(
+            utility=report["overall"]["score"],
+            utility_label="Overall",
+            ttft_mean_s=report["latency"]["time_to_first_token_s"]["mean"],
+            storage_per_hour_bytes=report["storage"]["storage_per_hour_bytes"],
+        )
+
+    def render(self, report_: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+        return report.render_markdown(report_, manifest)
+
+    def summary_tables(
+        self, reports: Sequence[Mapping[str, Any]], names: Sequence[str]
+    ) -> list[Table]:
+        return summary.summary_tables(reports, names)
+
+    def comparison(self, runs: Sequence[ComparedRun]) -> dict[str, Any]:
+        return compare.comparison(runs)
+
+    def render_comparison(
+        self, runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None
+    ) -> str:
+        return compare.render_comparison(runs, data, plot)

@@ -1,0 +1,154 @@
+"""The seam between the shared machinery and one benchmark: about the size of an
+lm-evaluation-harness Task.
+
+A suite owns its dataset format, how a trajectory becomes segments of asks,
+how a raw answer is graded, what the judge is asked, how records become a
+report and how that report reads. The runner, the runtimes, the records,
+resume, audits, the judge plumbing and `compare` are shared and never name a
+task.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from rich.table import Table
+
+from apmbench.harness.errors import ConfigError
+from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.run.plan import Segment
+from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
+
+
+class SuiteDataset(Protocol):
+    """What the shared machinery reads of any suite's loaded dataset."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def content_hash(self) -> str: ...
+
+    @property
+    def trajectories(self) -> Sequence[Trajectory]: ...
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The numbers a summary row, `compare` and the trade-off plot show for one run."""
+
+    utility: float | None
+    """The suite's headline utility score (0-100), None when not computed."""
+    utility_label: str
+    ttft_mean_s: float | None
+    storage_per_hour_bytes: float | None
+
+
+@dataclass(frozen=True)
+class ComparedRun:
+    """One finished run as `compare` hands it to a suite."""
+
+    root: Path
+    label: str
+    manifest: Mapping[str, Any]
+    report: Mapping[str, Any]
+
+
+class Suite(ABC):
+    name: ClassVar[str]
+    """The `--benchmark` name, recorded in the manifest and the resume keys."""
+    title: ClassVar[str]
+    scoring_schema: ClassVar[int]
+    """Bumped when the report's numbers would change for the same records."""
+
+    synthetic_presets: ClassVar[tuple[str, ...]] = ()
+    """Sizes of the suite's built-in synthetic benchmark (none: no generator)."""
+
+    # -- data and plan -------------------------------------------------------------
+
+    def synthetic(self, preset: str, seed: int) -> Path:
+        """The built-in synthetic dataset, generated once into the cache and reused."""
+        raise ConfigError(f"the {self.title} suite has no synthetic generator")
+
+    def write_synthetic(self, preset: str, seed: int, out: Path) -> dict[str, int]:
+        """Write the synthetic dataset to `out`; returns item counts by kind."""
+        raise ConfigError(f"the {self.title} suite has no synthetic generator")
+
+    def check_preset(self, preset: str) -> None:
+        if preset not in self.synthetic_presets:
+            known = ", ".join(self.synthetic_presets) or "none"
+            raise ConfigError(f"{self.title} has no synthetic preset {preset!r} (presets: {known})")
+
+    @abstractmethod
+    def load(self, root: Path) -> SuiteDataset:
+        """Read and validate a dataset; raise DatasetError naming what to fix."""
+
+    @abstractmethod
+    def plan(self, dataset: Any, trajectory: Trajectory, can_import: bool) -> list[Segment]:
+        """The segments of one trajectory; each ask carries a wire-ready query."""
+
+    # -- grading and judging -------------------------------------------------------
+
+    @abstractmethod
+    def grade(self, item: Any, text: str) -> Mapping[str, Any]:
+        """Parse one raw answer and check it against the labels of `item` (an `Ask.item`)."""
+
+    @abstractmethod
+    def item_of(self, dataset: Any, instance_id: str) -> Any | None:
+        """The `Ask.item` of a recorded instance, for re-scoring; None if unknown."""
+
+    def judge_requests(
+        self, dataset: Any, instances: Sequence[dict[str, Any]]
+    ) -> list[JudgeRequest]:
+        """Mark the rows that need a judge and return what to ask it (none by default)."""
+        return []
+
+    def apply_verdicts(  # noqa: B027 - a suite without a judge has nothing to write
+        self, instances: Sequence[dict[str, Any]], outcomes: Mapping[str, JudgeOutcome]
+    ) -> None:
+        """Write the judge's outcomes into the rows it was asked about."""
+
+    def judge_templates_sha256(self) -> str | None:
+        """Identifies the judge's wording (part of the scoring signature)."""
+        return None
+
+    # -- scoring and reports -------------------------------------------------------
+
+    @abstractmethod
+    def score(
+        self,
+        instances: Sequence[Mapping[str, Any]],
+        sessions: Sequence[Mapping[str, Any]],
+        scoring: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """report.json from the graded records (judge outcomes included)."""
+
+    @abstractmethod
+    def headline(self, report: Mapping[str, Any]) -> Headline: ...
+
+    @abstractmethod
+    def render(self, report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+        """report.md."""
+
+    @abstractmethod
+    def summary_tables(
+        self, reports: Sequence[Mapping[str, Any]], names: Sequence[str]
+    ) -> list[Table]:
+        """The tables the embedded default prints, one row per system."""
+
+    @abstractmethod
+    def comparison(self, runs: Sequence[ComparedRun]) -> dict[str, Any]:
+        """compare.json's content; must hold `plot_y_label`, `notes` and per run `plot_y`."""
+
+    @abstractmethod
+    def render_comparison(
+        self, runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None
+    ) -> str:
+        """compare.md."""

@@ -1,0 +1,131 @@
+"""The layout's rules, enforced: adapters never import the harness, no import cycle between
+harness modules, and no APM-Bench task name outside its suite folder."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from apmbench.harness.suites.apmbench import tasks
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDERS = {"apmbench.harness": ROOT / "harness", "apmbench.adapters": ROOT / "adapters"}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for prefix, folder in FOLDERS.items():
+        for path in folder.rglob("*.py"):
+            parts = path.relative_to(folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join((prefix, *parts))] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    """apmbench modules imported by `module` at import time (not inside functions, not
+    under TYPE_CHECKING): the edges that can make a cycle or pull the harness in."""
+    tree = ast.parse(path.read_text())
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If):  # `if TYPE_CHECKING:` blocks never run
+            continue
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("apmbench.")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if not node.module.startswith("apmbench."):
+                continue
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                out.add(full if full in MODULES else node.module)
+    return {m for m in out if m in MODULES}
+
+
+def _all_imports(path: Path) -> set[str]:
+    """Every apmbench module named anywhere in the file (lazy imports included)."""
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+    return {n for n in names if n.startswith("apmbench.")}
+
+
+def test_adapters_never_import_the_harness() -> None:
+    wrong = {
+        str(path.relative_to(ROOT)): sorted(
+            n for n in _all_imports(path) if n.startswith("apmbench.harness")
+        )
+        for module, path in MODULES.items()
+        if module.startswith("apmbench.adapters")
+    }
+    assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def test_no_import_cycle() -> None:
+    graph = {m: _imports(m, p) for m, p in MODULES.items()}
+    # A package imports its __init__ first; an edge to one's own package is not a cycle.
+    for m in graph:
+        graph[m] = {d for d in graph[m] if not m.startswith(d + ".")}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(graph[m]):
+            if state.get(d) == 1:
+                cycle = [*stack[stack.index(d) :], d]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if d not in state:
+                visit(d)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+
+
+def _strings_and_names(path: Path) -> set[str]:
+    """Identifiers, attribute names and string constants of a file (comments excluded)."""
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found |= set(re.findall(r"[A-Za-z]+", node.value))
+        elif isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+    return found
+
+
+def test_no_task_name_outside_the_suite() -> None:
+    suite = ROOT / "harness" / "suites" / "apmbench"
+    names = set(tasks.ALL_TASKS) | {"MCQA_TASKS", "ADAPTIVE_TASKS", "FAMILIES", "FAMILY_OF"}
+    offenders = {}
+    for path in (ROOT / "harness").rglob("*.py"):
+        if suite in path.parents:
+            continue
+        hits = names & _strings_and_names(path)
+        if hits:
+            offenders[str(path.relative_to(ROOT))] = sorted(hits)
+    assert offenders == {}
+
+
+def test_the_checks_catch_what_they_guard(tmp_path: Path) -> None:
+    """The cycle finder and the task-name scan see a planted offender."""
+    bad = tmp_path / "bad.py"
+    bad.write_text('KIND = "ERA"\nfrom apmbench.harness.errors import DatasetError\n')
+    assert "ERA" in _strings_and_names(bad)
+    assert "apmbench.harness.errors" in _all_imports(bad)
