@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apmbench.adapters.sdk.errors import ApmbenchError
+from apmbench.adapters.sdk.errors import ApmbenchError, ProtocolError
 
 
 class DatasetError(ApmbenchError):
@@ -43,3 +43,25 @@ class EngineError(ConfigError):
 
 class ImageBuildError(ApmbenchError):
     """An image could not be built; the message names the step and what to install or fix."""
+
+
+class WireRuleError(ProtocolError):
+    """A server's reply broke a rule of memory_system.proto that the harness relies on.
+
+    `rule` is the rule's id as `apmbench.harness.check.rules.RULES` numbers it
+    ("R7", "STATUS", ...); `status` is the status code the server answered,
+    when the broken rule is about which code it may answer; `hint` says what
+    to change in the server.
+    """
+
+    def __init__(
+        self, message: str, *, rule: str, rpc: str = "", status: str = "", hint: str = ""
+    ) -> None:
+        super().__init__(message, rpc=rpc)
+        self.rule = rule
+        self.status = status
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"{text}; fix: {self.hint}" if self.hint else text

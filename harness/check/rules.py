@@ -53,6 +53,16 @@ _RULES = (
         "state travels in chunks of at most `max_chunk_bytes` (default 1 MiB).",
     ),
     Rule(
+        "MANIFEST",
+        "State manifest",
+        "Exact number of data bytes that follow.",
+    ),
+    Rule(
+        "STATE-STREAM",
+        "State stream shape",
+        "The first chunk carries only the manifest, the following ones only data.",
+    ),
+    Rule(
         "R8",
         "Capabilities",
         "A frame in an undeclared encoding is INVALID_ARGUMENT; ImportState on a system that "

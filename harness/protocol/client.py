@@ -30,6 +30,7 @@ from apmbench.adapters.sdk.types import (
     StreamItem,
     SystemInfo,
 )
+from apmbench.harness.protocol import wire_rules
 from apmbench.v1 import memory_system_pb2 as pb
 from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
 
@@ -121,7 +122,15 @@ class SystemClient:
         try:
             return fn()
         except grpc.RpcError as e:
-            raise wire.error_from_rpc(rpc, e) from e
+            error = wire.error_from_rpc(rpc, e)
+            code_of = getattr(e, "code", None)
+            code = code_of() if callable(code_of) else grpc.StatusCode.UNKNOWN
+            problem = wire_rules.status_problem(rpc, code.name)
+            if problem is not None:
+                raise wire_rules.violation(
+                    rpc, "STATUS", f"{problem}: {error.message}", status=code.name
+                ) from e
+            raise error from e
 
     # -- readiness ------------------------------------------------------------
 
@@ -253,25 +262,50 @@ class SystemClient:
         """Stream the state into `sink`, verifying length and sha256 against the manifest."""
         started = time.perf_counter()
 
+        def broken(rule: str, seen: str) -> errors.ProtocolError:
+            return wire_rules.violation("ExportState", rule, seen)
+
         def run() -> StateManifest:
-            stream = iter(
-                self._stub.ExportState(
-                    pb.ExportStateRequest(max_chunk_bytes=max_chunk_bytes),
-                    timeout=self.deadlines.state,
-                )
+            call = self._stub.ExportState(
+                pb.ExportStateRequest(max_chunk_bytes=max_chunk_bytes),
+                timeout=self.deadlines.state,
             )
+            try:
+                return read(iter(call))
+            finally:
+                # A refused stream is not read to its end; the server need not send the rest.
+                cast(Any, call).cancel()
+
+        def read(stream: Iterator[pb.StateChunk]) -> StateManifest:
             first = next(stream, None)
             if first is None:
-                raise errors.InvalidArgument("ExportState sent no manifest", rpc="ExportState")
-            manifest = wire.manifest_from_chunk(first)
+                raise broken("STATE-STREAM", "the stream ended without a manifest")
+            if (problem := wire_rules.shape_problem(0, first.WhichOneof("chunk"))) is not None:
+                raise broken("STATE-STREAM", problem)
+            m = first.manifest
+            if (problem := wire_rules.sha256_problem(m.sha256)) is not None:
+                raise broken("MANIFEST", problem)
+            manifest = StateManifest(m.total_bytes, m.sha256, m.content_type, m.format_version)
             digest = hashlib.sha256()
             received = 0
-            for msg in stream:
-                piece = wire.data_from_chunk(msg)
+            for index, msg in enumerate(stream, start=1):
+                if (
+                    problem := wire_rules.shape_problem(index, msg.WhichOneof("chunk"))
+                ) is not None:
+                    raise broken("STATE-STREAM", problem)
+                piece = msg.data
+                if (
+                    problem := wire_rules.chunk_problem(index, len(piece), max_chunk_bytes)
+                ) is not None:
+                    raise broken("R7", problem)
                 digest.update(piece)
                 received += len(piece)
                 sink.write(piece)
-            wire.check_received(manifest, received, digest.hexdigest())
+            seen = wire_rules.received_problem(
+                manifest.total_bytes, manifest.sha256, received, digest.hexdigest()
+            )
+            if seen is not None:
+                raise broken("MANIFEST", seen)
             return manifest
 
         try:

@@ -1,17 +1,21 @@
 """Reading answers out of raw model text, with deterministic repair (appendix B.5).
 
-What can be repaired without guessing is repaired; everything else is an
-unrecoverable format failure, counted per task and system:
+B.5 marks a probe incorrect "only when no unambiguous task output can be
+recovered": what can be read without guessing is repaired, everything else is
+an unrecoverable format failure, counted per task and system:
 
-- multiple choice: a JSON object with an "answer" field naming one option;
-  else, in prose, exactly one option named unambiguously ("Answer: B", "(B)",
-  "B.", "option B", a lone letter, or the exact text of one choice). Two
-  different options named = failure.
+- multiple choice: a JSON object with an "answer" field naming one option (by
+  its letter, "(B)", "Option B", "B. text", or its exact option text); else, in
+  prose, exactly one option named unambiguously: a letter in an answer-giving
+  phrase ("Answer: b", "I choose C"), parenthesised, quoted, heading a line, or
+  a capital on its own; or the exact text of one choice, alone or after "the
+  answer is". The article "a" is never option A. Two different options named
+  anywhere (also a letter next to another option's text) = failure.
 - decisions: a JSON object with "decision" SILENT or INTERVENE (any case);
   else, in JSON cut off before it closed (an output that ran to the length
   limit), one "decision" field value; else exactly one of the two words in
-  the text. For a decision with an option, INTERVENE also needs one option, read as
-  above.
+  the text not under negation ("I should not intervene" states no decision).
+  When the task needs an option, INTERVENE also needs one, read as above.
 
 Several JSON objects that disagree (two different answers or decisions) are
 a failure, never a pick; repeated identical objects are repaired.
@@ -71,6 +75,18 @@ def _is_clean_json(text: str, obj: dict[str, Any]) -> bool:
         return False
 
 
+def _normal(text: str) -> str:
+    """Option text compared loosely: case, outer quotes and a final full stop aside."""
+    return " ".join(text.strip().strip("\"'`*").strip().rstrip(".!").split()).lower()
+
+
+def _options_by_text(text: str, choices: Sequence[tuple[str, str]]) -> set[str]:
+    """Options whose exact text `text` is (an article in front aside: "a cup" names "cup")."""
+    said = _normal(text)
+    bare = re.sub(r"^(?:a|an|the)\s+", "", said)
+    return {o for o, t in choices if _normal(t) and _normal(t) in (said, bare)}
+
+
 def _option_in_value(value: str, options: Sequence[str]) -> str | None:
     """An option letter from a field value like "B", "(B)", "B.", "Option B", "B: text"."""
     m = re.fullmatch(
@@ -81,38 +97,111 @@ def _option_in_value(value: str, options: Sequence[str]) -> str | None:
     return None
 
 
-# Where prose names an option. Keyword patterns accept a lower-case letter
-# ("answer: b"); bare letters must be capitals, so the article "a" never counts.
-_KEYWORD = re.compile(r"\b(?:answer|option|choice)\s*(?:is|:|=)?\s*[\(\[\"']?\s*([a-e])\b", re.I)
-_PARENTHESISED = re.compile(r"\(([A-E])\)")
-_LEADING = re.compile(r"^\s*([A-E])\s*(?:[.:)]|$)", re.M)
+def _choice_in_value(value: str, choices: Sequence[tuple[str, str]]) -> set[str]:
+    """What an "answer" field value names: its letter, else its exact option text, else prose.
+
+    A letter followed by the text of another option ("B. a red mug" with the
+    mug as A) names both, so the caller reports the contradiction.
+    """
+    options = [o for o, _ in choices]
+    letter = _option_in_value(value, options)
+    if letter is None:
+        return _options_by_text(value, choices) or _options_in_prose(value, choices)
+    rest = re.sub(
+        r"^\s*(?:option\s*)?[\(\[]?\s*[A-Za-z]\s*[\)\]]?\s*[.:)\-]?", "", value, flags=re.I
+    )
+    return {letter} | (_options_by_text(rest, choices) if rest.strip() else set())
+
+
+# Where prose names an option by its letter. A letter counts when an answer-giving
+# phrase introduces it ("the answer is b", "I choose (C)"), when it is
+# parenthesised, quoted or heads a line ("B. a blue plate"), or when it is a
+# capital standing alone ("it is D."). "a"/"A" followed by an ordinary word is the
+# article ("The answer is a cup."), never option A; other lower-case letters
+# count only where a phrase introduces them, so "plan b" names nothing.
+_LETTER = re.compile(r"(?<![\w'’.\-])([A-Ea-e])(?![\w'’\-]|\.\w)")
+_INTRODUCED = re.compile(
+    r"(?:\banswer|\bchoice|\boption|\bpick|\bchoose|\bselect(?:ed)?|\bgo(?:ing)? with"
+    r"|\bcorrect one|\bcorrect)"
+    r"(?:\s+(?:is|would be|should be|will be|must be|=|:|-))?[\s:=\-]*[\(\[\"'*]*\s*$",
+    re.I,
+)
+# Words after which a capital "A" is still the letter ("A and C", "A is right").
+_AFTER_LETTER = frozenset(
+    {"and", "or", "nor", "is", "was", "would", "seems", "looks", "because", "since", "but"}
+    | {"vs", "versus", "then", "as", "if"}
+)
+_CONNECTOR = re.compile(
+    r"\s*(?:,|/|&|\||\bor\b|\band\b|\bnor\b|\bvs\.?|\bversus\b)\s*[\(\[]?\s*$", re.I
+)
 _LIST = re.compile(r"^\s*\(?([A-E])\)?(?:\s*(?:,|and|or|/|&|\|)\s*\(?([A-E])\)?)+\s*\.?\s*$")
+# An answer-giving phrase followed by nothing but an option's text ("My choice is a bowl.").
+_ANSWER_PHRASE = re.compile(
+    r"^\s*(?:(?:the|my|final)\s+)*(?:correct\s+)?(?:answer|choice|option)\s*(?:is|:|=|-)\s*(.+?)\s*$",
+    re.I | re.S,
+)
+
+
+def _letters(text: str) -> list[str]:
+    """Option letters that `text` names, in order, by the rules above."""
+    named: list[str] = []
+    last_end = -1
+    for m in _LETTER.finditer(text):
+        letter, start, end = m.group(1), m.start(), m.end()
+        before, after = text[:start], text[end:]
+        line_head = text[text.rfind("\n", 0, start) + 1 : start]
+        introduced = bool(_INTRODUCED.search(before))
+        chained = last_end >= 0 and bool(_CONNECTOR.fullmatch(text[last_end:start]))
+        wrapped = bool(re.search(r"[\(\[]\s*$", before) and re.match(r"\s*[\)\]]", after))
+        quoted = bool(re.search(r"[\"'`]$", before) and re.match(r"[\"'`]", after))
+        leading = bool(re.fullmatch(r"[\s*#>\-]*", line_head)) and bool(
+            re.match(r"\s*(?:[.:)\]]|\*\*|$)", after)
+        )
+        next_word = re.match(r"\s+([a-z]+)", after)
+        article = (
+            letter in "aA"
+            and next_word is not None
+            and next_word.group(1) not in _AFTER_LETTER
+            and not (wrapped or quoted)
+            and (letter == "a" or not introduced)
+        )
+        if article:
+            continue
+        if introduced or chained or wrapped or quoted or leading or letter.isupper():
+            named.append(letter.upper())
+            last_end = end
+    return named
 
 
 def _options_in_prose(text: str, choices: Sequence[tuple[str, str]]) -> set[str]:
     options = {o for o, _ in choices}
-    listed = _LIST.match(text)
-    if listed:
+    if _LIST.match(text):
         return set(re.findall(r"[A-E]", text)) & options
-    named = {m.group(1).upper() for m in _KEYWORD.finditer(text)}
-    named |= {m.group(1) for m in _PARENTHESISED.finditer(text)}
-    named |= {m.group(1) for m in _LEADING.finditer(text)}
+    named = set(_letters(text))
+    # "B. a red mug" with the mug as A names two options, whichever was meant.
+    for line in re.finditer(r"^[\s*#>\-]*[\(\[]?([A-E])[\)\]]?\s*[.:)\-]\s*(\S.*)$", text, re.M):
+        named |= _options_by_text(line.group(2), choices)
     named &= options
     if not named:
-        lowered = text.strip().lower().rstrip(".")
-        named = {o for o, t in choices if t and lowered == t.strip().lower().rstrip(".")}
+        named = _options_by_text(text, choices)
+        phrase = _ANSWER_PHRASE.match(text)
+        if not named and phrase:
+            named = _options_by_text(phrase.group(1), choices)
     return named
 
 
 def parse_choice(text: str, choices: Sequence[tuple[str, str]]) -> ParsedChoice:
     """The option chosen in `text`; `choices` are (option_id, text) pairs."""
-    options = [o for o, _ in choices]
     if not text.strip():
         return ParsedChoice(None, FAILURE, "empty output")
     answers = [obj for obj in _json_objects(text) if "answer" in obj]
     if answers:
         values = [obj["answer"] for obj in answers]
-        picked = [_option_in_value(str(v), options) if v is not None else None for v in values]
+        in_values = [_choice_in_value(str(v), choices) if v is not None else set() for v in values]
+        if any(len(n) > 1 for n in in_values):
+            both = ", ".join(sorted(next(n for n in in_values if len(n) > 1)))
+            return ParsedChoice(None, FAILURE, f"answer field names several options: {both}")
+        picked = [next(iter(n), None) for n in in_values]
         if len(set(picked)) > 1:
             return ParsedChoice(None, FAILURE, "several JSON answers disagree")
         if picked[0] is None:
@@ -177,6 +266,29 @@ def _unterminated_decision(
     )
 
 
+# A decision word under negation ("I should not intervene yet", "no need to
+# intervene", "Not silent") states no decision: it is skipped, never flipped into
+# the other word, since "not SILENT" might be hedging rather than INTERVENE.
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|neither|nor|without|cannot|avoid|refrain|instead of|rather than)\b"
+    r"|n['’]t\b",
+    re.I,
+)
+# Where the reach of a negation ends: punctuation, or a conjunction that starts a
+# new clause ("I won't stay silent and will intervene").
+_CLAUSE = re.compile(r"[.;:!?,()\n]|\b(?:but|so|and|or|then|therefore|hence|because)\b", re.I)
+
+
+def _decision_words(text: str) -> set[str]:
+    """SILENT / INTERVENE as stated, not negated, in prose."""
+    words: set[str] = set()
+    for m in re.finditer(r"\b(silent|intervene)\b", text, re.I):
+        clause_start = max((c.end() for c in _CLAUSE.finditer(text, 0, m.start())), default=0)
+        if not _NEGATION.search(text, clause_start, m.start()):
+            words.add(m.group(1).upper())
+    return words
+
+
 def parse_decision(
     text: str, choices: Sequence[tuple[str, str]] = (), *, needs_option: bool = False
 ) -> ParsedDecision:
@@ -197,6 +309,8 @@ def parse_decision(
             if parsed.option is None:
                 return ParsedDecision(raw, FAILURE, "INTERVENE without a single option")
             option = parsed.option
+            if parsed.status != CLEAN:
+                status = REPAIRED
         return ParsedDecision(
             raw,
             status,
@@ -208,9 +322,14 @@ def parse_decision(
         cut = _unterminated_decision(text, choices, needs_option)
         if cut is not None:
             return cut
-    words = {w.upper() for w in re.findall(r"\b(silent|intervene)\b", text, re.I)}
+    words = _decision_words(text)
     if len(words) != 1:
-        why = "both SILENT and INTERVENE" if words else "no decision"
+        if words:
+            why = "both SILENT and INTERVENE"
+        elif re.search(r"\b(?:silent|intervene)\b", text, re.I):
+            why = "SILENT/INTERVENE only under negation"
+        else:
+            why = "no decision"
         return ParsedDecision(None, FAILURE, why)
     decision = words.pop()
     option = None

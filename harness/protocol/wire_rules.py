@@ -1,0 +1,114 @@
+"""The rules of memory_system.proto that every reply from a server must keep, as pure tests.
+
+The harness client applies them to every call, so `evaluate` refuses a
+server that breaks one exactly as `check` does; `check` gets the same refusal
+through the same client. Each function returns None when the rule is kept,
+else what was seen; `violation` turns that into the error that names the rule.
+Rule ids and titles are those of `apmbench.harness.check.rules.RULES`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from apmbench.harness.errors import WireRuleError
+
+DEFAULT_CHUNK_BYTES = 1 << 20
+"""What `max_chunk_bytes` = 0 asks for (R7)."""
+
+TITLES = {
+    "R7": "Chunking",
+    "STATUS": "Status codes",
+    "MANIFEST": "State manifest",
+    "STATE-STREAM": "State stream shape",
+}
+HINTS = {
+    "R7": "split the state into chunks of at most max_chunk_bytes (0 means 1 MiB); "
+    "the SDK's serve() does",
+    "STATUS": "answer only with the status codes memory_system.proto lists for this call; "
+    "the SDK maps its errors to them",
+    "MANIFEST": "send total_bytes and the lower-case hex sha256 of exactly the data that follows",
+    "STATE-STREAM": "send the manifest alone first, then only data chunks (the SDK does)",
+}
+
+# Raised by any call: failures of the method itself, and what gRPC reports on
+# its own when the server goes away or a deadline or cancel ends the call.
+_ANY_CALL = frozenset(
+    {"INTERNAL", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "CANCELLED", "UNAVAILABLE"}
+)
+_TIMED = _ANY_CALL | {"INVALID_ARGUMENT", "FAILED_PRECONDITION"}
+ALLOWED_STATUS: dict[str, frozenset[str]] = {
+    "Describe": _ANY_CALL,
+    # An empty trajectory id is a malformed request.
+    "Reset": _ANY_CALL | {"INVALID_ARGUMENT"},
+    "StartSession": _TIMED,
+    "PushFrames": _TIMED,
+    "Query": _TIMED,
+    "EndSession": _TIMED,
+    # "Callable outside PushFrames at any time": refusing during a push is lifecycle order.
+    "ExportState": _ANY_CALL | {"FAILED_PRECONDITION"},
+    "ImportState": _TIMED | {"UNIMPLEMENTED", "DATA_LOSS"},
+}
+"""Status codes the .proto's STATUS CODES section allows each MemorySystem call to answer."""
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def violation(rpc: str, rule: str, seen: str, *, status: str = "") -> WireRuleError:
+    """The error for a broken rule: the call, the rule's id and title, what was seen, the fix."""
+    return WireRuleError(
+        f"the server broke rule {rule} ({TITLES[rule]}) of memory_system.proto: {seen}",
+        rule=rule,
+        rpc=rpc,
+        status=status,
+        hint=HINTS[rule],
+    )
+
+
+def status_problem(rpc: str, code: str) -> str | None:
+    """Whether `rpc` may answer status `code` ("NOT_FOUND", ...); calls of other services pass."""
+    allowed = ALLOWED_STATUS.get(rpc)
+    if allowed is None or code in allowed:
+        return None
+    listed = ", ".join(sorted(allowed))
+    return f"{rpc} answered {code}, which the .proto does not list for it ({listed})"
+
+
+def chunk_limit(max_chunk_bytes: int) -> int:
+    """The largest state chunk a client asking for `max_chunk_bytes` may receive."""
+    return max_chunk_bytes if max_chunk_bytes > 0 else DEFAULT_CHUNK_BYTES
+
+
+def chunk_problem(index: int, size: int, max_chunk_bytes: int) -> str | None:
+    """Whether data chunk `index` (1 = the first after the manifest) of `size` bytes is too big."""
+    limit = chunk_limit(max_chunk_bytes)
+    if size <= limit:
+        return None
+    asked = f"max_chunk_bytes={max_chunk_bytes}" + (" (1 MiB)" if max_chunk_bytes <= 0 else "")
+    return f"state chunk {index} carries {size} bytes, over the {limit} allowed by {asked}"
+
+
+def sha256_problem(sha256: str) -> str | None:
+    if _SHA256.fullmatch(sha256):
+        return None
+    return f"manifest sha256 {sha256[:80]!r} is not 64 lower-case hex digits"
+
+
+def received_problem(total_bytes: int, sha256: str, received: int, digest: str) -> str | None:
+    """Whether the data that arrived is what the manifest announced."""
+    if received != total_bytes:
+        return f"the manifest announced {total_bytes} bytes but {received} arrived"
+    if digest != sha256:
+        return f"the manifest's sha256 is {sha256} but the data's is {digest}"
+    return None
+
+
+def shape_problem(index: int, kind: str | None) -> str | None:
+    """Whether state chunk `index` (0 = the first) carries what its place in the stream allows."""
+    expected = "manifest" if index == 0 else "data"
+    if kind == expected:
+        return None
+    got = "nothing" if kind is None else f"a {kind}"
+    if index == 0:
+        return f"the first state chunk carries {got}, not the manifest"
+    return f"state chunk {index} carries {got}; after the manifest only data may follow"
