@@ -111,6 +111,24 @@ def _judge_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def mounted_into_system(manifest: Mapping[str, Any]) -> list[str]:
+    """Host paths the user mounted into the system's container (--mount), as HOST:PATH:MODE."""
+    container = (manifest.get("runtime") or {}).get("container") or {}
+    return [str(m) for m in container.get("mounts") or []]
+
+
+def _mounted_line(manifest: Mapping[str, Any]) -> list[str]:
+    mounted = mounted_into_system(manifest)
+    if not mounted:
+        return []
+    paths = ", ".join(f"`{m}`" for m in mounted)
+    return [
+        f"Mounted into the system: {paths} (the user's --mount; nothing else of the host, "
+        "the dataset or the run directory was visible to it).",
+        "",
+    ]
+
+
 def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     system = manifest["system"]["name"]
     lat = report["latency"]
@@ -127,6 +145,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         f"harness {manifest['harness_version']}, protocol {manifest['protocol_version']}. "
         f"`{NOT_COMPUTED}` = not computed (reasons below and in report.json).",
         "",
+        *_mounted_line(manifest),
         "## Utility, latency and storage (paper Table 3)",
         "",
         *table(TABLE3_HEADER, [table3_row(report, manifest)]),

@@ -23,7 +23,7 @@ from apmbench.harness.judge import ChatBackend, JudgeConfig
 from apmbench.harness.judge.cache import ReplyCache
 from apmbench.harness.judge.judging import JudgeRequest, judge_requests
 from apmbench.harness.judge.rubric import request_messages, templates_sha256
-from apmbench.harness.report import render_markdown
+from apmbench.harness.report import mounted_into_system, render_markdown
 from apmbench.harness.scoring import (
     NOT_CONFIGURED,
     NOT_NEEDED,
@@ -188,6 +188,9 @@ def score_run(
         }
     )
     manifest = json.loads((run.root / "manifest.json").read_text())
+    mounted = mounted_into_system(manifest)
+    if mounted:  # the user's --mount: host paths the system could read, beside the numbers
+        report["mounted_into_system"] = mounted
     records.atomic_write(run.root / "report.json", records.dump(report))
     records.atomic_write(run.root / "report.md", render_markdown(report, manifest))
     return report
