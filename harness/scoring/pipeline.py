@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import DatasetError, RunDirError
+from apmbench.harness.reports.confinement import mounted_into_system
 from apmbench.harness.run import records
 from apmbench.harness.run.audits.summary import audit_summary
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
@@ -175,6 +176,9 @@ def score_run(
         }
     )
     manifest = json.loads((run.root / "manifest.json").read_text())
+    mounted = mounted_into_system(manifest)
+    if mounted:  # the user's --mount: host paths the system could read, beside the numbers
+        report["mounted_into_system"] = mounted
     records.atomic_write(run.root / "report.json", records.dump(report))
     records.atomic_write(run.root / "report.md", suite.render(report, manifest))
     return report

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ import psutil
 from docker.models.containers import Container
 
 from apmbench.harness import logs
+from apmbench.harness.runtimes.docker import socketdir
 from apmbench.harness.errors import ConfigError
 
 MANAGED = "org.apmbench.managed"
@@ -36,9 +36,8 @@ RUN_DIR = "org.apmbench.run-dir"
 TRAJECTORY = "org.apmbench.trajectory"
 OWNER = "org.apmbench.owner"
 SOCKET_DIR = "org.apmbench.socket-dir"
-# Socket directories are made with this prefix (short: socket paths are limited
-# to 107 bytes); cleanup removes no other directory.
-SOCKET_DIR_PREFIX = "/tmp/apmd-"
+# Socket directories are made with this prefix; cleanup removes no other directory.
+SOCKET_DIR_PREFIX = socketdir.PREFIX
 
 
 @dataclass(frozen=True)
@@ -99,9 +98,9 @@ def labels(key: str, run_dir: Path, part: str, owner: Owner, socket_dir: Path) -
 
 
 def remove(container: Container) -> None:
-    """Force-remove a container (gone already is fine)."""
+    """Force-remove a container and its anonymous volumes (gone already is fine)."""
     try:
-        container.remove(force=True)
+        container.remove(force=True, v=True)
     except docker.errors.NotFound:
         pass
     except docker.errors.APIError as e:
@@ -114,9 +113,9 @@ def _remove_leftover(container: Container) -> None:
     """A dead harness's container and the socket directory it was given."""
     socket_dir = (container.labels or {}).get(SOCKET_DIR, "")
     remove(container)
-    # Only temp dirs the harness made are ever removed.
+    # Only temp dirs the harness made are ever removed (a tmpfs there is unmounted first).
     if socket_dir.startswith(SOCKET_DIR_PREFIX) and Path(socket_dir).is_dir():
-        shutil.rmtree(socket_dir, ignore_errors=True)
+        socketdir.remove_path(Path(socket_dir))
 
 
 def clean(client: docker.DockerClient, key: str, me: Owner) -> list[str]:

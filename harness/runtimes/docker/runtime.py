@@ -1,12 +1,16 @@
 """`DockerRuntime`: a system in its own container, driven over a Unix socket.
 
-The container gets a short host temp dir bind-mounted at /run/apmbench and
-must serve on unix:/run/apmbench/sock (also in $APMBENCH_ADDRESS); network,
-root filesystem, user, capabilities and resources are locked down as
-`ContainerSettings` says. Start-up waits for health SERVING, then runs the
-canary. A call that fails because the container died or hangs is re-raised
-with what happened to it (exit code, OOM kill, its last output) and where its
-full log is. The container is removed when the runtime stops; leftovers of a
+Every container start gets a fresh, bounded host directory bind-mounted at
+/run/apmbench (`socketdir`), removed with the container, and must serve on
+unix:/run/apmbench/sock (also in $APMBENCH_ADDRESS); the harness connects only
+to the socket it verified there. Network, root filesystem, user, capabilities
+and resources are locked down as `ContainerSettings` says; every other
+writable path is a tmpfs that dies with the container (the image's VOLUMEs
+too), and no host path is mounted but the ones the user passes with --mount.
+Start-up waits for the socket, then for health SERVING, then runs the canary.
+A call that fails because the container died or hangs is re-raised with what
+happened to it (exit code, OOM kill, its last output) and where its full log
+is. The container is removed when the runtime stops; leftovers of a
 harness killed before it could are removed by the next start (`leftovers`).
 """
 
@@ -14,8 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,9 +31,8 @@ from docker.models.images import Image
 from docker.types import DeviceRequest, Mount
 
 from apmbench.adapters.sdk import errors
-from apmbench.harness.errors import ConfigError, EngineError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
-from apmbench.harness.runtimes.docker import leftovers
+from apmbench.harness.runtimes.docker import leftovers, socketdir
 from apmbench.harness.runtimes.docker.canary import run_canary
 from apmbench.harness.runtimes.docker.engine import (
     NO_GPU_DRIVER,
@@ -43,6 +44,8 @@ from apmbench.harness.runtimes.docker.engine import (
 )
 from apmbench.harness.runtimes.docker.logstream import LogStream, tail
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
+from apmbench.harness.runtimes.docker.socketdir import SocketDir, SocketRefused
+from apmbench.harness.errors import ConfigError, EngineError, RuntimeStartError
 from apmbench.harness.runtimes.process import Runtime
 
 T = TypeVar("T")
@@ -58,8 +61,11 @@ class _WatchedClient(SystemClient):
         address: str,
         deadlines: Deadlines,
         explain: Callable[[errors.ProtocolError], str | None],
+        shown_as: str,
     ) -> None:
         super().__init__(address, deadlines)
+        # Messages name the socket's path, not the /proc/self/fd link it is reached by.
+        self.address = shown_as
         self._explain = explain
 
     def _call(self, rpc: str, fn: Callable[[], T]) -> T:
@@ -105,7 +111,8 @@ class DockerRuntime(Runtime):
         self._engine: docker.DockerClient | None = None
         self._image: Image | None = None
         self._facts: dict[str, Any] = {}
-        self._dir: Path | None = None
+        self._dir: SocketDir | None = None
+        self._volumes: list[str] = []
         self._container: Container | None = None
         self._logs: LogStream | None = None
         self._client: SystemClient | None = None
@@ -119,7 +126,7 @@ class DockerRuntime(Runtime):
     @property
     def address(self) -> str:
         assert self._dir is not None, "not started"
-        return f"unix:{self._dir / 'sock'}"
+        return f"unix:{self._dir.path / 'sock'}"
 
     @property
     def image_id(self) -> str:
@@ -137,7 +144,9 @@ class DockerRuntime(Runtime):
         self._facts = engine_facts(engine)
         check_network(engine, self.settings.network)
         leftovers.clean(engine, self.key, self.owner)
-        self._dir = self._socket_dir()
+        self._check_user()
+        config = self._image.attrs.get("Config") or {}
+        self._volumes = sorted(config.get("Volumes") or {})
         client = self._launch()
         try:
             run_canary(client)
@@ -151,9 +160,6 @@ class DockerRuntime(Runtime):
 
     def stop(self) -> None:
         self._remove_container()
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
         if self._engine is not None:
             self._engine.close()
             self._engine = None
@@ -168,39 +174,52 @@ class DockerRuntime(Runtime):
             "image": image_facts(self._image, self.image_ref),
             "engine": self._facts,
             "container": self.settings.record(),
+            "socket_dir": socketdir.record(),
+            "image_volumes_as_tmpfs": list(self._volumes),
         }
 
     # -- containers ------------------------------------------------------------
 
-    def _socket_dir(self) -> Path:
-        """A short host dir for the socket that the container's user can create it in."""
+    def _check_user(self) -> None:
         user = self.settings.user
-        uid, gid = _uid_gid(user)
+        uid, _ = _uid_gid(user)
         if os.getuid() != 0 and uid != os.getuid():
             raise ConfigError(
                 f"--user {user}: the container creates its socket as that uid, and this harness "
                 f"(uid {os.getuid()}) could not connect to it; leave --user unset, or run the "
                 "harness as root"
             )
-        path = Path(tempfile.mkdtemp(prefix=Path(leftovers.SOCKET_DIR_PREFIX).name, dir="/tmp"))
-        if os.getuid() == 0:
-            os.chown(path, uid, gid)
-        return path
+
+    def _overflowed(self, what: str) -> None:
+        """The socket directory's watch (harness not root) found it over its bound."""
+        container = self._container
+        if container is not None:
+            with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+                container.kill()
 
     def _run_options(self, name: str) -> dict[str, Any]:
         s = self.settings
         assert self._dir is not None
+        # An image's VOLUMEs would otherwise be anonymous volumes on the host's disk,
+        # unbounded; a tmpfs there dies with the container like /tmp does.
+        taken = {"/tmp", MOUNT, *(m.container.rstrip("/") for m in s.mounts)}
+        tmpfs = {"/tmp": f"rw,nosuid,nodev,size={s.tmp_bytes},mode=1777"}
+        for path in self._volumes:
+            if path.rstrip("/") not in taken:
+                tmpfs[path] = f"rw,nosuid,nodev,size={s.tmp_bytes},mode=1777"
         options: dict[str, Any] = {
             "name": name,
-            "labels": leftovers.labels(self.key, self.run_dir, self._part, self.owner, self._dir),
+            "labels": leftovers.labels(
+                self.key, self.run_dir, self._part, self.owner, self._dir.path
+            ),
             "environment": {**dict(s.env), "APMBENCH_ADDRESS": ADDRESS_IN_CONTAINER},
             "mounts": [
-                Mount(MOUNT, str(self._dir), type="bind", read_only=False),
+                Mount(MOUNT, str(self._dir.path), type="bind", read_only=False),
                 *(Mount(m.container, m.host, type="bind", read_only=m.read_only) for m in s.mounts),
             ],
             "network_mode": s.network,
             "read_only": s.read_only_root,
-            "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={s.tmp_bytes},mode=1777"},
+            "tmpfs": tmpfs,
             "user": s.user,
             "cap_drop": ["ALL"],
             "cap_add": list(s.cap_add) or None,
@@ -230,15 +249,18 @@ class DockerRuntime(Runtime):
 
     def _launch(self) -> SystemClient:
         engine, image = self._engine, self._image
-        assert engine is not None and image is not None and self._dir is not None
+        assert engine is not None and image is not None
         name = leftovers.container_name(self.key, self._part)
         self._remove_own(engine, name)
-        (self._dir / "sock").unlink(missing_ok=True)
+        self._remove_dir()
+        uid, gid = _uid_gid(self.settings.user)
+        self._dir = SocketDir.create(uid, gid, on_overflow=self._overflowed)
         try:
             # By id, not tag: exactly the image recorded in the manifest, even
             # if the tag is moved while the run goes on.
             container = engine.containers.create(self.image_id, **self._run_options(name))
         except docker.errors.APIError as e:
+            self._remove_dir()
             raise EngineError(
                 f"the engine refused to create a container of {self.image_ref}: "
                 f"{e.explanation or e}"
@@ -247,6 +269,7 @@ class DockerRuntime(Runtime):
             container.start()
         except docker.errors.APIError as e:
             leftovers.remove(container)
+            self._remove_dir()
             text = str(e.explanation or e)
             if NO_GPU_DRIVER in text:
                 raise EngineError(
@@ -261,10 +284,17 @@ class DockerRuntime(Runtime):
         self._logs = LogStream(
             container, self.log_path, f"container {name} ({self.image_ref}) start #{self.starts}"
         ).start()
-        client = _WatchedClient(self.address, self.deadlines, self._explain)
+        deadline = time.monotonic() + self.startup_timeout_s
+        try:
+            pinned = self._dir.wait_socket(self.startup_timeout_s, alive=self._running)
+        except SocketRefused as e:
+            self._fail(f"was refused: {e}")
+        except (ChildProcessError, TimeoutError) as e:
+            self._fail(f"did not become ready: it {e}")
+        client = _WatchedClient(pinned, self.deadlines, self._explain, shown_as=self.address)
         self._client = client
         try:
-            client.wait_serving(self.startup_timeout_s, alive=self._running)
+            client.wait_serving(max(deadline - time.monotonic(), 1.0), alive=self._running)
         except errors.Unimplemented:
             self._fail(
                 "does not serve the gRPC health service (grpc.health.v1.Health) that the "
@@ -303,6 +333,8 @@ class DockerRuntime(Runtime):
     def _what_happened(self, state: dict[str, Any]) -> str:
         container = self._container
         assert container is not None
+        if self._dir is not None and self._dir.overflow is not None:
+            return self._dir.overflow
         if not state:
             return f"container {container.name} is gone (removed from outside?)"
         if state.get("Running"):
@@ -371,3 +403,10 @@ class DockerRuntime(Runtime):
                 self._logs.join()
             leftovers.remove(container)
         self._logs = None
+        self._remove_dir()
+
+    def _remove_dir(self) -> None:
+        """The socket directory goes with its container: the next one starts empty."""
+        found, self._dir = self._dir, None
+        if found is not None:
+            found.remove()

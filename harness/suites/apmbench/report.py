@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from apmbench.harness.reports.confinement import confinement_lines
 from apmbench.harness.reports.format import NOT_COMPUTED, num, size, table
 from apmbench.harness.suites.apmbench import tasks
 
@@ -108,6 +109,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         f"harness {manifest['harness_version']}, protocol {manifest['protocol_version']}. "
         f"`{NOT_COMPUTED}` = not computed (reasons below and in report.json).",
         "",
+        *confinement_lines(manifest),
         "## Utility, latency and storage (paper Table 3)",
         "",
         *table(TABLE3_HEADER, [table3_row(report, manifest)]),

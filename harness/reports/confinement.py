@@ -1,0 +1,29 @@
+"""What the system could see beyond the protocol, stated in every report of every suite.
+
+Numbers are comparable only between systems confined the same way; whatever
+the user relaxed (a mounted host path, an unconfined process) is printed next
+to them, read from the manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def mounted_into_system(manifest: Mapping[str, Any]) -> list[str]:
+    """Host paths the user mounted into the system's container (--mount), as HOST:PATH:MODE."""
+    container = (manifest.get("runtime") or {}).get("container") or {}
+    return [str(m) for m in container.get("mounts") or []]
+
+
+def confinement_lines(manifest: Mapping[str, Any]) -> list[str]:
+    mounted = mounted_into_system(manifest)
+    if not mounted:
+        return []
+    paths = ", ".join(f"`{m}`" for m in mounted)
+    return [
+        f"Mounted into the system: {paths} (the user's --mount; nothing else of the host, "
+        "the dataset or the run directory was visible to it).",
+        "",
+    ]

@@ -1,0 +1,167 @@
+"""Containers that try to remember outside their export, or to reach the host: each is stopped.
+
+The cheater image (cheaters/) holds the systems; each test runs it as a
+user would and checks that its cheat bought nothing:
+
+- a stash in the socket directory, /tmp, $HOME, /dev/shm and an image VOLUME is
+  gone in the next container of a `restart` run (and none of them is on disk);
+- a 2 GiB write into the socket directory stops at its small bound, leaving
+  the host's disk alone, and the directory is replaced at every restart;
+- a symlink planted at the socket path, pointing at a host socket, is refused
+  with a clear error and the host socket is never connected to.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+from containertools import HERE, ROOT, cli, run_containers
+
+from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.runtimes.docker import socketdir
+from apmbench.harness.runtimes.docker.images import BASE, Builder, tree_files
+from apmbench.harness.runtimes.docker.runtime import DockerRuntime
+from apmbench.harness.runtimes.docker.settings import BindMount, ContainerSettings
+from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
+
+pytestmark = pytest.mark.containers
+
+CHEATERS = "apmbench-test/cheaters:latest"
+EXIT_SYSTEM = 3
+
+
+@pytest.fixture(scope="module")
+def cheaters(builder: Builder, images: dict[str, str]) -> str:
+    files = {
+        "Dockerfile": (HERE / "cheaters" / "Dockerfile").read_bytes(),
+        "cheatsys.py": (HERE / "cheaters" / "cheatsys.py").read_bytes(),
+        **tree_files(ROOT / "tests", ["helpers"], [], ""),
+    }
+    return builder.build(CHEATERS, files, parent=images[BASE])
+
+
+def socket_mounts() -> list[str]:
+    """Mount points of the harness's socket-directory tmpfs on this host."""
+    lines = Path("/proc/self/mounts").read_text().splitlines()
+    return [line.split()[1] for line in lines if line.split()[0] == socketdir.FS_NAME]
+
+
+def cheat(name: str, **env: str) -> ContainerSettings:
+    return ContainerSettings(env=(("CHEAT", name), *env.items()))
+
+
+@pytest.mark.usefixtures("cheaters")
+def test_a_stash_outside_the_export_is_gone_in_the_next_container(
+    mini: Path, tmp_path: Path, engine: docker.DockerClient
+) -> None:
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    out = tmp_path / "run"
+    mount = BindMount.parse(f"{weights}:/weights")
+    settings = ContainerSettings(env=(("CHEAT", "stash"),), mounts=(mount,))
+    evaluate(
+        EvaluateOptions(
+            dataset=mini, out=out, image=CHEATERS, persistence=Persistence.RESTART,
+            container=settings,
+        )
+    )  # fmt: skip
+
+    rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]
+    replies: dict[str, dict[str, Any]] = {
+        r["instance_id"]: json.loads(r["raw_output"]) for r in rows
+    }
+    assert replies
+    for instance, reply in replies.items():
+        # It could write everywhere it tried (the socket directory too, a little)...
+        assert set(reply["wrote"].values()) == {"ok"}, (instance, reply["wrote"])
+        # ...but no later container finds anything an earlier one left.
+        assert reply["found"] == {p: [] for p in reply["found"]}, (instance, reply["found"])
+        # Every writable place is a tmpfs that dies with its container, none a host disk.
+        assert reply["writable_disk_mounts"] == [], (instance, reply["writable_disk_mounts"])
+    # More than one container answered: the stash had successors to reach.
+    assert len({reply["me"] for reply in replies.values()}) > 1
+
+    assert socket_mounts() == [] and run_containers(engine, out) == []
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["runtime"]["container"]["mounts"] == [f"{weights}:/weights:ro"]
+    assert manifest["runtime"]["image_volumes_as_tmpfs"] == ["/stash"]
+    assert manifest["runtime"]["socket_dir"]["bounded_by"] == "tmpfs"
+    report = json.loads((out / "report.json").read_text())
+    assert report["mounted_into_system"] == [f"{weights}:/weights:ro"]
+    head = (out / "report.md").read_text().split("## ", 1)[0]
+    assert f"Mounted into the system: `{weights}:/weights:ro`" in head
+
+
+@pytest.mark.usefixtures("cheaters")
+def test_a_2_gib_write_into_the_socket_directory_stops_at_its_bound(tmp_path: Path) -> None:
+    used_before = shutil.disk_usage("/tmp").used
+    runtime = DockerRuntime(CHEATERS, tmp_path / "run", Deadlines(), cheat("fill"))
+    with runtime:
+        details = runtime.start().describe().details
+        grown = shutil.disk_usage("/tmp").used - used_before
+        first = Path(runtime.address.removeprefix("unix:")).parent
+        assert int(details["written"]) <= socketdir.SIZE_BYTES, details
+        assert "No space left on device" in details["error"], details
+        # Other processes share this disk: the bound is generous, the cheat was 2 GiB.
+        assert grown < 256 << 20, f"the host disk grew by {grown} bytes"
+        assert str(first) in socket_mounts()
+
+        again = runtime.restart().describe().details
+        second = Path(runtime.address.removeprefix("unix:")).parent
+        assert second != first and not first.exists() and str(first) not in socket_mounts()
+        # The new container found an empty directory and filled it up to the same bound only.
+        assert int(again["written"]) <= socketdir.SIZE_BYTES, again
+    assert not second.exists() and socket_mounts() == []
+
+
+@pytest.fixture
+def host_socket(tmp_path: Path) -> Iterator[tuple[Path, list[int]]]:
+    """A Unix socket on the host, outside any socket directory, counting who connects."""
+    path = tmp_path / "host.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(8)
+    accepted: list[int] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            accepted.append(1)
+            conn.close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield path, accepted
+    server.shutdown(socket.SHUT_RDWR)
+    server.close()
+    thread.join(5)
+
+
+@pytest.mark.usefixtures("cheaters")
+def test_a_symlink_at_the_socket_path_is_refused(
+    mini: Path, tmp_path: Path, engine: docker.DockerClient, host_socket: tuple[Path, list[int]]
+) -> None:
+    target, accepted = host_socket
+    out = tmp_path / "run"
+    done = cli(
+        "--image", CHEATERS, "--dataset", str(mini), "--out", str(out), "--persistence", "reset",
+        "--startup-timeout", "20", "--env", "CHEAT=symlink", "--env", f"CHEAT_TARGET={target}",
+    )  # fmt: skip
+    err = " ".join(done.stderr.split())
+    assert done.returncode == EXIT_SYSTEM, done.stderr
+    assert f"is a symbolic link (to {target})" in err, done.stderr
+    assert "will not follow links" in err
+    assert accepted == [], "the harness connected to the host socket"
+    assert run_containers(engine, out) == [] and socket_mounts() == []
