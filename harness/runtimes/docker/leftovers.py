@@ -27,8 +27,8 @@ import psutil
 from docker.models.containers import Container
 
 from apmbench.harness import logs
-from apmbench.harness.runtimes.docker import socketdir
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.runtimes.docker import socketdir
 
 MANAGED = "org.apmbench.managed"
 RUN = "org.apmbench.run"

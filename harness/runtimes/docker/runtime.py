@@ -31,6 +31,7 @@ from docker.models.images import Image
 from docker.types import DeviceRequest, Mount
 
 from apmbench.adapters.sdk import errors
+from apmbench.harness.errors import ConfigError, EngineError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes.docker import leftovers, socketdir
 from apmbench.harness.runtimes.docker.canary import run_canary
@@ -45,7 +46,6 @@ from apmbench.harness.runtimes.docker.engine import (
 from apmbench.harness.runtimes.docker.logstream import LogStream, tail
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.runtimes.docker.socketdir import SocketDir, SocketRefused
-from apmbench.harness.errors import ConfigError, EngineError, RuntimeStartError
 from apmbench.harness.runtimes.process import Runtime
 
 T = TypeVar("T")
