@@ -35,7 +35,7 @@ from apmbench.harness.runner import (
     check_settings,
     describe_info,
 )
-from apmbench.harness.runtimes import EndpointRuntime, ProcessRuntime, Runtime
+from apmbench.harness.runtimes import EndpointRuntime, Runtime, sandboxed_process
 from apmbench.harness.schedule import Segment, plan_trajectory
 
 
@@ -61,6 +61,12 @@ class EvaluateOptions:
     """The LLM judge of the adaptive tasks; `none` leaves judge-dependent numbers uncomputed."""
     audit: AuditSettings | None = None
     """Audit a sample of queries and trajectories (`--audit`); None: no audits."""
+    sandbox: bool = True
+    """Run `system` in a bubblewrap sandbox; False (`--no-sandbox`) runs it unconfined and
+    every report says its numbers are not comparable."""
+    env: tuple[str, ...] = ()
+    """`--env NAME[=VALUE]` for the system's process: the only environment it gets besides
+    its own `APMBENCH_VLM_*` settings when sandboxed."""
 
 
 @dataclass
@@ -114,7 +120,15 @@ def _make_runtime(opts: EvaluateOptions, logs: Path) -> Runtime:
         raise ConfigError(
             f"unknown system {opts.system!r}: use one of {known}, or 'package.module:ClassName'"
         )
-    return ProcessRuntime(opts.system, logs / "system.log", opts.deadlines, opts.startup_timeout_s)
+    return sandboxed_process(
+        opts.system,
+        logs / "system.log",
+        opts.deadlines,
+        opts.startup_timeout_s,
+        sandbox=opts.sandbox,
+        env=opts.env,
+        hidden=(opts.dataset, opts.out),
+    )
 
 
 def _system_spec(opts: EvaluateOptions, runtime: Runtime) -> str | None:

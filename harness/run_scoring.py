@@ -24,6 +24,7 @@ from apmbench.harness.judge.cache import ReplyCache
 from apmbench.harness.judge.judging import JudgeRequest, judge_requests
 from apmbench.harness.judge.rubric import request_messages, templates_sha256
 from apmbench.harness.report import render_markdown
+from apmbench.harness.sandbox import confinement
 from apmbench.harness.scoring import (
     NOT_CONFIGURED,
     NOT_NEEDED,
@@ -188,6 +189,8 @@ def score_run(
         }
     )
     manifest = json.loads((run.root / "manifest.json").read_text())
+    if (sandbox := confinement(manifest)) is not None:
+        report["sandbox"] = sandbox
     records.atomic_write(run.root / "report.json", records.dump(report))
     records.atomic_write(run.root / "report.md", render_markdown(report, manifest))
     return report

@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from apmbench.harness.commands.common import EXIT_FAILED_CHECKS, EXIT_INTERRUPTED, EXIT_USAGE
+from apmbench.harness.commands.common import (
+    EXIT_FAILED_CHECKS,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    process_options,
+)
 from apmbench.harness.commands.common import console as err_console
 from apmbench.harness.docker.cli_options import container_options
 from apmbench.harness.docker.settings import ContainerSettings
@@ -49,6 +54,7 @@ if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
     show_default=True,
     help="Seconds for the server to report SERVING.",
 )
+@process_options
 @container_options
 def check(
     system: str | None,
@@ -63,6 +69,8 @@ def check(
     startup_timeout: float,
     image: str | None,
     container: ContainerSettings,
+    sandbox: bool,
+    process_env: tuple[str, ...],
 ) -> None:
     """Check that a server follows the protocol: each check passes, fails or does not apply.
 
@@ -86,7 +94,16 @@ def check(
     out = out or Path("runs") / f"check-{label}"
     try:
         report = _run(
-            system, endpoint, image, container, checks, out, query_timeout, startup_timeout
+            system,
+            endpoint,
+            image,
+            container,
+            checks,
+            out,
+            query_timeout,
+            startup_timeout,
+            sandbox,
+            process_env,
         )
     except ConfigError as e:
         err_console.print(f"[red]error:[/red] {e}")
@@ -126,11 +143,13 @@ def _run(
     out: Path,
     query_timeout: float,
     startup_timeout: float,
+    sandbox: bool = True,
+    process_env: tuple[str, ...] = (),
 ) -> CheckReport:
     from apmbench.harness.check import CheckSettings, run_suite
     from apmbench.harness.check.render import result_line
     from apmbench.harness.client import Deadlines
-    from apmbench.harness.runtimes import EndpointRuntime, ProcessRuntime, Runtime
+    from apmbench.harness.runtimes import EndpointRuntime, Runtime, sandboxed_process
 
     deadlines = Deadlines(control=30.0, push=120.0, query=query_timeout, state=600.0)
     out.mkdir(parents=True, exist_ok=True)
@@ -143,7 +162,15 @@ def _run(
         runtime = EndpointRuntime(endpoint, deadlines, startup_timeout)
     else:
         assert system is not None
-        runtime = ProcessRuntime(system, out / "logs" / "system.log", deadlines, startup_timeout)
+        runtime = sandboxed_process(
+            system,
+            out / "logs" / "system.log",
+            deadlines,
+            startup_timeout,
+            sandbox=sandbox,
+            env=process_env,
+            hidden=(out,),
+        )
     with runtime:
         return run_suite(
             runtime,

@@ -15,7 +15,13 @@ from apmbench.adapters.sdk.types import FrameEncoding
 from apmbench.adapters.systems import compared_systems
 from apmbench.harness import logs
 from apmbench.harness.client import Deadlines
-from apmbench.harness.commands.common import EXIT_INTERRUPTED, EXIT_SYSTEM, EXIT_USAGE, console
+from apmbench.harness.commands.common import (
+    EXIT_INTERRUPTED,
+    EXIT_SYSTEM,
+    EXIT_USAGE,
+    console,
+    process_options,
+)
 from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
 from apmbench.harness.docker.cli_options import container_options
 from apmbench.harness.docker.settings import ContainerSettings
@@ -114,6 +120,7 @@ if TYPE_CHECKING:
     help="With --audit: trajectories rerun in restart mode (when the run's mode is not restart).",
 )
 @judge_options(default_judge="none")
+@process_options
 @container_options
 def evaluate(
     dataset: Path | None,
@@ -134,6 +141,8 @@ def evaluate(
     audit_trajectories: int,
     image: str | None,
     container: ContainerSettings,
+    sandbox: bool,
+    process_env: tuple[str, ...],
     **judge: Any,
 ) -> None:
     """Run a system on a dataset and write a run directory with its report.
@@ -178,6 +187,8 @@ def evaluate(
             startup_timeout_s=startup_timeout,
             judge=judge_settings,
             audit=audit_settings,
+            sandbox=sandbox,
+            env=process_env,
         )
         results.append(_run(opts, quiet=embedded))
     if embedded:
