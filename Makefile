@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml setup.py
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,models]'
 	touch $(STAMP)
+	@command -v bwrap >/dev/null || echo "note: --system runs in a bubblewrap sandbox;" \
+		"install it with: apt-get install -y bubblewrap (as root)"
 
 test: lint
 	$(BIN)/python -m pytest -q

@@ -8,9 +8,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from apmbench.harness.commands.common import EXIT_FAILED_CHECKS, EXIT_INTERRUPTED, EXIT_USAGE
+from apmbench.harness.commands.common import (
+    EXIT_FAILED_CHECKS,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    process_options,
+)
 from apmbench.harness.commands.common import console as err_console
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.docker.cli_options import container_options
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 
@@ -49,6 +55,8 @@ if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
     show_default=True,
     help="Seconds for the server to report SERVING.",
 )
+@process_options
+@process_options
 @container_options
 def check(
     system: str | None,
@@ -63,6 +71,8 @@ def check(
     startup_timeout: float,
     image: str | None,
     container: ContainerSettings,
+    sandbox: bool,
+    process_env: tuple[str, ...],
 ) -> None:
     """Check that a server follows the protocol: each check passes, fails or does not apply.
 
@@ -82,12 +92,10 @@ def check(
         checks = select(only, skip, quick)
     except ConfigError as e:
         raise click.UsageError(str(e)) from e
-    label = (system or image or endpoint or "").replace(":", "_").replace("/", "_")
-    out = out or Path("runs") / f"check-{label}"
+    spec = RuntimeSpec(system, endpoint, image, container, sandbox, process_env)
+    out = out or Path("runs") / f"check-{spec.label}"
     try:
-        report = _run(
-            system, endpoint, image, container, checks, out, query_timeout, startup_timeout
-        )
+        report = _run(spec, checks, out, query_timeout, startup_timeout)
     except ConfigError as e:
         err_console.print(f"[red]error:[/red] {e}")
         sys.exit(EXIT_USAGE)
@@ -118,23 +126,21 @@ def _print(report: CheckReport) -> None:
 
 
 def _run(
-    system: str | None,
-    endpoint: str | None,
-    image: str | None,
-    container: ContainerSettings,
+    spec: RuntimeSpec,
     checks: list[Check],
     out: Path,
     query_timeout: float,
     startup_timeout: float,
+    sandbox: bool = True,
+    process_env: tuple[str, ...] = (),
 ) -> CheckReport:
     from apmbench.harness.check import CheckSettings, run_suite
     from apmbench.harness.check.render import result_line
     from apmbench.harness.protocol.client import Deadlines
-    from apmbench.harness.runtimes import RuntimeSpec, make_runtime
+    from apmbench.harness.runtimes import make_runtime
 
     deadlines = Deadlines(control=30.0, push=120.0, query=query_timeout, state=600.0)
     out.mkdir(parents=True, exist_ok=True)
-    spec = RuntimeSpec(system=system, endpoint=endpoint, image=image, container=container)
     runtime = make_runtime(spec, out, deadlines, startup_timeout)
     with runtime:
         return run_suite(

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import click
 from rich.console import Console
 
 EXIT_USAGE = 2
@@ -12,3 +17,28 @@ EXIT_FAILED_CHECKS = 1
 EXIT_INTERRUPTED = 130
 
 console = Console(stderr=True, soft_wrap=True)
+
+
+def process_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--no-sandbox`, and `--env` for a `--system` process; call `command(..., sandbox=bool,
+    process_env=(...))`. Goes above `container_options`: `--env` is one option shared with
+    `--image`, handed to the process instead when there is no image."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        no_sandbox = kwargs.pop("no_sandbox")
+        process_env: tuple[str, ...] = ()
+        if kwargs.get("image") is None:
+            process_env, kwargs["container_env"] = kwargs["container_env"], ()
+        elif no_sandbox:
+            raise click.UsageError("--no-sandbox: only for --system (a process)")
+        return command(*args, sandbox=not no_sandbox, process_env=process_env, **kwargs)
+
+    return click.option(
+        "--no-sandbox",
+        is_flag=True,
+        help="Run the --system process unconfined (no bubblewrap sandbox): it sees the "
+        "harness's files and environment; recorded in the manifest, and every report says "
+        "'unconfined: numbers not comparable'. --env NAME[=VALUE] passes a variable to the "
+        "process (sandboxed, it gets only these and its APMBENCH_VLM_* settings).",
+    )(wrapper)

@@ -14,7 +14,13 @@ from apmbench.adapters.sdk.errors import ApmbenchError, ProtocolError
 from apmbench.adapters.sdk.types import FrameEncoding
 from apmbench.adapters.systems import compared_systems
 from apmbench.harness import logs
-from apmbench.harness.commands.common import EXIT_INTERRUPTED, EXIT_SYSTEM, EXIT_USAGE, console
+from apmbench.harness.commands.common import (
+    EXIT_INTERRUPTED,
+    EXIT_SYSTEM,
+    EXIT_USAGE,
+    console,
+    process_options,
+)
 from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.media.frames import FrameSettings
@@ -121,6 +127,7 @@ if TYPE_CHECKING:
     help="With --audit: trajectories rerun in restart mode (when the run's mode is not restart).",
 )
 @judge_options(default_judge="none")
+@process_options
 @container_options
 def evaluate(
     benchmark: str | None,
@@ -142,6 +149,8 @@ def evaluate(
     audit_trajectories: int,
     image: str | None,
     container: ContainerSettings,
+    sandbox: bool,
+    process_env: tuple[str, ...],
     **judge: Any,
 ) -> None:
     """Run a system on a dataset and write a run directory with its report.
@@ -171,7 +180,14 @@ def evaluate(
     judge_settings = judge_config(**judge)
     results = []
     for name in systems:
-        spec = RuntimeSpec(system=name, endpoint=endpoint, image=image, container=container)
+        spec = RuntimeSpec(
+            system=name,
+            endpoint=endpoint,
+            image=image,
+            container=container,
+            sandbox=sandbox,
+            env=process_env,
+        )
         opts = EvaluateOptions(
             dataset=dataset,
             out=(base / spec.label) if embedded or out is None else out,

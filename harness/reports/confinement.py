@@ -17,12 +17,22 @@ def mounted_into_system(manifest: Mapping[str, Any]) -> list[str]:
     return [str(m) for m in container.get("mounts") or []]
 
 
-def confinement_lines(manifest: Mapping[str, Any]) -> list[str]:
+def confinement_lines(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
+    """Lines for the head of report.md: an unconfined process, the user's mounts."""
+    lines = []
+    sandbox = report.get("sandbox")
+    if sandbox is not None and not sandbox.get("confined"):
+        lines += [
+            f"**{sandbox['note']}**: the system ran with `--no-sandbox`, so it could read the "
+            "dataset and keep memory outside its exported state.",
+            "",
+        ]
     mounted = mounted_into_system(manifest)
     if not mounted:
-        return []
+        return lines
     paths = ", ".join(f"`{m}`" for m in mounted)
     return [
+        *lines,
         f"Mounted into the system: {paths} (the user's --mount; nothing else of the host, "
         "the dataset or the run directory was visible to it).",
         "",

@@ -161,7 +161,10 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
     # Opened before the system starts, so a judge that cannot work stops the run at once.
     judge = open_judge(opts.judge)
     try:
-        with make_runtime(opts.runtime, run.root, opts.deadlines, opts.startup_timeout_s) as rt:
+        runtime = make_runtime(
+            opts.runtime, run.root, opts.deadlines, opts.startup_timeout_s, (opts.dataset,)
+        )
+        with runtime as rt:
             client = rt.start()
             info = client.describe()
             persistence = opts.persistence or (

@@ -13,7 +13,7 @@ from pathlib import Path
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
-from apmbench.harness.runtimes.process import EndpointRuntime, ProcessRuntime, Runtime
+from apmbench.harness.runtimes.process import EndpointRuntime, Runtime, sandboxed_process
 
 __all__ = ["Runtime", "RuntimeSpec", "make_runtime"]
 
@@ -30,6 +30,12 @@ class RuntimeSpec:
     """A container image that serves the system, run by the Docker runtime."""
     container: ContainerSettings = field(default_factory=ContainerSettings)
     """How the image's container runs (hardened defaults); used with `image` only."""
+    sandbox: bool = True
+    """Run `system` in a bubblewrap sandbox; False (`--no-sandbox`) runs it unconfined and
+    every report says its numbers are not comparable."""
+    env: tuple[str, ...] = ()
+    """`--env NAME[=VALUE]` for the system's process: the only environment it gets besides
+    its own `APMBENCH_VLM_*` settings when sandboxed."""
 
     @property
     def label(self) -> str:
@@ -55,9 +61,14 @@ class RuntimeSpec:
 
 
 def make_runtime(
-    spec: RuntimeSpec, run_dir: Path, deadlines: Deadlines, startup_timeout_s: float
+    spec: RuntimeSpec,
+    run_dir: Path,
+    deadlines: Deadlines,
+    startup_timeout_s: float,
+    hidden: tuple[Path, ...] = (),
 ) -> Runtime:
-    """The runtime for `spec`; its logs go under `run_dir`/logs."""
+    """The runtime for `spec`; its logs go under `run_dir`/logs. A sandboxed process sees
+    neither `run_dir` nor `hidden` (the dataset) nor the synthetic cache."""
     spec.check_system()
     if spec.image is not None:
         # Imported here: the docker SDK loads only for container runs.
@@ -67,6 +78,12 @@ def make_runtime(
     if spec.endpoint is not None:
         return EndpointRuntime(spec.endpoint, deadlines, startup_timeout_s)
     assert spec.system is not None
-    return ProcessRuntime(
-        spec.system, run_dir / "logs" / "system.log", deadlines, startup_timeout_s
+    return sandboxed_process(
+        spec.system,
+        run_dir / "logs" / "system.log",
+        deadlines,
+        startup_timeout_s,
+        sandbox=spec.sandbox,
+        env=spec.env,
+        hidden=(*hidden, run_dir),
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from typing import IO, Any
 from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
+from apmbench.harness.runtimes.sandbox import Sandbox, unconfined
 
 
 class Runtime(ABC):
@@ -102,7 +104,12 @@ class EndpointRuntime(Runtime):
 
 
 class ProcessRuntime(Runtime):
-    """Runs SPEC (as `apmbench-grpc serve` would) in a subprocess; output goes to `log_path`."""
+    """Runs SPEC (as `apmbench-grpc serve` would) in a subprocess; output goes to `log_path`.
+
+    With a `sandbox`, the process runs inside it; every start gets a fresh socket
+    directory (the only host path it may write), removed when the process stops, so
+    nothing but ImportState reaches the next process.
+    """
 
     kind = "process"
 
@@ -113,15 +120,16 @@ class ProcessRuntime(Runtime):
         deadlines: Deadlines,
         startup_timeout_s: float = 60.0,
         env: dict[str, str] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.system = system
         self.log_path = log_path
         self.deadlines = deadlines
         self.startup_timeout_s = startup_timeout_s
         self.env = env
+        self.sandbox = sandbox
         self.starts = 0
-        # Unix socket paths are limited to 107 bytes: keep the directory short.
-        self._dir = Path(tempfile.mkdtemp(prefix="apm-", dir="/tmp"))
+        self._dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._client: SystemClient | None = None
         self._log: IO[bytes] | None = None
@@ -132,6 +140,8 @@ class ProcessRuntime(Runtime):
 
     @property
     def address(self) -> str:
+        if self._dir is None:
+            raise RuntimeStartError("process runtime not started: no address yet")
         return f"unix:{self._dir / 'sock'}"
 
     def _alive(self) -> bool:
@@ -144,6 +154,8 @@ class ProcessRuntime(Runtime):
         self._log = self.log_path.open("ab")
         self._log.write(f"--- start #{self.starts + 1}: serve {self.system}\n".encode())
         self._log.flush()
+        # Unix socket paths are limited to 107 bytes: keep the directory short.
+        self._dir = Path(tempfile.mkdtemp(prefix="apm-", dir="/tmp"))
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         cmd = [
@@ -155,6 +167,8 @@ class ProcessRuntime(Runtime):
             self.address,
             "--exit-with-parent",
         ]
+        if self.sandbox is not None:
+            cmd = self.sandbox.wrap(cmd, writable=[self._dir])
         self._proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
@@ -172,8 +186,25 @@ class ProcessRuntime(Runtime):
                 + f": {e}. The end of its output ({self.log_path}):\n"
                 + (self.log_tail() or "(no output)")
             ) from e
+        self._check_socket()
         self._client = client
         return client
+
+    def _check_socket(self) -> None:
+        """The harness connects only to a real socket in the directory it made: a system
+        that planted a symlink there could point the harness at another host socket."""
+        assert self._dir is not None
+        sock = self._dir / "sock"
+        try:
+            mode = os.lstat(sock).st_mode
+        except OSError:
+            mode = 0
+        if not stat.S_ISSOCK(mode):
+            self._kill()
+            raise RuntimeStartError(
+                f"system {self.system!r}: {sock} is not a Unix socket (a symlink or other file "
+                "was put in its place); the harness refuses to talk to it"
+            )
 
     def _kill(self) -> None:
         proc, self._proc = self._proc, None
@@ -190,9 +221,10 @@ class ProcessRuntime(Runtime):
         if self._log is not None:
             self._log.close()
             self._log = None
-        sock = self._dir / "sock"
-        if sock.exists():
-            sock.unlink()
+        # Whatever the process left beside its socket dies with it.
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
 
     def restart(self) -> SystemClient:
         self._kill()
@@ -200,10 +232,14 @@ class ProcessRuntime(Runtime):
 
     def stop(self) -> None:
         self._kill()
-        shutil.rmtree(self._dir, ignore_errors=True)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "system": self.system, "python": sys.executable}
+        return {
+            "kind": self.kind,
+            "system": self.system,
+            "python": sys.executable,
+            "sandbox": self.sandbox.describe() if self.sandbox is not None else unconfined(),
+        }
 
     def log_tail(self, lines: int = 15) -> str:
         try:
@@ -213,3 +249,29 @@ class ProcessRuntime(Runtime):
         starts = [i for i, line in enumerate(text) if line.startswith("--- start")]
         last = text[starts[-1] + 1 :] if starts else text  # this start's output only
         return "\n".join(last[-lines:])
+
+
+def sandboxed_process(
+    system: str,
+    log_path: Path,
+    deadlines: Deadlines,
+    startup_timeout_s: float,
+    *,
+    sandbox: bool,
+    env: tuple[str, ...] = (),
+    hidden: tuple[Path, ...] = (),
+) -> ProcessRuntime:
+    """`--system SPEC` as `evaluate` and `check` start it: in a bubblewrap sandbox that sees
+    none of `hidden` (plus the synthetic cache), with only the allowlisted environment and
+    `--env`; or, with `sandbox=False` (`--no-sandbox`), unconfined with the harness's
+    environment, which the manifest and every report then say."""
+    from apmbench.harness.paths import cache_root
+    from apmbench.harness.runtimes.sandbox import Sandbox, allowed_env, parse_env, python_policy
+
+    extra = parse_env(env)
+    if not sandbox:
+        return ProcessRuntime(
+            system, log_path, deadlines, startup_timeout_s, env={**os.environ, **extra}
+        )
+    policy = python_policy(system, (*hidden, cache_root()), allowed_env(extra))
+    return ProcessRuntime(system, log_path, deadlines, startup_timeout_s, sandbox=Sandbox(policy))

@@ -19,6 +19,7 @@ from apmbench.harness.errors import DatasetError, RunDirError
 from apmbench.harness.reports.confinement import mounted_into_system
 from apmbench.harness.run import records
 from apmbench.harness.run.audits.summary import audit_summary
+from apmbench.harness.runtimes.sandbox import confinement
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
 from apmbench.harness.scoring.judge.cache import ReplyCache
 from apmbench.harness.scoring.judge.judging import judge_requests
@@ -179,6 +180,8 @@ def score_run(
     mounted = mounted_into_system(manifest)
     if mounted:  # the user's --mount: host paths the system could read, beside the numbers
         report["mounted_into_system"] = mounted
+    if (sandbox := confinement(manifest)) is not None:
+        report["sandbox"] = sandbox
     records.atomic_write(run.root / "report.json", records.dump(report))
     records.atomic_write(run.root / "report.md", suite.render(report, manifest))
     return report

@@ -93,6 +93,17 @@ def _judge_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _confinement_lines(report: Mapping[str, Any]) -> list[str]:
+    sandbox = report.get("sandbox")
+    if sandbox is None or sandbox.get("confined"):
+        return []
+    return [
+        f"**{sandbox['note']}**: the system ran with `--no-sandbox`, so it could read the "
+        "dataset and keep memory outside its exported state.",
+        "",
+    ]
+
+
 def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     system = manifest["system"]["name"]
     lat = report["latency"]
@@ -109,7 +120,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         f"harness {manifest['harness_version']}, protocol {manifest['protocol_version']}. "
         f"`{NOT_COMPUTED}` = not computed (reasons below and in report.json).",
         "",
-        *confinement_lines(manifest),
+        *confinement_lines(report, manifest),
         "## Utility, latency and storage (paper Table 3)",
         "",
         *table(TABLE3_HEADER, [table3_row(report, manifest)]),

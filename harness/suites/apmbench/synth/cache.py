@@ -8,20 +8,15 @@ never leaves a half-written dataset behind.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.paths import cache_root
 from apmbench.harness.suites.apmbench.synth.live import GENERATOR_VERSION
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
 from apmbench.harness.suites.apmbench.synth.writer import build
-
-
-def cache_root() -> Path:
-    configured = os.environ.get("APMBENCH_CACHE")
-    return Path(configured) if configured else Path.home() / ".cache" / "apmbench-grpc"
 
 
 def synthetic_dataset(preset: str, seed: int, root: Path | None = None) -> Path:

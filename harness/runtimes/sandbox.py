@@ -1,0 +1,285 @@
+"""A bubblewrap sandbox for systems the harness starts as processes.
+
+The benchmark's numbers mean something only if the memory a system carries
+across a session gap is the state it exported, and if no answer can be read
+off the disk. A process started with the harness's environment and file
+system can do both: stash its memory in /tmp or $HOME for its successor, or
+glob the dataset for `candidates/*.json`. `Sandbox` turns a command into a
+`bwrap` command line that runs it with
+
+- a read-only view of only what it needs (system libraries, the Python
+  installation, the import path of the system's module), with the dataset,
+  the synthetic cache and the run directory masked by empty tmpfs wherever
+  they lie under one of those paths;
+- its own network, IPC, PID and UTS namespaces (no network at all);
+- an empty, size-bounded tmpfs as /tmp (HOME lies in it) and a private
+  /dev/shm, all gone when the process ends, so every start begins with an
+  empty writable area;
+- an environment holding only an allowlist, never the harness's own.
+
+It is runtime-agnostic: `wrap` takes any argv plus the fresh directories a
+start may write (the socket's), so a command runtime can reuse it.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import shutil
+import site
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from apmbench.harness.errors import ConfigError
+
+BWRAP_ENV = "APMBENCH_BWRAP"
+"""Path of the bwrap binary to use instead of the one on PATH."""
+INSTALL_COMMAND = "apt-get install -y bubblewrap"
+UNCONFINED_NOTE = "unconfined: numbers not comparable"
+"""What every report of a run made with `--no-sandbox` prints."""
+
+PASSED_PREFIXES = ("APMBENCH_VLM_",)
+"""Environment variables a system reads its own settings from, passed on by name."""
+PASSED_NAMES = ("LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
+SANDBOX_HOME = "/tmp/home"
+TMP_SIZE_BYTES = 2 << 30
+"""The sandbox's /tmp lives in memory: bounded so a system cannot exhaust the host's."""
+
+# What the dynamic loader and Python read from /etc; the rest of /etc stays hidden.
+ETC_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+)
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+class SandboxUnavailable(ConfigError):
+    """bwrap is missing or cannot create namespaces here; the message says what to do."""
+
+
+def find_bwrap() -> str | None:
+    """The bwrap to use: $APMBENCH_BWRAP when set (even if it does not exist), else PATH's."""
+    configured = os.environ.get(BWRAP_ENV)
+    if configured:
+        return configured if os.access(configured, os.X_OK) else None
+    return shutil.which("bwrap")
+
+
+def require_bwrap() -> str:
+    path = find_bwrap()
+    if path is None:
+        where = os.environ.get(BWRAP_ENV) or "PATH"
+        raise SandboxUnavailable(
+            f"the sandbox tool bubblewrap (bwrap) is not installed (looked in {where}): install "
+            f"it with `{INSTALL_COMMAND}`, or pass --no-sandbox to run the system unconfined "
+            f"(the report then says '{UNCONFINED_NOTE}')"
+        )
+    return path
+
+
+def parse_env(entries: Iterable[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`--env NAME=VALUE` sets a value; `--env NAME` passes the harness's own value on."""
+    source = os.environ if environ is None else environ
+    out: dict[str, str] = {}
+    for entry in entries:
+        name, sep, value = entry.partition("=")
+        if not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
+            raise ConfigError(f"--env {entry!r}: give NAME=VALUE or NAME (letters, digits, _)")
+        if sep:
+            out[name] = value
+        elif name in source:
+            out[name] = source[name]
+        else:
+            raise ConfigError(f"--env {name}: {name} is not set here; give --env {name}=VALUE")
+    return out
+
+
+def allowed_env(
+    extra: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The allowlisted part of the harness's environment, then what the user passed."""
+    source = os.environ if environ is None else environ
+    env = {k: v for k, v in source.items() if k in PASSED_NAMES or k.startswith(PASSED_PREFIXES)}
+    env.update(extra)
+    return env
+
+
+def _real(path: Path | str) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """What a sandboxed command sees. Paths are resolved when the policy is made."""
+
+    read_only: tuple[Path, ...]
+    """Host paths bound read-only at the same place."""
+    hidden: tuple[Path, ...] = ()
+    """Paths never visible: masked by an empty tmpfs where they lie under a bound path."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The whole environment of the command, besides HOME, TMPDIR and PATH."""
+    path: str = "/usr/local/bin:/usr/bin:/bin"
+    cwd: Path | None = None
+    tmp_size_bytes: int = TMP_SIZE_BYTES
+
+
+class Sandbox:
+    """Wraps a command in bwrap according to a policy."""
+
+    def __init__(self, policy: SandboxPolicy, bwrap: str | None = None) -> None:
+        self.policy = policy
+        self.bwrap = bwrap or require_bwrap()
+
+    def wrap(self, argv: Sequence[str], writable: Sequence[Path] = ()) -> list[str]:
+        """The bwrap argv that runs `argv`; `writable` dirs are bound read-write (the socket's)."""
+        p = self.policy
+        args = [
+            self.bwrap,
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+        ]
+        for name in SYSTEM_DIRS:
+            host = Path(name)
+            if host.is_symlink():
+                # Merged-/usr systems: /bin -> usr/bin; a bind would copy a directory
+                # where programs expect a link.
+                args += ["--symlink", os.readlink(host), name]
+            elif host.is_dir():
+                args += ["--ro-bind", name, name]
+        for name in ETC_FILES:
+            args += ["--ro-bind-try", name, name]
+        for path in p.read_only:
+            args += ["--ro-bind", str(path), str(path)]
+        # Mounted after the binds so that nothing bound can shadow the empty /tmp.
+        args += ["--size", str(p.tmp_size_bytes), "--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
+        for path in writable:
+            args += ["--bind", str(path), str(path)]
+        for path in self.masked():
+            args += ["--tmpfs", str(path)]
+        # The mount points bwrap made live on its own root tmpfs, which would be writable.
+        args += ["--remount-ro", "/"]
+        env = {**p.env, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "PATH": p.path}
+        for name, value in sorted(env.items()):
+            args += ["--setenv", name, value]
+        args += ["--chdir", str(p.cwd or SANDBOX_HOME), "--", *argv]
+        return args
+
+    def masked(self) -> list[Path]:
+        """Hidden paths that lie under a bound path (others are not visible anyway)."""
+        bound = [*self.policy.read_only, *(Path(d) for d in SYSTEM_DIRS)]
+        return [h for h in self.policy.hidden if h.is_dir() and any(_under(h, b) for b in bound)]
+
+    def describe(self) -> dict[str, Any]:
+        """The sandbox's facts for the manifest (environment values are not recorded)."""
+        return {
+            "confined": True,
+            "tool": "bubblewrap",
+            "bwrap": self.bwrap,
+            "read_only": [str(p) for p in self.policy.read_only],
+            "masked": [str(p) for p in self.masked()],
+            "hidden": [str(p) for p in self.policy.hidden],
+            "env": sorted(self.policy.env),
+            "network": "none",
+            "tmp_size_bytes": self.policy.tmp_size_bytes,
+        }
+
+
+def unconfined() -> dict[str, Any]:
+    """The manifest's record of a process run without a sandbox (`--no-sandbox`)."""
+    return {"confined": False, "note": UNCONFINED_NOTE}
+
+
+def _module_roots(spec: str, search: Sequence[str]) -> tuple[list[Path], Path | None]:
+    """For `package.module:Class`: the top-level package's directory (or module file) and
+    the directory it is imported from, found as `python -m` in the harness's cwd would."""
+    if ":" not in spec:
+        return [], None
+    top = spec.split(":", 1)[0].split(".", 1)[0]
+    found = importlib.machinery.PathFinder.find_spec(top, list(search))
+    if found is None:
+        return [], None  # the server reports the import error itself
+    if found.submodule_search_locations:
+        dirs = [_real(d) for d in found.submodule_search_locations]
+    elif found.origin:
+        dirs = [_real(found.origin)]
+    else:
+        return [], None
+    return dirs, dirs[0].parent
+
+
+def _package_dirs() -> list[Path]:
+    """Where apmbench's own packages load from (an editable install maps them into the repo)."""
+    import apmbench.adapters
+    import apmbench.harness
+    import apmbench.v1
+
+    return [
+        _real(d) for m in (apmbench.adapters, apmbench.harness, apmbench.v1) for d in m.__path__
+    ]
+
+
+def python_policy(
+    system: str,
+    hidden: Iterable[Path],
+    env: Mapping[str, str],
+    environ: Mapping[str, str] | None = None,
+) -> SandboxPolicy:
+    """The policy for `python -m apmbench.adapters SYSTEM`: the interpreter, the apmbench
+    packages, the system's top-level package (for module:Class) and a model directory
+    named by $APMBENCH_VLM_MODEL."""
+    source = os.environ if environ is None else environ
+    pythonpath = [p for p in source.get("PYTHONPATH", "").split(os.pathsep) if p]
+    module_dirs, import_root = _module_roots(system, [os.getcwd(), *pythonpath, *sys.path[1:]])
+    roots = {_real(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    roots |= {_real(p) for p in site.getsitepackages() if Path(p).is_dir()}
+    roots.add(_real(sys.executable).parent)
+    roots.update(_package_dirs())
+    roots.update(module_dirs)
+    model = env.get("APMBENCH_VLM_MODEL")
+    if model and Path(model).exists():
+        roots.add(_real(model))
+    # A nested root is bound with its parent already; binding it again is harmless but noisy.
+    kept = sorted(r for r in roots if not any(o != r and _under(r, o) for o in roots))
+    kept = [r for r in kept if not any(_under(r, Path(d)) for d in SYSTEM_DIRS)]
+    run_env = {**env, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    if import_root is not None:
+        run_env["PYTHONPATH"] = str(import_root)
+    bin_dir = str(Path(sys.executable).parent)
+    return SandboxPolicy(
+        read_only=tuple(kept),
+        hidden=tuple(sorted({_real(h) for h in hidden})),
+        env=run_env,
+        path=f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+        cwd=import_root,
+    )
+
+
+def confinement(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """report.json's `sandbox` entry from a run's manifest: whether the system process was
+    confined. None for runtimes the harness does not sandbox this way (endpoint, image)."""
+    runtime = manifest.get("runtime") or {}
+    if runtime.get("kind") != "process":
+        return None
+    recorded = runtime.get("sandbox")
+    if not recorded or not recorded.get("confined"):
+        # A process run from before the sandbox existed was unconfined too.
+        return {"confined": False, "note": UNCONFINED_NOTE}
+    return {"confined": True, "tool": recorded.get("tool", "bubblewrap")}

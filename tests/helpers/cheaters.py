@@ -1,0 +1,203 @@
+"""Systems that try to score without the memory they claim: the sandbox must stop each one.
+
+Each reports in its answers what its cheat found, so a test can tell "the cheat was
+stopped" from "the cheat happened not to help". `$APMBENCH_CHEAT_TAG` (passed with
+`--env`) names the files they stash, so parallel tests do not see each other's.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from apmbench.adapters.sdk import (
+    Capabilities,
+    ExportedState,
+    Frame,
+    FrameEncoding,
+    MemorySystem,
+    Query,
+    QueryKind,
+    SessionEnd,
+    SessionStart,
+    SystemInfo,
+    UserTurn,
+)
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def _tag() -> str:
+    return os.environ.get("APMBENCH_CHEAT_TAG", "untagged")
+
+
+def _socket_dir() -> Path | None:
+    """The directory of this server's socket, read off its own command line."""
+    try:
+        args = Path("/proc/self/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    for i, arg in enumerate(args[:-1]):
+        if arg == b"--address" and args[i + 1].startswith(b"unix:"):
+            return Path(args[i + 1][5:].decode()).parent
+    return None
+
+
+def stash_paths() -> list[Path]:
+    """Every place a process might leave something for its successor."""
+    name = f"apm-cheat-{_tag()}"
+    places = [Path("/tmp"), Path.home(), Path.cwd(), Path("/dev/shm")]
+    sock = _socket_dir()
+    if sock is not None:
+        places.append(sock)
+        # A successor's socket directory is new, but its parent is shared.
+        places.append(sock.parent)
+    return [p / name for p in places]
+
+
+def read_stashes() -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for path in stash_paths():
+        try:
+            found[str(path)] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def write_stashes(value: Any) -> list[str]:
+    written = []
+    for path in stash_paths():
+        try:
+            path.write_text(json.dumps(value))
+            written.append(str(path))
+        except OSError:
+            continue
+    return written
+
+
+class _Base(MemorySystem):
+    name = "cheater"
+    supports_import = True
+
+    def describe(self) -> SystemInfo:
+        return SystemInfo(
+            name=self.name,
+            version="1",
+            capabilities=Capabilities(
+                frame_encodings=(FrameEncoding.JPEG,),
+                preferred_max_side=64,
+                supports_import=self.supports_import,
+            ),
+        )
+
+    def reset(self, trajectory_id: str) -> None:
+        pass
+
+    def start_session(self, start: SessionStart) -> None:
+        pass
+
+    def ingest_frame(self, frame: Frame) -> None:
+        pass
+
+    def ingest_user_turn(self, turn: UserTurn) -> None:
+        pass
+
+    def end_session(self, end: SessionEnd) -> None:
+        pass
+
+    def reply(self, query: Query) -> dict[str, Any]:
+        if query.kind is QueryKind.DECISION:
+            return {"decision": "SILENT", "reason": "nothing known"}
+        return {"answer": "B"}
+
+    def query(self, query: Query) -> Iterator[str]:
+        yield json.dumps(self.reply(query))
+
+    def export_state(self) -> ExportedState:
+        return ExportedState(b"{}", "application/json", 1)
+
+    def import_state(self, state: ExportedState) -> None:
+        pass
+
+
+class GroundTruthReader(_Base):
+    """Looks for `candidates/*.json` wherever a dataset may lie and answers from the labels."""
+
+    name = "ground-truth-reader"
+
+    def __init__(self) -> None:
+        self.labels: dict[str, str] = {}
+        self.files: list[str] = []
+        cache = os.environ.get("APMBENCH_CACHE") or str(Path.home() / ".cache/apmbench-grpc")
+        patterns = [
+            str(root / ("*/" * depth) / "candidates" / "*.json")
+            for root in (TESTS / "fixtures", Path.cwd(), Path(cache))
+            for depth in range(4)
+        ]
+        for pattern in patterns:
+            for path in glob.glob(pattern):
+                try:
+                    items = json.loads(Path(path).read_text())
+                except (OSError, ValueError):
+                    continue
+                self.files.append(path)
+                for item in items if isinstance(items, list) else []:
+                    if item.get("question") and item.get("correct_option_id"):
+                        self.labels[item["question"]] = item["correct_option_id"]
+
+    def reply(self, query: Query) -> dict[str, Any]:
+        out = super().reply(query)
+        if query.kind is not QueryKind.DECISION and query.question in self.labels:
+            out["answer"] = self.labels[query.question]
+        out["label_files"] = len(self.files)
+        return out
+
+
+class DiskStash(_Base):
+    """Exports two bytes and keeps the sessions and turns it saw on disk for the next process."""
+
+    name = "disk-stash"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.recalled = read_stashes()
+        self.written: list[str] = []
+
+    def start_session(self, start: SessionStart) -> None:
+        self.seen.append(start.session_id)
+        self.written = write_stashes({"seen": self.seen})
+
+    def ingest_user_turn(self, turn: UserTurn) -> None:
+        self.seen.append(turn.text)
+        self.written = write_stashes({"seen": self.seen})
+
+    def reply(self, query: Query) -> dict[str, Any]:
+        out = super().reply(query)
+        out["recalled"] = sorted(self.recalled)
+        out["written"] = self.written
+        return out
+
+
+class ProbeCounter(_Base):
+    """Counts queries in a file outside its export: a counter that survives restarts could
+    tell probes apart by their order across sessions."""
+
+    name = "probe-counter"
+
+    def __init__(self) -> None:
+        self.local = 0
+        self.total = max((v.get("count", 0) for v in read_stashes().values()), default=0)
+
+    def reply(self, query: Query) -> dict[str, Any]:
+        self.local += 1
+        self.total += 1
+        write_stashes({"count": self.total})
+        out = super().reply(query)
+        out["local"] = self.local
+        out["total"] = self.total
+        return out

@@ -1,0 +1,138 @@
+"""The cheater gallery against `--system` processes: each cheat works unconfined
+(`--no-sandbox`, and the run says so) and finds nothing in the sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, find_bwrap
+
+REPO = Path(__file__).resolve().parents[2]
+TESTS = REPO / "tests"
+
+pytestmark = pytest.mark.skipif(
+    find_bwrap() is None, reason="bubblewrap is not installed (apt-get install -y bubblewrap)"
+)
+MODES = [pytest.param(True, id="sandboxed"), pytest.param(False, id="unconfined")]
+
+
+@pytest.fixture
+def tag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A name for the cheaters' stash files; the unconfined ones land on this host, so
+    HOME is a temp dir and what they left in /tmp and /dev/shm is removed afterwards."""
+    name = uuid.uuid4().hex[:12]
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    yield name
+    for place in ("/tmp", "/dev/shm"):
+        Path(place, f"apm-cheat-{name}").unlink(missing_ok=True)
+
+
+def outputs(
+    tmp_path: Path, system: str, sandbox: bool, tag: str, persistence: Persistence
+) -> list[dict[str, Any]]:
+    out = tmp_path / "run"
+    evaluate(
+        EvaluateOptions(
+            dataset=TESTS / "fixtures" / "mini",
+            out=out,
+            runtime=RuntimeSpec(system=system, sandbox=sandbox, env=(f"APMBENCH_CHEAT_TAG={tag}",)),
+            persistence=persistence,
+        )
+    )
+    manifest = json.loads((out / "manifest.json").read_text())
+    report = json.loads((out / "report.json").read_text())
+    markdown = (out / "report.md").read_text()
+    assert manifest["runtime"]["sandbox"]["confined"] is sandbox
+    assert report["sandbox"]["confined"] is sandbox
+    assert (UNCONFINED_NOTE in markdown) is not sandbox
+    rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]
+    for row in rows:
+        row["said"] = json.loads(row["raw_output"])
+    return rows
+
+
+@pytest.mark.parametrize("sandbox", MODES)
+def test_ground_truth_reader_finds_no_labels(
+    tmp_path: Path, tag: str, sandbox: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `tests.helpers...` from the repository root: the sandbox must bind tests/ (the
+    # module's package) yet hide tests/fixtures/mini, the dataset, inside it.
+    monkeypatch.chdir(REPO)
+    rows = outputs(
+        tmp_path, "tests.helpers.cheaters:GroundTruthReader", sandbox, tag, Persistence.RESET
+    )
+    mcqa = [r for r in rows if "correct" in r]
+    assert len(mcqa) == 10
+    found = {r["said"]["label_files"] for r in rows}
+    if sandbox:
+        assert found == {0}
+        # Without labels it answers B everywhere: right only where B is the key.
+        assert sum(r["correct"] for r in mcqa) == sum(r["correct_option_id"] == "B" for r in mcqa)
+        assert sum(r["correct"] for r in mcqa) < len(mcqa)
+    else:
+        assert min(found) > 0
+        assert all(r["correct"] for r in mcqa)  # caught: every label read off the disk
+
+
+@pytest.mark.usefixtures("helper_env")
+@pytest.mark.parametrize("sandbox", MODES)
+def test_disk_stash_loses_its_memory_across_restarts(
+    tmp_path: Path, tag: str, sandbox: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    rows = outputs(tmp_path, "helpers.cheaters:DiskStash", sandbox, tag, Persistence.RESTART)
+    recalled = [r["said"]["recalled"] for r in rows]
+    written = {w for r in rows for w in r["said"]["written"]}
+    assert written  # it did stash somewhere every time
+    if sandbox:
+        assert not any(recalled), "a restarted process found what an earlier one stashed"
+        assert not any(w.startswith(str(tmp_path)) for w in written)  # cwd is read-only
+    else:
+        assert any(recalled)  # caught: memory outside the export reached a later process
+        places = {Path(p).parent for r in recalled for p in r}
+        assert Path("/tmp") in places and Path("/dev/shm") in places
+
+
+@pytest.mark.usefixtures("helper_env")
+@pytest.mark.parametrize("sandbox", MODES)
+def test_probe_counter_restarts_with_every_process(
+    tmp_path: Path, tag: str, sandbox: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    rows = outputs(tmp_path, "helpers.cheaters:ProbeCounter", sandbox, tag, Persistence.RESTART)
+    counts = [(r["said"]["local"], r["said"]["total"]) for r in rows]
+    if sandbox:
+        assert all(local == total for local, total in counts)
+    else:
+        assert max(total for _, total in counts) == len(rows)  # counted across every process
+        assert any(total > local for local, total in counts)
+
+
+def test_missing_bwrap_refuses_with_the_install_command(tmp_path: Path) -> None:
+    cli = Path(sys.executable).parent / "apmbench-grpc"
+    env = {**os.environ, "APMBENCH_BWRAP": str(tmp_path / "no-such-bwrap")}
+    args = [str(cli), "evaluate", "--dataset", str(TESTS / "fixtures" / "mini")]
+    done = subprocess.run(
+        [*args, "--system", "null", "--out", str(tmp_path / "run")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "apt-get install -y bubblewrap" in done.stderr and "--no-sandbox" in done.stderr
+    assert not (tmp_path / "run").exists()
