@@ -17,10 +17,14 @@ from helpers.broken_systems import Honest
 
 from apmbench.adapters.sdk import RunningServer
 from apmbench.adapters.sdk.server import MemorySystemServicer
+from apmbench.harness.check import run_suite, select
 from apmbench.harness.cli import main
 from apmbench.harness.errors import WireRuleError
+from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.protocol.wire_rules import TITLES
 from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes.process import EndpointRuntime
 from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
 
 
@@ -40,7 +44,11 @@ def endpoint(served: list[RunningServer], sock_dir: Path, servicer: object) -> s
 
 
 def run(mini: Path, out: Path, address: str) -> None:
-    evaluate(EvaluateOptions(dataset=mini, out=out, endpoint=address, startup_timeout_s=10))
+    evaluate(
+        EvaluateOptions(
+            dataset=mini, out=out, runtime=RuntimeSpec(endpoint=address), startup_timeout_s=10
+        )
+    )
 
 
 @pytest.mark.parametrize(
@@ -110,3 +118,20 @@ def test_well_behaved_servers_are_unaffected(
         address = endpoint(served, sock_dir, MemorySystemServicer(system))
         run(mini, tmp_path / name, address)
         assert (tmp_path / name / "report.json").exists()
+
+
+def test_check_fails_the_same_servers_on_the_same_rule(
+    served: list[RunningServer], sock_dir: Path
+) -> None:
+    deadlines = Deadlines(control=30, push=60, query=30, state=60, end_session=60)
+    for breaker, name in (
+        (wire_breakers.OversizeChunks(), "export-chunking"),
+        (wire_breakers.NotFoundQuery(), "query-streams"),
+    ):
+        address = endpoint(served, sock_dir, breaker)
+        with EndpointRuntime(address, deadlines, 10) as runtime:
+            report = run_suite(runtime, select([name]))
+        failed = {r.name: r for r in report.failed}
+        assert name in failed, [(r.name, r.outcome) for r in report.results]
+        rule = "R7 (Chunking)" if name == "export-chunking" else "STATUS (Status codes)"
+        assert f"broke rule {rule}" in failed[name].reason + failed[name].hint
