@@ -8,7 +8,6 @@ the project's dataset.json), plan (main pass, forks, EA replays), metrics
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,7 +25,6 @@ from apmbench.harness.suites.base import ComparedRun, Headline, Suite
 Item = tuple[Candidate, Probe]
 
 
-@cache
 def _items(dataset: Dataset) -> dict[str, Item]:
     return {p.probe_id: (c, p) for c in dataset.candidates for p in c.probes}
 
@@ -37,6 +35,9 @@ class APMBench(Suite):
     scoring_schema: ClassVar[int] = metrics.SCHEMA_VERSION
 
     synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
+
+    def __init__(self) -> None:
+        self._indexed: tuple[Dataset, dict[str, Item]] | None = None
 
     def synthetic(self, preset: str, seed: int) -> Path:
         from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
@@ -60,7 +61,10 @@ class APMBench(Suite):
         return metrics.grade_instance(item[0], item[1], text)
 
     def item_of(self, dataset: Dataset, instance_id: str) -> Item | None:
-        return _items(dataset).get(instance_id)
+        # Re-scoring looks up every instance of one dataset: index it once.
+        if self._indexed is None or self._indexed[0] is not dataset:
+            self._indexed = (dataset, _items(dataset))
+        return self._indexed[1].get(instance_id)
 
     def judge_requests(
         self, dataset: Dataset, instances: Sequence[dict[str, Any]]
