@@ -201,12 +201,14 @@ class DockerRuntime(Runtime):
         s = self.settings
         assert self._dir is not None
         # An image's VOLUMEs would otherwise be anonymous volumes on the host's disk,
-        # unbounded; a tmpfs there dies with the container like /tmp does.
+        # unbounded; a tmpfs there dies with the container like /tmp does. The engine
+        # keeps the image directory's mode, so the owner must be the container's user.
+        uid, gid = _uid_gid(s.user)
         taken = {"/tmp", MOUNT, *(m.container.rstrip("/") for m in s.mounts)}
         tmpfs = {"/tmp": f"rw,nosuid,nodev,size={s.tmp_bytes},mode=1777"}
         for path in self._volumes:
             if path.rstrip("/") not in taken:
-                tmpfs[path] = f"rw,nosuid,nodev,size={s.tmp_bytes},mode=1777"
+                tmpfs[path] = f"rw,nosuid,nodev,size={s.tmp_bytes},uid={uid},gid={gid}"
         options: dict[str, Any] = {
             "name": name,
             "labels": leftovers.labels(
