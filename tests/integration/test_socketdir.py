@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from apmbench.harness.client import Deadlines, SystemClient
-from apmbench.harness.docker import socketdir
-from apmbench.harness.docker.socketdir import SocketDir, SocketRefused
+from apmbench.harness.protocol.client import Deadlines, SystemClient
+from apmbench.harness.runtimes.docker import socketdir
+from apmbench.harness.runtimes.docker.socketdir import SocketDir, SocketRefused
 
 TESTS = Path(__file__).resolve().parents[1]
 
