@@ -20,6 +20,15 @@ def mounted_into_system(manifest: Mapping[str, Any]) -> list[str]:
 def confinement_lines(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
     """Lines for the head of report.md: an unconfined process, the user's mounts."""
     lines = []
+    iso = manifest.get("isolation") or {}
+    if iso.get("rests_on_system_reset"):
+        mode = (manifest.get("settings") or {}).get("persistence")
+        lines += [
+            f"Persistence `{mode}`: the isolation of forks and replays rests on the system's "
+            "own Reset (no fresh process per segment); the largest look-ahead a process had "
+            f"was {iso.get('max_lookahead_s', 0):.1f} s past its question.",
+            "",
+        ]
     sandbox = report.get("sandbox")
     if sandbox is not None and not sandbox.get("confined"):
         lines += [

@@ -231,9 +231,28 @@ def run_trajectory(p: Prepared, trajectory: Trajectory, progress: Progress) -> d
     return record
 
 
+def isolation(p: Prepared) -> dict[str, Any]:
+    """What kept later data away from each answer, and how far past its question a process
+    had been shown at worst (0 in restart mode: every segment starts a fresh process)."""
+    worst = max(
+        (
+            p.run.load_trajectory(t.trajectory_id).get("max_lookahead_s", 0.0)
+            for t in p.dataset.trajectories
+        ),
+        default=0.0,
+    )
+    restart = p.settings.persistence is Persistence.RESTART
+    return {
+        "max_lookahead_s": worst,
+        "fresh_process_per_segment": restart,
+        "rests_on_system_reset": not restart,
+    }
+
+
 def finish(p: Prepared, progress: Progress) -> Evaluation:
     """Score the finished records and complete the manifest."""
     p.run.finish()
+    p.run.update_manifest(isolation=isolation(p))
     try:
         report = score_run(p.run, p.suite, p.dataset, p.opts.judge, p.judge, progress.judged)
     finally:

@@ -156,6 +156,9 @@ class TrajectoryRunner:
         self.snapshots: dict[int, _Snapshot] = {}
         self.instances: list[dict[str, Any]] = []
         self.sessions: list[dict[str, Any]] = []
+        # The latest time_ms pushed into the current process since it started: what it may
+        # still hold. Only a restart clears it; a Reset is the system's own word.
+        self.held_ms: int | None = None
 
     # -- memory across gaps ------------------------------------------------------
 
@@ -169,6 +172,7 @@ class TrajectoryRunner:
         started = time.perf_counter()
         if self.settings.persistence is Persistence.RESTART:
             self.client = self.runtime.restart()
+            self.held_ms = None
         self.client.reset(self.trajectory.trajectory_id)
         if snapshot is not None:
             self.client.import_file(snapshot.manifest, snapshot.path, self.settings.max_chunk_bytes)
@@ -182,13 +186,19 @@ class TrajectoryRunner:
     # -- segments ----------------------------------------------------------------
 
     def run(self, segments: list[Segment]) -> dict[str, Any]:
-        for segment in segments:
-            self.on_segment(segment)
+        can_import = self.info.capabilities.supports_import
+        main_started = False
+        for segment in causal_order(segments, can_import):
+            if segment.kind != "main" or not main_started:  # one tick for the whole main pass
+                self.on_segment(segment)
+            main_started = main_started or segment.kind == "main"
             self._run_segment(segment)
+        lookahead = [r["lookahead_s"] for r in self.instances]
         return {
             "trajectory_id": self.trajectory.trajectory_id,
             "instances": sorted(self.instances, key=lambda r: (r["time_ms"], r["instance_id"])),
             "sessions": self.sessions,
+            "max_lookahead_s": max(lookahead, default=0.0),
         }
 
     def _run_segment(self, segment: Segment) -> None:
@@ -232,6 +242,8 @@ class TrajectoryRunner:
         def flush() -> None:
             nonlocal ingest_s, frames, turns
             if batch:
+                latest = max(item.time_ms for item in batch)
+                self.held_ms = latest if self.held_ms is None else max(self.held_ms, latest)
                 pushed = self.client.push(batch)
                 ingest_s += pushed.seconds
                 frames += pushed.frames
@@ -290,6 +302,7 @@ class TrajectoryRunner:
         session_start_ms: int,
     ) -> None:
         prefix_s = (ask.time_ms - session_start_ms) / 1000.0
+        held = self.held_ms if self.held_ms is not None else ask.time_ms
         rtf = None
         if result.ttft_s is not None and prefix_s > 0:
             rtf = (ingest_s + result.ttft_s) / prefix_s
@@ -307,9 +320,54 @@ class TrajectoryRunner:
             "prefix_s": prefix_s,
             "ingest_s": ingest_s,
             "rtf": rtf,
+            # How far past the query the process had been shown (0 in restart mode).
+            "lookahead_s": max(0, held - ask.time_ms) / 1000.0,
         }
         record.update(self.grade(ask, result.text))
         self.instances.append(record)
+
+
+def causal_order(segments: list[Segment], can_import: bool) -> list[Segment]:
+    """The segments in an order where no process holds data of a later session than the
+    one it answers, even when only the system's own Reset separates them.
+
+    A fork or replay whose last session is L runs right after the main pass has
+    finished session L-1 (its snapshot is then available), before the main pass
+    pushes session L; the main pass then resumes from its own snapshot. Without
+    ImportState the main pass cannot resume, so the plan's order is kept (and the
+    look-ahead this leaves is measured and recorded).
+    """
+    mains = [s for s in segments if s.kind == "main"]
+    others = [s for s in segments if s.kind != "main"]
+    if not can_import or len(mains) != 1 or not others:
+        return segments
+    main = mains[0]
+    due: dict[int, list[Segment]] = {}
+    # Within a group, earlier questions first: less of the session is held when they are asked.
+    for s in sorted(others, key=lambda s: (s.asks[-1].time_ms if s.asks else 0, s.name)):
+        due.setdefault(max(main.first_session - 1, s.last_session - 1), []).append(s)
+    ordered: list[Segment] = [*due.pop(main.first_session - 1, [])]
+    start = main.first_session
+    for k in range(main.first_session, main.last_session + 1):
+        waiting = due.pop(k, []) if k < main.last_session else []
+        if k < main.last_session and not waiting:
+            continue
+        ordered.append(_main_piece(main, start, k))
+        ordered.extend(waiting)
+        start = k + 1
+    ordered.extend(s for later in due.values() for s in later)
+    return ordered
+
+
+def _main_piece(main: Segment, first: int, last: int) -> Segment:
+    """Sessions first..last of the main pass, resuming from its own snapshot after first-1."""
+    return replace(
+        main,
+        first_session=first,
+        last_session=last,
+        snapshot_after=main.snapshot_after if first == main.first_session else first - 1,
+        asks=tuple(a for a in main.asks if first <= a.session_index <= last),
+    )
 
 
 def describe_info(info: SystemInfo) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import Any
 from apmbench.harness.errors import RunDirError
 
 # Settings that must match for --resume to continue a run.
-RESUME_KEYS = ("dataset_hash", "system_spec", "settings")
+RESUME_KEYS = ("benchmark", "dataset_hash", "system_spec", "settings")
 
 
 def atomic_write(path: Path, text: str) -> None:

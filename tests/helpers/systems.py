@@ -207,3 +207,26 @@ class SlowStream(JsonMemory):
             self.finished += 1
         finally:
             self.closed.set()
+
+
+# The latest time this process was ever shown: survives Reset (as hidden memory would), dies
+# with the process.
+_SEEN_MS = [-1]
+
+
+class SeenClock(JsonMemory):
+    """Answers with the latest frame or turn time its process has ever seen, so a test can
+    tell whether a process held data later than the question it answers."""
+
+    name = "seen-clock"
+
+    def ingest_frame(self, frame: Frame) -> None:
+        _SEEN_MS[0] = max(_SEEN_MS[0], frame.time_ms)
+
+    def ingest_user_turn(self, turn: UserTurn) -> None:
+        _SEEN_MS[0] = max(_SEEN_MS[0], turn.time_ms)
+
+    def query(self, query: Query) -> Iterator[str]:
+        reply = self.answer(query)
+        reply["seen_ms"] = _SEEN_MS[0]
+        yield json.dumps(reply)
