@@ -33,7 +33,16 @@ import transformers
 
 from apmbench.adapters.sdk import Frame
 from apmbench.adapters.vlm.backend import IncrementalText
-from apmbench.adapters.vlm.qwen import END, START, TEXT_TYPE, VIDEO, VIDEO_TYPE, QwenVL, log
+from apmbench.adapters.vlm.qwen import (
+    END,
+    START,
+    TEXT_TYPE,
+    VIDEO,
+    VIDEO_TYPE,
+    QwenVL,
+    _gpu_memory,
+    log,
+)
 from apmbench.adapters.vlm.video import frame_pixel_bound, prepare_clip
 
 
@@ -203,6 +212,8 @@ class KvCacheModel:
         """Greedy decoding of `ids` (placed at stream position `start`) after `blocks`' cache;
         text pieces as each token decodes. Closing the iterator stops it at the next token."""
         device = self.qwen.device
+        if device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats(device)
         cache = self.cache(blocks)
         text = IncrementalText(self.qwen._decode)
         step = ids.to(device)
@@ -233,6 +244,7 @@ class KvCacheModel:
             log(
                 f"generated blocks={len(blocks)} cached_tokens={sum(b.tokens for b in blocks)} "
                 f"prompt_tokens={int(ids.shape[1])} new_tokens={new_tokens}"
+                f"{_gpu_memory(self.qwen.device)}"
             )
 
 
