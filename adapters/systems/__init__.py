@@ -25,19 +25,33 @@ REGISTRY: dict[str, str] = {
     "vlm-simplestream": "apmbench.adapters.systems.vlm_simplestream:VlmSimpleStream",
     "vlm-video-memory": "apmbench.adapters.systems.vlm_video_memory:VlmVideoMemory",
     "vlm-text-memory": "apmbench.adapters.systems.vlm_text_memory:VlmTextMemory",
+    # Specialised streaming memories on the same model (transformers backend only).
+    "kv-memory": "apmbench.adapters.systems.kv_memory:KvMemory",
+    "event-memory": "apmbench.adapters.systems.event_memory:EventMemory",
 }
 # The reference systems the embedded default compares, in this order.
 REFERENCE_SYSTEMS = ("recent-frames", "frame-archive", "text-log", "text-only")
 # The paper's general-model protocols; they need a model (APMBENCH_VLM_*).
 VLM_SYSTEMS = ("vlm-simplestream", "vlm-video-memory", "vlm-text-memory")
+# Specialised memories (a KV cache, an event tree); they need the model's weights themselves.
+SPECIALIZED_SYSTEMS = ("kv-memory", "event-memory")
 
 
 def compared_systems(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """What `evaluate` with no system runs: the reference systems, and the VLM systems
     too when APMBENCH_VLM_MODEL or APMBENCH_VLM_API_BASE names a model. Without one
-    they stay out: no weights can be fetched, and the demo must finish on two CPU cores."""
+    they stay out: no weights can be fetched, and the demo must finish on two CPU cores.
+    The specialised memories join only with a local model (APMBENCH_VLM_MODEL and the
+    transformers backend): they read its KV cache and vision features, which no
+    OpenAI-compatible endpoint exposes."""
     env = os.environ if environ is None else environ
-    wanted = env.get("APMBENCH_VLM_MODEL") or env.get("APMBENCH_VLM_API_BASE")
+    local = env.get("APMBENCH_VLM_MODEL") and env.get("APMBENCH_VLM_BACKEND", "") in (
+        "",
+        "transformers",
+    )
+    if local:
+        return REFERENCE_SYSTEMS + VLM_SYSTEMS + SPECIALIZED_SYSTEMS
+    wanted = env.get("APMBENCH_VLM_API_BASE")
     return REFERENCE_SYSTEMS + VLM_SYSTEMS if wanted else REFERENCE_SYSTEMS
 
 

@@ -117,5 +117,6 @@ def test_the_default_comparison_adds_the_vlm_systems_only_when_a_model_is_named(
     from apmbench.adapters.systems import REFERENCE_SYSTEMS, VLM_SYSTEMS, compared_systems
 
     assert compared_systems({}) == REFERENCE_SYSTEMS
-    assert compared_systems({"APMBENCH_VLM_MODEL": "/models/q"}) == REFERENCE_SYSTEMS + VLM_SYSTEMS
+    local = compared_systems({"APMBENCH_VLM_MODEL": "/models/q"})
+    assert local == REFERENCE_SYSTEMS + VLM_SYSTEMS + ("kv-memory", "event-memory")
     assert compared_systems({"APMBENCH_VLM_API_BASE": "http://h/v1"})[-3:] == VLM_SYSTEMS

@@ -30,7 +30,15 @@ from apmbench.harness.errors import ImageBuildError
 from apmbench.harness.runtimes.docker.engine import connect
 from apmbench.harness.runtimes.docker.images import BASE, BASE_GPU, Builder, summary
 
-VLM_SYSTEMS = ("vlm-simplestream", "vlm-video-memory", "vlm-text-memory")
+# The general protocols and the specialised memories (kv-memory, event-memory): all are
+# the same image recipe on the same base, differing only in the system they start.
+VLM_SYSTEMS = (
+    "vlm-simplestream",
+    "vlm-video-memory",
+    "vlm-text-memory",
+    "kv-memory",
+    "event-memory",
+)
 BASE_CPU = "apmbench/vlm-base-cpu:latest"
 
 
@@ -85,7 +93,7 @@ def torch_wheel(root: Path, into: Path) -> Path:
 
 
 def build_cpu(builder: Builder, base_id: str) -> dict[str, str]:
-    """vlm-base-cpu and the three :cpu system images on apmbench/base (id `base_id`)."""
+    """vlm-base-cpu and the :cpu system images on apmbench/base (id `base_id`)."""
     root = builder.root
     with tempfile.TemporaryDirectory(prefix="apmbench-wheel-") as tmp:
         wheel = torch_wheel(root, Path(tmp))
@@ -100,7 +108,7 @@ def build_cpu(builder: Builder, base_id: str) -> dict[str, str]:
 
 
 def build_gpu(builder: Builder, base_gpu_id: str) -> dict[str, str]:
-    """The three :gpu system images on apmbench/base-gpu (id `base_gpu_id`)."""
+    """The :gpu system images on apmbench/base-gpu (id `base_gpu_id`)."""
     return systems(builder, BASE_GPU, base_gpu_id, "gpu")
 
 
