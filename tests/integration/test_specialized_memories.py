@@ -33,9 +33,9 @@ from apmbench.adapters.sdk import (
     SessionStart,
 )
 from apmbench.adapters.sdk.wire import manifest_for
-from apmbench.harness.client import Deadlines
+from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes import ProcessRuntime
-from apmbench.harness.synth.cache import synthetic_dataset
+from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 pytest.importorskip("transformers", reason="the models extra is not installed")
 pytestmark = pytest.mark.integration
