@@ -173,7 +173,8 @@ class Sandbox:
         for path in writable:
             args += ["--bind", str(path), str(path)]
         for path in self.masked():
-            args += ["--tmpfs", str(path)]
+            # Empty and read-only: a mask must not become unbounded writable memory.
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
         # The mount points bwrap made live on its own root tmpfs, which would be writable.
         args += ["--remount-ro", "/"]
         env = {**p.env, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "PATH": p.path}

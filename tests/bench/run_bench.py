@@ -10,6 +10,10 @@ Three measurements, each against a baseline measured in the same run:
    (targets: at least half the baseline, and at least 1000 frames/s).
 3. rss: the `evaluate` command's peak RSS on a short and on a 20x longer
    trajectory (target: flat, long/short at most 1.2).
+4. sandbox: wall time of a `restart`-mode `evaluate --synthetic small --system
+   null`, in the bubblewrap sandbox versus `--no-sandbox`, alternated
+   (sandboxed, unconfined, unconfined, sandboxed) and each side's best taken
+   (target: sandboxed/unconfined at most 1.15). `--sandbox-only` runs just this.
 
 Servers run as subprocesses on Unix sockets, the same way for the echo
 baseline (`run_bench.py --echo-server ADDRESS`) and for the harness
@@ -80,6 +84,8 @@ QUERY_TARGET = 1.2
 PUSH_RATIO_TARGET = 0.5
 PUSH_FPS_TARGET = 1000.0
 RSS_TARGET = 1.2
+SANDBOX_TARGET = 1.15
+SANDBOX_ORDER = (True, False, False, True)
 
 _T0 = time.perf_counter()
 
@@ -541,6 +547,40 @@ def bench_rss(tmp: Path) -> dict[str, Any]:
     }
 
 
+def bench_sandbox(tmp: Path) -> dict[str, Any]:
+    from apmbench.harness.sandbox import find_bwrap
+    from apmbench.harness.synth.cache import synthetic_dataset
+
+    if find_bwrap() is None:
+        return {"met": False, "skipped": "bwrap is not installed (apt-get install -y bubblewrap)"}
+    dataset = synthetic_dataset("small", 0)  # generated outside the timed runs
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for i, sandboxed in enumerate(SANDBOX_ORDER):
+        out = tmp / f"sandbox-{i}"
+        cmd = [*_cli(), "evaluate", "--dataset", str(dataset), "--system", "null"]
+        cmd += ["--persistence", "restart", "--out", str(out)]
+        if not sandboxed:
+            cmd.append("--no-sandbox")
+        log(
+            f"sandbox: run {i + 1}/{len(SANDBOX_ORDER)} ({'sandboxed' if sandboxed else 'unconfined'})"
+        )
+        started = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        times[sandboxed].append(time.perf_counter() - started)
+        if done.returncode != 0:
+            raise RuntimeError(f"evaluate exited with {done.returncode}:\n{done.stderr[-3000:]}")
+        shutil.rmtree(out, ignore_errors=True)
+    best = {k: min(v) for k, v in times.items()}
+    ratio = best[True] / best[False]
+    return {
+        "sandboxed_s": [round(t, 2) for t in times[True]],
+        "unconfined_s": [round(t, 2) for t in times[False]],
+        "ratio": round(ratio, 3),
+        "target": f"best sandboxed / best unconfined <= {SANDBOX_TARGET}",
+        "met": ratio <= SANDBOX_TARGET,
+    }
+
+
 # -- main -----------------------------------------------------------------------------
 
 
@@ -569,6 +609,7 @@ def run_all() -> dict[str, Any]:
         _stop(echo_proc)
         _stop(null_proc)
         report["rss"] = bench_rss(tmp)
+        report["sandbox"] = bench_sandbox(tmp)
     finally:
         if channel is not None:
             channel.close()
@@ -583,6 +624,13 @@ def run_all() -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "--echo-server":
         echo_server(argv[1])
+        return 0
+    if argv == ["--sandbox-only"]:
+        tmp = Path(tempfile.mkdtemp(prefix="apmb", dir="/tmp"))
+        try:
+            print(json.dumps({"sandbox": bench_sandbox(tmp)}, indent=2))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         return 0
     if argv:
         print(__doc__, file=sys.stderr)
