@@ -548,8 +548,8 @@ def bench_rss(tmp: Path) -> dict[str, Any]:
 
 
 def bench_sandbox(tmp: Path) -> dict[str, Any]:
-    from apmbench.harness.sandbox import find_bwrap
-    from apmbench.harness.synth.cache import synthetic_dataset
+    from apmbench.harness.runtimes.sandbox import find_bwrap
+    from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
     if find_bwrap() is None:
         return {"met": False, "skipped": "bwrap is not installed (apt-get install -y bubblewrap)"}

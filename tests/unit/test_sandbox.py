@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from apmbench.harness.errors import ConfigError
-from apmbench.harness.sandbox import Sandbox, allowed_env, find_bwrap, parse_env, python_policy
+from apmbench.harness.runtimes.sandbox import (
+    Sandbox,
+    allowed_env,
+    find_bwrap,
+    parse_env,
+    python_policy,
+)
 
 PROBE = """
 import json, os, socket
