@@ -47,8 +47,9 @@ class DecodeStats:
     """Groups of pictures decoded whole."""
     indexed: bool = False
     """Whether the plan came from the packet index (False: every packet decoded)."""
-    inexact: int = 0
-    """Frames sent that are not the ones the index names (decoder dropped a frame)."""
+    lost: int = 0
+    """1 when the decoder never produced a frame the index names, and the samples
+    from there on came from a decode of every packet instead."""
 
 
 @dataclass(frozen=True)

@@ -105,62 +105,40 @@ def decode_session(
             limits = [pts_limit(t - session.start_ms, time_base) for t in times]
             index = read_index(container, stream, limits[-1])
         decode_plan = plan(index, limits) if index is not None else None
-        sampler: _TargetSampler | _OrderSampler
-        if decode_plan is not None and index is not None:
-            stats.indexed = True
-            stats.packets = int(index.pts.size)
-            stats.key_only_gops = decode_plan.key_only_gops
-            stats.full_gops = decode_plan.full_gops
-            sampler = _TargetSampler(decode_plan, stats)
-        else:
-            sampler = _OrderSampler(limits)
         tolerance = pts_limit(END_TOLERANCE_MS, time_base)
 
-        def check_end(k: int, chosen: Any) -> None:
-            if sampler.last_pts is None or chosen.pts != sampler.last_pts:
-                return
-            if limits[k] - chosen.pts > tolerance:
+        def send(k: int, chosen: Any, last_pts: int | None) -> Frame:
+            if chosen.pts == last_pts and limits[k] - chosen.pts > tolerance:
                 last_ms = session.start_ms + int(chosen.pts * time_base * 1000)
                 raise VideoError(
                     f"video {video} ends at {format_ms(last_ms)} but session "
                     f"{session.session_id} runs until {format_ms(session.end_ms)}: the video "
                     "is shorter than its session"
                 )
+            return _encode(chosen, times[k], settings)
 
-        with _open(session) as container:
-            stream = container.streams.video[0]
-            stream.thread_type = "AUTO"
-            codec = stream.codec_context
-            position = -1
-            for packet in container.demux(stream):
-                if packet.size == 0:
-                    continue
-                position += 1
-                if decode_plan is not None:
-                    if position > decode_plan.last_fed:
-                        break
-                    if not decode_plan.feed[position]:
-                        continue
-                else:
-                    stats.packets += 1
-                stats.decoded += 1
-                for decoded in codec.decode(packet):
-                    for k, chosen in sampler.offer(decoded):
-                        check_end(k, chosen)
-                        yield _encode(chosen, times[k], settings)
-                if sampler.done:
-                    return
-            for decoded in codec.decode(None):
-                for k, chosen in sampler.offer(decoded):
-                    check_end(k, chosen)
-                    yield _encode(chosen, times[k], settings)
+        first = 0
+        if decode_plan is not None and index is not None:
+            stats.indexed = True
+            stats.packets = int(index.pts.size)
+            stats.key_only_gops = decode_plan.key_only_gops
+            stats.full_gops = decode_plan.full_gops
+            target = _TargetSampler(decode_plan)
+            try:
+                for k, chosen in _run(session, decode_plan, target, stats):
+                    yield send(k, chosen, decode_plan.last_pts)
+                return
+            except _TargetLost:
+                # The decoder never produced a frame the index names (a damaged
+                # packet, a decoder that drops frames after a gap): decode every
+                # packet for the samples not sent yet rather than send a stale frame.
+                first = target.k
+                stats.lost += 1
+        order = _OrderSampler(limits, first, video)
+        for k, chosen in _run(session, None, order, stats):
+            yield send(k, chosen, order.last_pts)
     except av.error.FFmpegError as e:
         raise VideoError(f"cannot decode {video}: {e}") from e
-    if not sampler.has_frame:
-        raise VideoError(f"{video} has no decodable frames")
-    for k, chosen in sampler.finish():
-        check_end(k, chosen)
-        yield _encode(chosen, times[k], settings)
 
 
 def _open(session: Session) -> Any:
@@ -176,15 +154,57 @@ def _open(session: Session) -> Any:
     return container
 
 
+def _run(
+    session: Session,
+    decode_plan: DecodePlan | None,
+    sampler: _TargetSampler | _OrderSampler,
+    stats: DecodeStats,
+) -> Iterator[tuple[int, Any]]:
+    """(sample, frame) pairs from decoding the packets `decode_plan` names, or all of them."""
+    with _open(session) as container:
+        stream = container.streams.video[0]
+        if decode_plan is None or decode_plan.full_gops:
+            # Frame threads pay off on runs of dependent frames; starting
+            # them costs more than it saves on key frames alone.
+            stream.thread_type = "AUTO"
+        codec = stream.codec_context
+        position = -1
+        for packet in container.demux(stream):
+            if packet.size == 0:
+                continue
+            position += 1
+            if decode_plan is not None:
+                if position > decode_plan.last_fed:
+                    break
+                if not decode_plan.feed[position]:
+                    continue
+            else:
+                stats.packets = max(stats.packets, position + 1)
+            stats.decoded += 1
+            for decoded in codec.decode(packet):
+                yield from sampler.offer(decoded)
+            if sampler.done:
+                return
+        for decoded in codec.decode(None):
+            yield from sampler.offer(decoded)
+    yield from sampler.finish()
+
+
+class _TargetLost(Exception):
+    pass
+
+
 class _OrderSampler:
-    """Without a usable index: sample k gets the last decoded frame with pts <= its limit.
+    """Sample k gets the last decoded frame with pts <= its limit, from sample `first` on.
 
     Relies on the decoder's presentation order, which holds when every packet
     is decoded.
     """
 
-    def __init__(self, limits: list[int]) -> None:
+    def __init__(self, limits: list[int], first: int, video: Path) -> None:
         self.limits = limits
+        self.video = video
+        self.first = first
         self.k = 0
         self.previous: Any = None
         self.last_pts: int | None = None
@@ -194,88 +214,62 @@ class _OrderSampler:
     def done(self) -> bool:
         return self.k == len(self.limits)
 
-    def offer(self, decoded: Any) -> list[tuple[int, Any]]:
+    def offer(self, decoded: Any) -> Iterator[tuple[int, Any]]:
         if decoded.pts is None:
-            return []
-        out: list[tuple[int, Any]] = []
+            return
         while self.k < len(self.limits) and decoded.pts > self.limits[self.k]:
-            out.append((self.k, self.previous if self.previous is not None else decoded))
+            if self.k >= self.first:
+                yield self.k, self.previous if self.previous is not None else decoded
             self.k += 1
         self.previous = decoded
-        return out
-
-    @property
-    def has_frame(self) -> bool:
-        return self.previous is not None
 
     def finish(self) -> Iterator[tuple[int, Any]]:
+        if self.previous is None:
+            raise VideoError(f"{self.video} has no decodable frames")
         self.last_pts = self.previous.pts
-        for k in range(self.k, len(self.limits)):
+        for k in range(max(self.k, self.first), len(self.limits)):
             yield k, self.previous
 
 
 class _TargetSampler:
-    """With the index: sample k gets the frame whose pts the plan names, once decoded.
+    """Sample k gets the frame whose pts the plan names, once decoded.
 
     Frames are matched by pts, not by arrival order: after skipped packets a
-    decoder can emit frames out of presentation order (an open-GOP key frame
-    whose order count is inferred across the gap). A target that never comes
-    (a damaged packet) is given up after `PENDING_LIMIT` later targets have
-    been decoded, and the last frame sent stands in for it.
+    decoder may emit frames out of presentation order. A target still missing
+    when `PENDING_LIMIT` later ones have arrived, or at the end, raises
+    `_TargetLost`.
     """
 
     PENDING_LIMIT = 64
 
-    def __init__(self, decode_plan: DecodePlan, stats: DecodeStats) -> None:
+    def __init__(self, decode_plan: DecodePlan) -> None:
         self.targets = decode_plan.targets
         self.wanted = set(decode_plan.targets)
-        self.last_pts = decode_plan.last_pts
-        self.stats = stats
         self.k = 0
         self.pending: dict[int, Any] = {}
-        self.sent: Any = None
 
     @property
     def done(self) -> bool:
         return self.k == len(self.targets)
 
-    def offer(self, decoded: Any) -> list[tuple[int, Any]]:
+    def offer(self, decoded: Any) -> Iterator[tuple[int, Any]]:
         if decoded.pts is None or decoded.pts not in self.wanted or self.done:
-            return []
+            return
         if decoded.pts >= self.targets[self.k]:
             self.pending[decoded.pts] = decoded
-        out = self._drain()
-        while len(self.pending) > self.PENDING_LIMIT and not self.done:
-            out.append(self._give_up())
-            out.extend(self._drain())
-        return out
-
-    def _drain(self) -> list[tuple[int, Any]]:
-        out: list[tuple[int, Any]] = []
         while not self.done and self.targets[self.k] in self.pending:
-            self.sent = self.pending[self.targets[self.k]]
-            out.append((self.k, self.sent))
+            yield self.k, self.pending[self.targets[self.k]]
             self.k += 1
         if not self.done:
             for pts in [p for p in self.pending if p < self.targets[self.k]]:
                 del self.pending[pts]
-        return out
-
-    def _give_up(self) -> tuple[int, Any]:
-        chosen = self.sent if self.sent is not None else self.pending[min(self.pending)]
-        self.stats.inexact += 1
-        k = self.k
-        self.k += 1
-        return k, chosen
-
-    @property
-    def has_frame(self) -> bool:
-        return self.sent is not None or bool(self.pending)
+        if len(self.pending) > self.PENDING_LIMIT:
+            raise _TargetLost
 
     def finish(self) -> Iterator[tuple[int, Any]]:
-        while not self.done:
-            yield self._give_up()
-            yield from self._drain()
+        if not self.done:
+            raise _TargetLost
+        yield from ()
 
 
 class FrameProducer:

@@ -11,18 +11,21 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_right
 from collections.abc import Iterator
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import av
+import numpy as np
 import pytest
 from helpers.frame_videos import decode_all, key_times, read_index, write_indexed_video
 
 from apmbench.adapters.sdk.types import Frame, FrameEncoding
+from apmbench.harness import frames
 from apmbench.harness.dataset import Session, load_dataset
 from apmbench.harness.errors import VideoError
-from apmbench.harness.frame_index import DecodeStats
+from apmbench.harness.frame_index import DecodePlan, DecodeStats, PacketIndex
 from apmbench.harness.frames import FrameSettings, decode_session, probe_duration_ms
 
 RAW = FrameSettings(fps=1.0, max_side=0, encoding=FrameEncoding.RGB24)
@@ -105,7 +108,7 @@ def assert_exact(session: Session, settings: FrameSettings) -> DecodeStats:
     assert len(frames) == int((session.end_ms - session.start_ms - 1) // step) + 1
     wrong = stale_frames(session, frames)
     assert not wrong, f"{len(wrong)} of {len(frames)} frames are not exact: {wrong[:5]}"
-    assert stats.inexact == 0
+    assert stats.lost == 0
     return stats
 
 
@@ -180,6 +183,31 @@ def test_a_video_shorter_than_its_session_fails_after_its_last_frame(
         for frame in decode_session(session, RAW):
             sent.append(frame)
     assert len(sent) == 41  # 0..40 s: the last sample within tolerance of the last frame
+    assert not stale_frames(session, sent)
+
+
+def test_a_frame_the_decoder_never_produces_falls_back_to_a_full_decode(
+    videos: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broken plan that leaves out a sampled packet stands in for a decoder that drops it."""
+    real_plan = frames.plan
+
+    def drop_one_target(index: PacketIndex, limits: list[int]) -> DecodePlan | None:
+        decoded = real_plan(index, limits)
+        assert decoded is not None
+        feed = decoded.feed.copy()
+        lost = int(np.flatnonzero(index.pts == decoded.targets[5])[0])
+        assert not index.key[lost], "drop a frame only a full GOP decode yields"
+        feed[lost] = False
+        return replace(decoded, feed=feed)
+
+    monkeypatch.setattr(frames, "plan", drop_one_target)
+    session = session_of(videos["vgop"])
+    # At 3 FPS the missing frame holds up more than PENDING_LIMIT later ones:
+    # memory stays bounded, and the fallback starts at the missing sample.
+    stats = DecodeStats()
+    sent = list(decode_session(session, FrameSettings(3.0, 0, FrameEncoding.RGB24), stats=stats))
+    assert stats.lost == 1 and len(sent) == 120
     assert not stale_frames(session, sent)
 
 
