@@ -8,11 +8,11 @@ flat in video length.
 
 from __future__ import annotations
 
-import itertools
 import queue
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ import simplejpeg
 from apmbench.adapters.sdk.clock import format_ms
 from apmbench.adapters.sdk.types import Frame, FrameEncoding
 from apmbench.harness.errors import VideoError
+from apmbench.harness.media.frame_index import DecodePlan, DecodeStats, plan, pts_limit, read_index
 from apmbench.harness.media.renderers import renderer_for
 from apmbench.harness.media.timeline import Session
 
@@ -68,12 +69,18 @@ def _encode(frame: Any, time_ms: int, settings: FrameSettings) -> Frame:
 
 
 def decode_session(
-    session: Session, settings: FrameSettings, until_ms: int | None = None
+    session: Session,
+    settings: FrameSettings,
+    until_ms: int | None = None,
+    stats: DecodeStats | None = None,
 ) -> Iterator[Frame]:
     """Frames of `session` at `settings.fps`, each the latest video frame at or before its time.
 
+    Exact whatever the GOP: which frame each sample shows, and which packets
+    must be decoded for it, comes from the packet index (see `frame_index`).
     Stops after `until_ms` when given. Raises `VideoError` for a missing or
-    unreadable video and for one that ends before the session does.
+    unreadable video and for one that ends before the session does. `stats`,
+    when given, records what was decoded.
     """
     times = frame_times(session, settings.fps)
     if until_ms is not None:
@@ -87,75 +94,182 @@ def decode_session(
         return
     if session.video is None:
         raise VideoError(f"session {session.session_id} has neither a video nor a render spec")
+    stats = stats if stats is not None else DecodeStats()
+    video = session.video
+    try:
+        with _open(session) as container:
+            stream = container.streams.video[0]
+            if stream.time_base is None:
+                raise VideoError(f"{video} does not state a time base for its video stream")
+            time_base = Fraction(stream.time_base)
+            limits = [pts_limit(t - session.start_ms, time_base) for t in times]
+            index = read_index(container, stream, limits[-1])
+        decode_plan = plan(index, limits) if index is not None else None
+        tolerance = pts_limit(END_TOLERANCE_MS, time_base)
+
+        def send(k: int, chosen: Any, last_pts: int | None) -> Frame:
+            if chosen.pts == last_pts and limits[k] - chosen.pts > tolerance:
+                last_ms = session.start_ms + int(chosen.pts * time_base * 1000)
+                raise VideoError(
+                    f"video {video} ends at {format_ms(last_ms)} but session "
+                    f"{session.session_id} runs until {format_ms(session.end_ms)}: the video "
+                    "is shorter than its session"
+                )
+            return _encode(chosen, times[k], settings)
+
+        first = 0
+        if decode_plan is not None and index is not None:
+            stats.indexed = True
+            stats.packets = int(index.pts.size)
+            stats.key_only_gops = decode_plan.key_only_gops
+            stats.full_gops = decode_plan.full_gops
+            target = _TargetSampler(decode_plan)
+            try:
+                for k, chosen in _run(session, decode_plan, target, stats):
+                    yield send(k, chosen, decode_plan.last_pts)
+                return
+            except _TargetLost:
+                # The decoder never produced a frame the index names (a damaged
+                # packet, a decoder that drops frames after a gap): decode every
+                # packet for the samples not sent yet rather than send a stale frame.
+                first = target.k
+                stats.lost += 1
+        order = _OrderSampler(limits, first, video)
+        for k, chosen in _run(session, None, order, stats):
+            yield send(k, chosen, order.last_pts)
+    except av.error.FFmpegError as e:
+        raise VideoError(f"cannot decode {video}: {e}") from e
+
+
+def _open(session: Session) -> Any:
     try:
         container = av.open(str(session.video))
     except (OSError, av.error.FFmpegError) as e:
         raise VideoError(
             f"cannot open video {session.video} of session {session.session_id}: {e}"
         ) from e
-    with container:
-        if not container.streams.video:
-            raise VideoError(f"{session.video} has no video stream")
+    if not container.streams.video:
+        container.close()
+        raise VideoError(f"{session.video} has no video stream")
+    return container
+
+
+def _run(
+    session: Session,
+    decode_plan: DecodePlan | None,
+    sampler: _TargetSampler | _OrderSampler,
+    stats: DecodeStats,
+) -> Iterator[tuple[int, Any]]:
+    """(sample, frame) pairs from decoding the packets `decode_plan` names, or all of them."""
+    with _open(session) as container:
         stream = container.streams.video[0]
-        if _keyframes_suffice(session.video, settings.fps):
-            # Every sampling time falls on a key frame: skip decoding the rest.
-            stream.codec_context.skip_frame = "NONKEY"
-        else:
+        if decode_plan is None or decode_plan.full_gops:
+            # Frame threads pay off on runs of dependent frames; starting
+            # them costs more than it saves on key frames alone.
             stream.thread_type = "AUTO"
-        k = 0
-        previous: Any = None
-        try:
-            for decoded in container.decode(stream):
-                if decoded.pts is None:
-                    continue
-                at_ms = session.start_ms + round(decoded.time * 1000)
-                while k < len(times) and at_ms > times[k]:
-                    yield _encode(previous if previous is not None else decoded, times[k], settings)
-                    k += 1
-                if k == len(times):
-                    return
-                previous = decoded
-        except av.error.FFmpegError as e:
-            raise VideoError(f"cannot decode {session.video}: {e}") from e
-        if previous is None:
-            raise VideoError(f"{session.video} has no decodable frames")
-        last_ms = session.start_ms + round(previous.time * 1000)
-        while k < len(times):
-            if times[k] - last_ms > END_TOLERANCE_MS:
-                raise VideoError(
-                    f"video {session.video} ends at {format_ms(last_ms)} but session "
-                    f"{session.session_id} runs until {format_ms(session.end_ms)}: the video is "
-                    "shorter than its session"
-                )
-            yield _encode(previous, times[k], settings)
-            k += 1
-
-
-def _keyframes_suffice(video: Path, fps: float, probe_s: float = 4.0) -> bool:
-    """Whether key frames come at least as often as samples, starting at time 0.
-
-    Read from the packets of the first seconds (no decoding). Videos written
-    with a one-second GOP (as the synthetic generator and APM-Bench's 1-FPS
-    protocol suggest) decode only their key frames.
-    """
-    period = 1.0 / fps
-    with av.open(str(video)) as container:
-        stream = container.streams.video[0]
-        if stream.time_base is None:
-            return False
-        keys: list[float] = []
+        codec = stream.codec_context
+        position = -1
         for packet in container.demux(stream):
-            if packet.pts is None:
+            if packet.size == 0:
                 continue
-            at = float(packet.pts * stream.time_base)
-            if packet.is_keyframe:
-                keys.append(at)
-            if at > probe_s:
-                break
-    if not keys or keys[0] > 1e-3 or len(keys) < 2:
-        return False
-    gaps = [b - a for a, b in itertools.pairwise(keys)]
-    return all(abs(g - period) < 1e-3 for g in gaps)
+            position += 1
+            if decode_plan is not None:
+                if position > decode_plan.last_fed:
+                    break
+                if not decode_plan.feed[position]:
+                    continue
+            else:
+                stats.packets = max(stats.packets, position + 1)
+            stats.decoded += 1
+            for decoded in codec.decode(packet):
+                yield from sampler.offer(decoded)
+            if sampler.done:
+                return
+        for decoded in codec.decode(None):
+            yield from sampler.offer(decoded)
+    yield from sampler.finish()
+
+
+class _TargetLost(Exception):
+    pass
+
+
+class _OrderSampler:
+    """Sample k gets the last decoded frame with pts <= its limit, from sample `first` on.
+
+    Relies on the decoder's presentation order, which holds when every packet
+    is decoded.
+    """
+
+    def __init__(self, limits: list[int], first: int, video: Path) -> None:
+        self.limits = limits
+        self.video = video
+        self.first = first
+        self.k = 0
+        self.previous: Any = None
+        self.last_pts: int | None = None
+        """Known at the end only: until then no frame is known to be the video's last."""
+
+    @property
+    def done(self) -> bool:
+        return self.k == len(self.limits)
+
+    def offer(self, decoded: Any) -> Iterator[tuple[int, Any]]:
+        if decoded.pts is None:
+            return
+        while self.k < len(self.limits) and decoded.pts > self.limits[self.k]:
+            if self.k >= self.first:
+                yield self.k, self.previous if self.previous is not None else decoded
+            self.k += 1
+        self.previous = decoded
+
+    def finish(self) -> Iterator[tuple[int, Any]]:
+        if self.previous is None:
+            raise VideoError(f"{self.video} has no decodable frames")
+        self.last_pts = self.previous.pts
+        for k in range(max(self.k, self.first), len(self.limits)):
+            yield k, self.previous
+
+
+class _TargetSampler:
+    """Sample k gets the frame whose pts the plan names, once decoded.
+
+    Frames are matched by pts, not by arrival order: after skipped packets a
+    decoder may emit frames out of presentation order. A target still missing
+    when `PENDING_LIMIT` later ones have arrived, or at the end, raises
+    `_TargetLost`.
+    """
+
+    PENDING_LIMIT = 64
+
+    def __init__(self, decode_plan: DecodePlan) -> None:
+        self.targets = decode_plan.targets
+        self.wanted = set(decode_plan.targets)
+        self.k = 0
+        self.pending: dict[int, Any] = {}
+
+    @property
+    def done(self) -> bool:
+        return self.k == len(self.targets)
+
+    def offer(self, decoded: Any) -> Iterator[tuple[int, Any]]:
+        if decoded.pts is None or decoded.pts not in self.wanted or self.done:
+            return
+        if decoded.pts >= self.targets[self.k]:
+            self.pending[decoded.pts] = decoded
+        while not self.done and self.targets[self.k] in self.pending:
+            yield self.k, self.pending[self.targets[self.k]]
+            self.k += 1
+        if not self.done:
+            for pts in [p for p in self.pending if p < self.targets[self.k]]:
+                del self.pending[pts]
+        if len(self.pending) > self.PENDING_LIMIT:
+            raise _TargetLost
+
+    def finish(self) -> Iterator[tuple[int, Any]]:
+        if not self.done:
+            raise _TargetLost
+        yield from ()
 
 
 class FrameProducer:

@@ -13,14 +13,20 @@ Three measurements, each against a baseline measured in the same run:
 4. sandbox: wall time of a `restart`-mode `evaluate --synthetic small --system
    null`, in the bubblewrap sandbox versus `--no-sandbox`, alternated
    (sandboxed, unconfined, unconfined, sandboxed) and each side's best taken
-   (target: sandboxed/unconfined at most 1.15). `--sandbox-only` runs just this.
+   (target: sandboxed/unconfined at most 1.15). `--only sandbox` runs just this.
+5. frames: the frame producer's ms per sent frame at 1 FPS on the mini
+   fixture videos, the `tiny` synthetic preset's videos, a variable-GOP video
+   (irregular key frames and x264 scene cuts) and a 29.97 FPS one, versus a
+   full decode of the same videos that picks the same frames (targets: no
+   frame differs from the full decode's, and the variable-GOP video costs at
+   most 1.2x the full decode).
 
 Servers run as subprocesses on Unix sockets, the same way for the echo
 baseline (`run_bench.py --echo-server ADDRESS`) and for the harness
 (`apmbench-grpc serve null`). This is a measurement, not a test: nothing
 fails on speed; each target is reported as a boolean.
 
-    .venv/bin/python tests/bench/run_bench.py
+    .venv/bin/python tests/bench/run_bench.py [--only query,push,rss,sandbox,frames]
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
+from fractions import Fraction
 from pathlib import Path
 from typing import IO, Any
 
@@ -59,8 +66,16 @@ from apmbench.adapters.sdk.types import (
     SessionStart,
 )
 from apmbench.adapters.sdk.wire import query_to_pb
+from apmbench.harness.errors import VideoError
+from apmbench.harness.media.frames import FrameSettings, _encode, decode_session, probe_duration_ms
 from apmbench.harness.protocol.client import SystemClient
 from apmbench.harness.suites.apmbench import prompts
+from apmbench.harness.suites.apmbench.dataset import Session, load_dataset
+from apmbench.harness.suites.apmbench.synth.presets import PRESETS
+from apmbench.harness.suites.apmbench.synth.writer import build
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers.frame_videos import write_indexed_video
 
 ECHO_SERVICE = "apmbench.bench.Echo"
 ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
@@ -86,6 +101,8 @@ PUSH_FPS_TARGET = 1000.0
 RSS_TARGET = 1.2
 SANDBOX_TARGET = 1.15
 SANDBOX_ORDER = (True, False, False, True)
+FRAMES_ROUNDS = 3
+VGOP_RATIO_TARGET = 1.2
 
 _T0 = time.perf_counter()
 
@@ -581,10 +598,120 @@ def bench_sandbox(tmp: Path) -> dict[str, Any]:
     }
 
 
+# -- 5. frame producer against a full decode ----------------------------------------------
+
+
+def _full_decode(session: Session, settings: FrameSettings) -> list[Frame]:
+    """The reference: decode every frame, send the last one at or before each sampling time."""
+    assert session.video is not None
+    step = 1000.0 / settings.fps
+    count = int((session.end_ms - session.start_ms - 1) // step) + 1
+    rel = [round(k * step) for k in range(count)]
+    out: list[Frame] = []
+    with av.open(str(session.video)) as container:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        assert stream.time_base is not None
+        tb = stream.time_base
+        previous: Any = None
+        k = 0
+        for decoded in container.decode(stream):
+            if decoded.pts is None:
+                continue
+            while k < count and decoded.pts * tb > Fraction(rel[k], 1000):
+                chosen = previous if previous is not None else decoded
+                out.append(_encode(chosen, session.start_ms + rel[k], settings))
+                k += 1
+            previous = decoded
+        out.extend(_encode(previous, session.start_ms + t, settings) for t in rel[k:])
+    return out
+
+
+def _video_session(video: Path) -> Session:
+    return Session(video.stem, "DAY1", 0, probe_duration_ms(video), video)
+
+
+def _time_frames(sessions: list[Session]) -> dict[str, Any]:
+    settings = FrameSettings()
+    producer_s: list[float] = []
+    full_s: list[float] = []
+    sent: list[Frame] = []
+    reference: list[Frame] = []
+    for _ in range(FRAMES_ROUNDS):  # alternate, and keep the fastest round of each
+        started = time.perf_counter()
+        try:
+            sent = [f for s in sessions for f in decode_session(s, settings)]
+        except VideoError as e:
+            return {"videos": len(sessions), "producer_error": str(e), "stale_frames": -1}
+        producer_s.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        reference = [f for s in sessions for f in _full_decode(s, settings)]
+        full_s.append(time.perf_counter() - started)
+    if len(sent) != len(reference):
+        raise RuntimeError(f"producer sent {len(sent)} frames, the full decode {len(reference)}")
+    stale = sum(
+        a.time_ms != b.time_ms or a.data != b.data for a, b in zip(sent, reference, strict=True)
+    )
+    producer_ms = min(producer_s) * 1000 / len(sent)
+    full_ms = min(full_s) * 1000 / len(sent)
+    return {
+        "videos": len(sessions),
+        "frames_sent": len(sent),
+        "producer_ms_per_frame": round(producer_ms, 3),
+        "full_decode_ms_per_frame": round(full_ms, 3),
+        "ratio": round(producer_ms / full_ms, 3),
+        "stale_frames": stale,
+    }
+
+
+def bench_frames(tmp: Path) -> dict[str, Any]:
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "mini" / "videos"
+    cases: dict[str, list[Session]] = {
+        "mini_fixtures": [_video_session(v) for v in sorted(root.glob("*.mp4"))]
+    }
+    log("frames: writing the tiny synthetic preset and two test videos")
+    build(PRESETS["tiny"], 1, tmp / "tiny")
+    cases["synthetic_tiny"] = [
+        s for t in load_dataset(tmp / "tiny").trajectories for s in t.sessions
+    ]
+    vgop = tmp / "vgop.mp4"
+    seconds = 120
+    write_indexed_video(
+        vgop,
+        rate=30,
+        frames=30 * seconds,
+        # Key frames every second first (what a short probe would see), irregular after.
+        forced_keys=[*range(0, 150, 30), 173, 251, 262, 407, 555, 1001, 1777, 2420, 3010],
+        scene_cuts=[330, 480, 610, 790, 1300, 1500, 2000, 2900, 3300],
+    )
+    cases["variable_gop"] = [_video_session(vgop)]
+    ntsc = tmp / "ntsc.mp4"
+    write_indexed_video(
+        ntsc,
+        rate=Fraction(30000, 1001),
+        frames=30 * 60,
+        options={"g": "30", "keyint_min": "30", "sc_threshold": "0", "preset": "veryfast"},
+    )
+    cases["ntsc_29_97"] = [_video_session(ntsc)]
+    report: dict[str, Any] = {}
+    for name, sessions in cases.items():
+        log(f"frames: {name}")
+        report[name] = _time_frames(sessions)
+    stale = sum(abs(r["stale_frames"]) for r in report.values())
+    vgop_ratio = report["variable_gop"].get("ratio", float("inf"))
+    report["target"] = f"stale_frames == 0 and variable_gop ratio <= {VGOP_RATIO_TARGET}"
+    report["met"] = stale == 0 and vgop_ratio <= VGOP_RATIO_TARGET
+    report["note"] = (
+        "1 FPS, 448-px JPEG; ms per sent frame, fastest of "
+        f"{FRAMES_ROUNDS} alternating rounds; ratio = producer / full decode"
+    )
+    return report
+
+
 # -- main -----------------------------------------------------------------------------
 
 
-def run_all() -> dict[str, Any]:
+def run_all(only: set[str]) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="apmb", dir="/tmp"))
     echo_proc: subprocess.Popen[bytes] | None = None
     null_proc: subprocess.Popen[bytes] | None = None
@@ -592,24 +719,31 @@ def run_all() -> dict[str, Any]:
     channel: grpc.Channel | None = None
     report: dict[str, Any] = {}
     try:
-        with (tmp / "servers.log").open("wb") as server_log:
-            echo_address = f"unix:{tmp / 'echo.sock'}"
-            null_address = f"unix:{tmp / 'null.sock'}"
-            log("starting the echo and null servers")
-            echo_proc = start_echo(echo_address, server_log)
-            null_proc, client = start_null(null_address, server_log)
-            channel = grpc.insecure_channel(echo_address)
-            log(f"query overhead: {QUERY_CALLS} calls each")
-            report["query_overhead"] = bench_query(channel, client)
-            log(f"push: {PUSH_BATCHES} batches of {PUSH_BATCH} frames each")
-            report["push"] = bench_push(channel, client)
-        channel.close()
-        client.close()
-        channel = client = None
-        _stop(echo_proc)
-        _stop(null_proc)
-        report["rss"] = bench_rss(tmp)
-        report["sandbox"] = bench_sandbox(tmp)
+        if only & {"query", "push"}:
+            with (tmp / "servers.log").open("wb") as server_log:
+                echo_address = f"unix:{tmp / 'echo.sock'}"
+                null_address = f"unix:{tmp / 'null.sock'}"
+                log("starting the echo and null servers")
+                echo_proc = start_echo(echo_address, server_log)
+                null_proc, client = start_null(null_address, server_log)
+                channel = grpc.insecure_channel(echo_address)
+                if "query" in only:
+                    log(f"query overhead: {QUERY_CALLS} calls each")
+                    report["query_overhead"] = bench_query(channel, client)
+                if "push" in only:
+                    log(f"push: {PUSH_BATCHES} batches of {PUSH_BATCH} frames each")
+                    report["push"] = bench_push(channel, client)
+            channel.close()
+            client.close()
+            channel = client = None
+            _stop(echo_proc)
+            _stop(null_proc)
+        if "rss" in only:
+            report["rss"] = bench_rss(tmp)
+        if "frames" in only:
+            report["frames"] = bench_frames(tmp)
+        if "sandbox" in only:
+            report["sandbox"] = bench_sandbox(tmp)
     finally:
         if channel is not None:
             channel.close()
@@ -625,17 +759,14 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "--echo-server":
         echo_server(argv[1])
         return 0
-    if argv == ["--sandbox-only"]:
-        tmp = Path(tempfile.mkdtemp(prefix="apmb", dir="/tmp"))
-        try:
-            print(json.dumps({"sandbox": bench_sandbox(tmp)}, indent=2))
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return 0
-    if argv:
+    sections = {"query", "push", "rss", "frames", "sandbox"}
+    only = sections
+    if len(argv) == 2 and argv[0] == "--only":
+        only = set(argv[1].split(","))
+    if argv and (len(argv) != 2 or argv[0] != "--only" or not only <= sections):
         print(__doc__, file=sys.stderr)
         return 2
-    report = run_all()
+    report = run_all(only)
     report["all_met"] = all(
         section["met"] for section in report.values() if isinstance(section, dict)
     )
