@@ -189,7 +189,9 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
         raise
 
 
-def run_trajectory(p: Prepared, trajectory: Trajectory, progress: Progress) -> dict[str, Any]:
+def run_trajectory(
+    p: Prepared, trajectory: Trajectory, progress: Progress
+) -> records.TrajectoryRecord:
     """Run every segment of one trajectory and save its record atomically."""
     tid = trajectory.trajectory_id
     p.runtime.begin_trajectory(tid)

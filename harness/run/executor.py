@@ -36,6 +36,7 @@ from apmbench.harness.media.frames import FrameProducer, FrameSettings
 from apmbench.harness.media.timeline import Trajectory, Turn
 from apmbench.harness.protocol.client import QueryResult, SystemClient
 from apmbench.harness.run.plan import Ask, Segment
+from apmbench.harness.run.records import SessionRecord, TrajectoryRecord
 from apmbench.harness.runtimes.process import Runtime
 
 
@@ -155,7 +156,7 @@ class TrajectoryRunner:
         self.auditor = auditor
         self.snapshots: dict[int, _Snapshot] = {}
         self.instances: list[dict[str, Any]] = []
-        self.sessions: list[dict[str, Any]] = []
+        self.sessions: list[SessionRecord] = []
         # The latest time_ms pushed into the current process since it started: what it may
         # still hold. Only a restart clears it; a Reset is the system's own word.
         self.held_ms: int | None = None
@@ -185,7 +186,7 @@ class TrajectoryRunner:
 
     # -- segments ----------------------------------------------------------------
 
-    def run(self, segments: list[Segment]) -> dict[str, Any]:
+    def run(self, segments: list[Segment]) -> TrajectoryRecord:
         can_import = self.info.capabilities.supports_import
         main_started = False
         for segment in causal_order(segments, can_import):
@@ -276,21 +277,21 @@ class TrajectoryRunner:
         if self.auditor is not None:
             self.auditor.session_done(self, segment, index)
         self.sessions.append(
-            {
-                "trajectory_id": tid,
-                "session_id": session.session_id,
-                "day_id": session.day_id,
-                "index": index,
-                "duration_s": session.duration_s,
-                "frames": frames,
-                "user_turns": turns,
-                "ingest_s": ingest_s,
-                "end_session_s": end_s,
-                "load_state_s": load_s,
-                "export_s": export_s,
-                "state_bytes": snapshot.manifest.total_bytes,
-                "state_sha256": snapshot.manifest.sha256,
-            }
+            SessionRecord(
+                trajectory_id=tid,
+                session_id=session.session_id,
+                day_id=session.day_id,
+                index=index,
+                duration_s=session.duration_s,
+                frames=frames,
+                user_turns=turns,
+                ingest_s=ingest_s,
+                end_session_s=end_s,
+                load_state_s=load_s,
+                export_s=export_s,
+                state_bytes=snapshot.manifest.total_bytes,
+                state_sha256=snapshot.manifest.sha256,
+            )
         )
 
     def _record(

@@ -20,9 +20,45 @@ import os
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from apmbench.harness.errors import RunDirError
+
+
+class SessionRecord(TypedDict):
+    """One main-pass session: what was pushed, how long it took, what the export weighed."""
+
+    trajectory_id: str
+    session_id: str
+    day_id: str
+    index: int
+    duration_s: float
+    frames: int
+    user_turns: int
+    ingest_s: float
+    end_session_s: float
+    load_state_s: float
+    export_s: float
+    state_bytes: int
+    state_sha256: str
+
+
+class TrajectoryRecord(TypedDict):
+    """trajectories/<id>.json: everything a finished trajectory produced.
+
+    Each instance row holds the runner's fields (instance_id, pass, segment,
+    session_id, time_ms, raw_output, chunks, ttft_s, total_s, prefix_s,
+    ingest_s, rtf, lookahead_s), the fields its suite put in the ask (task,
+    candidate_id, ...) and the suite's grading of the raw output; the suite
+    alone reads the latter two, so rows stay plain dictionaries.
+    """
+
+    trajectory_id: str
+    instances: list[dict[str, Any]]
+    sessions: list[SessionRecord]
+    max_lookahead_s: float
+    audit: NotRequired[dict[str, Any]]
+
 
 # Settings that must match for --resume to continue a run.
 RESUME_KEYS = ("benchmark", "dataset_hash", "system_spec", "settings")
@@ -108,12 +144,12 @@ class RunDir:
     def is_done(self, trajectory_id: str) -> bool:
         return self.record_path(trajectory_id).exists()
 
-    def save_trajectory(self, trajectory_id: str, record: Mapping[str, Any]) -> None:
+    def save_trajectory(self, trajectory_id: str, record: TrajectoryRecord) -> None:
         atomic_write(self.record_path(trajectory_id), dump(record))
         shutil.rmtree(self.work / trajectory_id, ignore_errors=True)
 
-    def load_trajectory(self, trajectory_id: str) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.record_path(trajectory_id).read_text())
+    def load_trajectory(self, trajectory_id: str) -> TrajectoryRecord:
+        data: TrajectoryRecord = json.loads(self.record_path(trajectory_id).read_text())
         return data
 
     def work_dir(self, trajectory_id: str) -> Path:

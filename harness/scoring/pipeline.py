@@ -88,7 +88,7 @@ def dataset_for_run(
 
 def load_instances(
     run: records.RunDir, suite: Suite, dataset: SuiteDataset
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[dict[str, Any]], list[records.SessionRecord]]:
     """Every instance and session record, re-graded from its raw output."""
     missing = [t.trajectory_id for t in dataset.trajectories if not run.is_done(t.trajectory_id)]
     if missing:

@@ -6,8 +6,8 @@ import hashlib
 
 import pytest
 
-from apmbench.harness import wire_rules
 from apmbench.harness.check.rules import RULES
+from apmbench.harness.protocol import wire_rules
 from apmbench.v1 import memory_system_pb2 as pb
 
 

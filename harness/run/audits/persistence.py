@@ -24,6 +24,7 @@ from apmbench.harness.protocol.client import SystemClient
 from apmbench.harness.run.audits.queries import AuditSettings, TrajectoryAudit
 from apmbench.harness.run.executor import Grader, Persistence, RunSettings, TrajectoryRunner
 from apmbench.harness.run.plan import Segment
+from apmbench.harness.run.records import TrajectoryRecord
 from apmbench.harness.runtimes.process import Runtime
 
 ANSWER_FIELDS = ("answer", "decision")
@@ -59,7 +60,7 @@ def _why_not(settings: RunSettings, runtime: Runtime, info: SystemInfo) -> str:
     return ""
 
 
-def compare_answers(main: dict[str, Any], rerun: dict[str, Any]) -> dict[str, Any]:
+def compare_answers(main: TrajectoryRecord, rerun: TrajectoryRecord) -> dict[str, Any]:
     """Each instance's parsed answer (and raw text) in the run's mode and in restart mode."""
     redone = {r["instance_id"]: r for r in rerun["instances"]}
     differing = []
@@ -79,7 +80,7 @@ def compare_answers(main: dict[str, Any], rerun: dict[str, Any]) -> dict[str, An
 
 def finish_trajectory(
     audit: TrajectoryAudit,
-    record: dict[str, Any],
+    record: TrajectoryRecord,
     *,
     rerun: bool,
     runtime: Runtime,
