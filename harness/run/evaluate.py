@@ -211,6 +211,7 @@ def run_trajectory(
         grade=lambda ask, text: p.suite.grade(ask.item, text),
         on_segment=progress.segment_started,
         auditor=audit,
+        answer_key=p.suite.answer_key,
     )
     record = runner.run(segments)
     p.client = runner.client

@@ -14,6 +14,7 @@ decides what may cross the gap:
 from __future__ import annotations
 
 import enum
+import itertools
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -116,6 +117,25 @@ def _merge(
 
 Grader = Callable[[Ask, str], Mapping[str, Any]]
 """The suite's deterministic grading of one raw answer: fields added to its record."""
+AnswerKey = Callable[[Mapping[str, Any]], object]
+"""The answer a grading parsed (None: no usable answer), for time-to-answer."""
+
+
+def time_to_answer(
+    result: QueryResult, final: object, grade: Callable[[str], Mapping[str, Any]], key: AnswerKey
+) -> float | None:
+    """When the streamed prefix first determined the parsed answer: the arrival of the chunk
+    from which every longer prefix parses to the final answer. A server cannot buy it with
+    a cheap first chunk, as it can time to first token."""
+    if final is None or not result.pieces:
+        return None
+    prefixes = list(itertools.accumulate(result.pieces))
+    first = None
+    for k in range(len(prefixes) - 1, -1, -1):
+        if key(grade(prefixes[k])) != final:
+            break
+        first = k
+    return None if first is None else result.arrivals_s[first]
 
 
 class Auditor(Protocol):
@@ -143,8 +163,10 @@ class TrajectoryRunner:
         grade: Grader,
         on_segment: Callable[[Segment], None] = lambda s: None,
         auditor: Auditor | None = None,
+        answer_key: AnswerKey = lambda graded: None,
     ) -> None:
         self.grade = grade
+        self.answer_key = answer_key
         self.runtime = runtime
         self.client = client
         self.info = info
@@ -324,7 +346,11 @@ class TrajectoryRunner:
             # How far past the query the process had been shown (0 in restart mode).
             "lookahead_s": max(0, held - ask.time_ms) / 1000.0,
         }
-        record.update(self.grade(ask, result.text))
+        graded = self.grade(ask, result.text)
+        record.update(graded)
+        record["time_to_answer_s"] = time_to_answer(
+            result, self.answer_key(graded), lambda text: self.grade(ask, text), self.answer_key
+        )
         self.instances.append(record)
 
 

@@ -100,6 +100,11 @@ class Suite(ABC):
     def grade(self, item: Any, text: str) -> Mapping[str, Any]:
         """Parse one raw answer and check it against the labels of `item` (an `Ask.item`)."""
 
+    def answer_key(self, graded: Mapping[str, Any]) -> object:
+        """The parsed answer of a grading (None: none), so the runner can time when a
+        streamed answer was determined (time to answer). None by default: not timed."""
+        return None
+
     @abstractmethod
     def item_of(self, dataset: Any, instance_id: str) -> Any | None:
         """The `Ask.item` of a recorded instance, for re-scoring; None if unknown."""

@@ -230,3 +230,15 @@ class SeenClock(JsonMemory):
         reply = self.answer(query)
         reply["seen_ms"] = _SEEN_MS[0]
         yield json.dumps(reply)
+
+
+class CheapFirstChunk(JsonMemory):
+    """Sends "{" at once and thinks afterwards: a time to first token bought, not earned."""
+
+    name = "cheap-first-chunk"
+
+    def query(self, query: Query) -> Iterator[str]:
+        reply = json.dumps(self.answer(query))
+        yield reply[0]
+        time.sleep(1.2)
+        yield reply[1:]

@@ -9,6 +9,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+# A first token this much earlier than the answer it leads to, and at most this share of the
+# time to answer, was not the answer's beginning but something sent to look fast.
+BOUGHT_GAP_S = 1.0
+BOUGHT_SHARE = 0.25
+
+
+def bought_first_tokens(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Queries whose time to first token is far below their time to answer."""
+    flagged = []
+    for r in instances:
+        ttft, tta = r.get("ttft_s"), r.get("time_to_answer_s")
+        if ttft is None or tta is None:
+            continue
+        if tta - ttft >= BOUGHT_GAP_S and ttft <= BOUGHT_SHARE * tta:
+            flagged.append(
+                {
+                    "instance_id": r["instance_id"],
+                    "problem": f"first token after {ttft:.3f} s, but the answer was determined "
+                    f"only after {tta:.3f} s: time to first token is not the answer's",
+                }
+            )
+    return flagged
+
 
 def audit_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """None when the run was not audited."""
@@ -19,6 +42,12 @@ def audit_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None
     repeats = [dict(e, trajectory_id=t) for t, a in audited for e in a["caching"]["repeats"]]
     skipped = sorted({a["caching"]["skipped"] for _, a in audited if a["caching"].get("skipped")})
     tokens = [dict(e, trajectory_id=t) for t, a in audited for e in a["first_token"]["flagged"]]
+    tokens += [
+        dict(e, trajectory_id=r["trajectory_id"])
+        for r in records
+        if "audit" in r
+        for e in bought_first_tokens(r["instances"])
+    ]
     persistence = [dict(a["persistence"], trajectory_id=t) for t, a in audited]
     compared = [p for p in persistence if p["status"] == "compared"]
     summary: dict[str, Any] = {

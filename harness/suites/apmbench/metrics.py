@@ -334,6 +334,10 @@ def latency(
     ingest = sum(s["ingest_s"] for s in sessions)
     return {
         "time_to_first_token_s": _summary(ttft),
+        # When the streamed prefix first determined the parsed answer (no cheap first chunk).
+        "time_to_answer_s": _summary(
+            [r["time_to_answer_s"] for r in instances if r.get("time_to_answer_s") is not None]
+        ),
         "full_response_s": _summary([r["total_s"] for r in instances]),
         "real_time_factor": _summary([r["rtf"] for r in instances if r["rtf"] is not None]),
         "queries_without_output": sum(r["ttft_s"] is None for r in instances),

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Segment
+from apmbench.harness.scoring.answers import FAILURE
 from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
 from apmbench.harness.suites.apmbench import compare, metrics, report, rubric, summary, tasks
 from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe, load_dataset
@@ -59,6 +60,11 @@ class APMBench(Suite):
 
     def grade(self, item: Item, text: str) -> Mapping[str, Any]:
         return metrics.grade_instance(item[0], item[1], text)
+
+    def answer_key(self, graded: Mapping[str, Any]) -> object:
+        if graded.get("format") == FAILURE:
+            return None
+        return (graded.get("decision"), graded.get("answer"))
 
     def item_of(self, dataset: Dataset, instance_id: str) -> Item | None:
         # Re-scoring looks up every instance of one dataset: index it once.

@@ -1,0 +1,53 @@
+"""Time to first token can be bought with a cheap first chunk; time to answer cannot.
+
+The cheater sends "{" at once and the answer 1.2 s later: its TTFT is a few
+milliseconds, its time to answer over a second, and `--audit` flags every
+audited query for it. An honest server's two times stay together.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from apmbench.harness.run.audits.queries import AuditSettings
+from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.runtimes import RuntimeSpec
+
+pytestmark = pytest.mark.integration
+
+
+def run(mini: Path, out: Path, system: str) -> dict:  # type: ignore[type-arg]
+    result = evaluate(
+        EvaluateOptions(
+            dataset=mini,
+            out=out,
+            runtime=RuntimeSpec(system=system),
+            audit=AuditSettings(0, 0, 0),
+        )
+    )
+    return result.report
+
+
+def test_a_cheap_first_chunk_is_caught(mini: Path, tmp_path: Path) -> None:
+    report = run(mini, tmp_path / "cheap", "helpers.systems:CheapFirstChunk")
+    latency = report["latency"]
+    assert latency["time_to_first_token_s"]["p50"] < 0.2
+    assert latency["time_to_answer_s"]["p50"] >= 1.2
+    flagged = report["audit"]["first_token"]["flagged"]
+    rows = [
+        json.loads(x) for x in (tmp_path / "cheap" / "instances.jsonl").read_text().split("\n") if x
+    ]
+    assert len(flagged) == len(rows) > 0
+    assert "not the answer's" in flagged[0]["problem"]
+    assert not report["audit"]["clean"]
+
+
+def test_an_honest_server_answers_with_its_first_token(mini: Path, tmp_path: Path) -> None:
+    report = run(mini, tmp_path / "honest", "helpers.systems:JsonMemory")
+    latency = report["latency"]
+    assert latency["time_to_answer_s"]["n"] > 0
+    assert latency["time_to_answer_s"]["p50"] == latency["time_to_first_token_s"]["p50"]
+    assert report["audit"]["first_token"]["flagged"] == []
