@@ -45,6 +45,22 @@ R8 Capabilities. Describe declares what the system accepts (frame
 R9 Versioning. `SystemInfo.protocol_version` names the protocol the server
    implements ("1.<minor>"). The harness refuses a different major version.
 
+WHAT THE HARNESS PROMISES IN RETURN (the schedule; not checked on servers):
+
+S1 Causality. A process is never shown data of a later session than the
+   one whose question it answers: a fork or replay ending in session L runs
+   after the main pass finished session L-1 and before it pushes session L.
+   With `restart` persistence every stretch of the main pass, every fork
+   and every replay also starts in a fresh process (then ImportState), so
+   no process holds anything later than the question it answers. With
+   `reset` and `trust` the same process goes on; only Reset separates
+   segments, and the harness records how far past each question the
+   process had been shown (`lookahead_s`).
+S2 Confinement. A local server runs sandboxed (no network, no view of the
+   dataset or the run, a fresh writable area and socket directory per
+   start); a container gets a fresh, size-bounded socket directory per
+   start. Only ExportState/ImportState carry memory across a restart.
+
 STATUS CODES (the SDK in apmbench.adapters.sdk returns exactly these):
   INVALID_ARGUMENT    malformed request: time going backwards (R2), empty
                       ids, an undeclared or malformed frame, a state whose
