@@ -77,7 +77,7 @@ def test_null_run_writes_the_run_directory(mini: Path, tmp_path: Path) -> None:
     dataset = load_dataset(mini)
     assert len(instances) == sum(len(c.probes) for c in dataset.candidates)
     sessions = [json.loads(x) for x in (out / "sessions.jsonl").read_text().splitlines()]
-    assert [s["frames"] for s in sessions] == [40, 40, 50, 30, 30]
+    assert [s["frames"] for s in sessions] == [40, 40, 50, 30, 30, 30]
     assert report["storage"]["trajectories_counted"] == 2
 
 

@@ -30,6 +30,9 @@ from apmbench.harness.suites.apmbench.timecode import format_ms, to_ms
 
 FORMAT = "apmbench-dataset"
 FORMAT_VERSION = 1
+# An Evidence Availability replay holds this many completed sessions before the
+# query's own (the schedule's EA segments; paper section 3.2).
+EA_REPLAYED_SESSIONS = 2
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,7 @@ class _Builder:
                 f"correct_option_id {correct!r} (E means the evidence is unavailable)"
             )
         index, t = self.locate(_req(self.raw, "query", self.where, dict), "query_time", "query")
+        self.check_evidence_availability(available, index, t)
         prompt = prompts.evidence_availability(question, choices)
         return self.candidate(
             question=question,
@@ -235,6 +239,41 @@ class _Builder:
             probes=(Probe(self.cid, index, t, prompt),),
             evidence_available=available,
         )
+
+    def check_evidence_availability(self, available: bool, index: int, query_ms: int) -> None:
+        """The label must agree with where the evidence lies: available exactly when every
+        evidence moment is inside what the replay shows (the two most recent completed
+        sessions and the query session up to the query)."""
+        moments = _req(self.raw, "evidence_moments", self.where, list)
+        if not moments:
+            raise DatasetError(f"{self.where}: EA needs evidence_moments to check its label")
+        first = max(0, index - EA_REPLAYED_SESSIONS)
+        sessions = self.trajectory.sessions
+        outside: list[str] = []
+        for k, moment in enumerate(moments):
+            what = f"evidence_moments[{k}]"
+            start_index, _ = self.locate(moment, "start_time", what)
+            end_index, end = self.locate(moment, "end_time", what)
+            if end_index > index or end > query_ms:
+                raise DatasetError(
+                    f"{self.where} {what}: ends after the query at {format_ms(query_ms)}; "
+                    "evidence must precede the question"
+                )
+            if start_index < first:
+                outside.append(sessions[start_index].session_id)
+        replayed = f"{sessions[first].session_id}..{sessions[index].session_id}"
+        if available and outside:
+            raise DatasetError(
+                f"{self.where}: evidence_available=true but its evidence in "
+                f"{', '.join(outside)} lies outside the replayed sessions {replayed}; "
+                "set it to false (and correct_option_id to 'E') or fix evidence_moments"
+            )
+        if not available and not outside:
+            raise DatasetError(
+                f"{self.where}: evidence_available=false but all its evidence lies inside the "
+                f"replayed sessions {replayed}; set it to true with the content answer "
+                "or fix evidence_moments"
+            )
 
     def _heartbeat_probes(self, prompt: str) -> list[Probe]:
         probes: list[Probe] = []
