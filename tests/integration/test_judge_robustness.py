@@ -21,6 +21,7 @@ from apmbench.harness.cli import main
 from apmbench.harness.commands.judge_options import EXIT_JUDGE_UNREACHABLE
 
 KEY_ENV = "APMBENCH_TEST_JUDGE_KEY"
+MINI = Path(__file__).resolve().parents[1] / "fixtures" / "mini"
 
 
 @pytest.fixture(autouse=True)
@@ -50,8 +51,9 @@ def evaluate_args(mini: Path, out: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def judged_run(mini: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def judged_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("judged") / "run"
+    mini = MINI
     with chat_server() as server:
         monkey = pytest.MonkeyPatch()
         monkey.setenv(KEY_ENV, API_KEY)
