@@ -21,7 +21,13 @@ from apmbench.harness.commands.common import (
     console,
     process_options,
 )
-from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
+from apmbench.harness.commands.judge_options import (
+    EXIT_JUDGE_UNREACHABLE,
+    judge_config,
+    judge_options,
+    judge_unreachable,
+    judge_warnings,
+)
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.protocol.client import Deadlines
@@ -177,6 +183,7 @@ def evaluate(
     embedded = system is None and endpoint is None and image is None
     systems: list[str | None] = list(compared_systems()) if embedded else [system]
     base = out or Path("runs") / dataset.name
+    judge_optional = bool(judge.pop("judge_optional", False))
     judge_settings = judge_config(**judge)
     results = []
     for name in systems:
@@ -201,7 +208,7 @@ def evaluate(
             judge=judge_settings,
             audit=audit_settings,
         )
-        results.append(_run(opts, quiet=embedded))
+        results.append(_run(opts, quiet=embedded, judge_optional=judge_optional))
     if embedded:
         wide = Console(width=120)
         suite = _suite(dataset, benchmark)
@@ -229,7 +236,7 @@ def _synthetic(benchmark: str | None, preset: str, seed: int) -> Path:
         sys.exit(EXIT_USAGE)
 
 
-def _run(opts: EvaluateOptions, quiet: bool) -> Evaluation:
+def _run(opts: EvaluateOptions, quiet: bool, judge_optional: bool = False) -> Evaluation:
     """One evaluation with a progress display; exits with a code a person can act on."""
     from apmbench.harness.run.evaluate import Progress as RunProgress
     from apmbench.harness.run.evaluate import evaluate as run_evaluation
@@ -283,6 +290,12 @@ def _run(opts: EvaluateOptions, quiet: bool) -> Evaluation:
         flags = result.report["audit"]["flags"]
         verdict = "clean" if not flags else f"[red]{flags} flag(s)[/red]: see report.json, 'audit'"
         console.print(f"audit: {verdict}")
+    unreachable = judge_unreachable(result.report)
     for warning in judge_warnings(result.report):
-        console.print(f"[yellow]warning:[/yellow] {warning}")
+        if unreachable is None or judge_optional or "could not be reached" not in warning:
+            console.print(f"[yellow]warning:[/yellow] {warning}")
+    if unreachable is not None and not judge_optional:
+        console.print(f"[red]error:[/red] {unreachable}")
+        console.print(f"run directory: {result.run_dir}")
+        sys.exit(EXIT_JUDGE_UNREACHABLE)
     return result

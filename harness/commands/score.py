@@ -10,7 +10,13 @@ from typing import Any
 import click
 
 from apmbench.harness.commands.common import EXIT_USAGE, console
-from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
+from apmbench.harness.commands.judge_options import (
+    EXIT_JUDGE_UNREACHABLE,
+    judge_config,
+    judge_options,
+    judge_unreachable,
+    judge_warnings,
+)
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 
 
@@ -39,6 +45,7 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
         suite_of_run,
     )
 
+    judge_optional = bool(judge.pop("judge_optional", False))
     manifest_path = run_dir / "manifest.json"
     try:
         if not manifest_path.is_file():
@@ -57,5 +64,10 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
         console.print(f"[red]error:[/red] {e}")
         sys.exit(EXIT_USAGE)
     click.echo((run_dir / "report.md").read_text())
+    unreachable = judge_unreachable(report)
     for warning in judge_warnings(report):
-        console.print(f"[yellow]warning:[/yellow] {warning}")
+        if unreachable is None or judge_optional or "could not be reached" not in warning:
+            console.print(f"[yellow]warning:[/yellow] {warning}")
+    if unreachable is not None and not judge_optional:
+        console.print(f"[red]error:[/red] {unreachable}")
+        sys.exit(EXIT_JUDGE_UNREACHABLE)

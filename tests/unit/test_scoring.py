@@ -125,9 +125,10 @@ def test_storage_per_hour_eq2_and_peaks() -> None:
 
 
 def test_latency_percentiles() -> None:
-    rows = [{"ttft_s": float(i), "total_s": float(i) + 1, "rtf": 0.5} for i in range(1, 101)] + [
-        {"ttft_s": None, "total_s": 2.0, "rtf": None}
-    ]
+    rows = [
+        {"task": "ER", "ttft_s": float(i), "total_s": float(i) + 1, "rtf": 0.5}
+        for i in range(1, 101)
+    ] + [{"task": "ER", "ttft_s": None, "total_s": 2.0, "rtf": None}]
     out = scoring.latency(rows, [session("T", 0, 10, 1)])
     assert out["time_to_first_token_s"]["n"] == 100
     assert out["time_to_first_token_s"]["p50"] == pytest.approx(50.5)

@@ -44,6 +44,7 @@ def grade_instance(candidate: Candidate, probe: Probe, text: str) -> dict[str, A
             "correct_option_id": candidate.correct_option_id,
             "correct": parsed.option is not None and parsed.option == candidate.correct_option_id,
             "evidence_available": candidate.evidence_available,
+            "original_candidate_id": candidate.original_candidate_id,
         }
     is_era = candidate.task == "ERA"
     decision = parse_decision(text, choices, needs_option=is_era)
@@ -212,19 +213,41 @@ def family_scores(
 
 
 def evidence_availability(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Appendix B.7, Table 13: EA, EU, Balanced, and the Original Accuracy next to them.
+
+    Original Accuracy is the accuracy, under the main protocol, on the
+    four-option questions the EA candidates were derived from (each names
+    its `original_candidate_id`), over all EA candidates that name one.
+    """
     rows = [r for r in instances if r["task"] == tasks.EVIDENCE_AVAILABILITY]
     avail = [r for r in rows if r["evidence_available"]]
     unavail = [r for r in rows if not r["evidence_available"]]
     ea = _rate(sum(bool(r["correct"]) for r in avail), len(avail))
     eu = _rate(sum(bool(r["correct"]) for r in unavail), len(unavail))
-    return {
+    main = {r["candidate_id"]: r for r in instances if r["task"] in tasks.MCQA_TASKS}
+    linked = [r.get("original_candidate_id") for r in rows if r.get("original_candidate_id")]
+    found = [main[c] for c in linked if c in main]
+    out: dict[str, Any] = {
         "n_available": len(avail),
         "n_unavailable": len(unavail),
+        "original_accuracy": _rate(sum(bool(r["correct"]) for r in found), len(found)),
+        "n_original": len(found),
         "evidence_available_accuracy": ea,
         "evidence_unavailable_detection": eu,
         "balanced_accuracy": None if ea is None or eu is None else (ea + eu) / 2,
         "format_failures": sum(r["format"] == FAILURE for r in rows),
     }
+    if rows and not found:
+        out["original_accuracy_reason"] = (
+            "no EA candidate names an answered original four-option question "
+            "(original_candidate_id)"
+        )
+    elif len(found) < len(rows):
+        out["original_accuracy_reason"] = (
+            f"over the {len(found)} of {len(rows)} EA candidates whose original question "
+            "was answered in this run"
+        )
+    return out
 
 
 def _balanced(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -292,13 +315,23 @@ def judge_summary(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+PEAK_RULE = "last"
+PEAK_RULE_TEXT = (
+    "D_peak = cumulative prior-session hours up to the last completed session at which "
+    "the peak state size is held (a memory that stays at its peak is charged for all "
+    "the hours it covers)"
+)
+
+
 def storage(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Eq. 2 and Table 10.
 
     Per trajectory, the prior-session states are the exports after every
     session but the last (the last export is never carried into a later
-    session). B_peak is the largest; D_peak the cumulative session hours up to
-    the last session at which that peak is held. Trajectories with a single
+    session). B_peak is the largest. The paper does not say which occurrence
+    defines D_peak when the peak repeats; `PEAK_RULE_TEXT` is the rule used,
+    and every trajectory's prior states are recorded (`trajectories`) so the
+    number can be recomputed under another rule. Trajectories with a single
     session have no prior-session state and are not counted.
     """
     by_traj: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
@@ -306,7 +339,8 @@ def storage(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         by_traj[s["trajectory_id"]].append(s)
     rates: list[float] = []
     peaks: list[int] = []
-    for rows in by_traj.values():
+    per_trajectory: list[dict[str, Any]] = []
+    for tid, rows in by_traj.items():
         rows = sorted(rows, key=lambda r: r["index"])
         prior = rows[:-1]
         if not prior:
@@ -316,6 +350,21 @@ def storage(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         hours = sum(r["duration_s"] for r in prior[: at + 1]) / 3600.0
         rates.append(peak / hours)
         peaks.append(peak)
+        cumulative = 0.0
+        states = []
+        for r in prior:
+            cumulative += r["duration_s"] / 3600.0
+            states.append({"bytes": r["state_bytes"], "cumulative_hours": cumulative})
+        per_trajectory.append(
+            {
+                "trajectory_id": tid,
+                "B_peak_bytes": peak,
+                "D_peak_hours": hours,
+                "peak_after_session": at,
+                "bytes_per_hour": peak / hours,
+                "prior_states": states,
+            }
+        )
     mib = float(1 << 20)
     return {
         "trajectories_counted": len(rates),
@@ -323,24 +372,41 @@ def storage(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "storage_per_hour_mib": fmean(rates) / mib if rates else None,
         "peak_bytes_mean": fmean(peaks) if peaks else None,
         "peak_bytes_max": max(peaks) if peaks else None,
+        "peak_rule": PEAK_RULE,
+        "peak_rule_text": PEAK_RULE_TEXT,
+        "trajectories": sorted(per_trajectory, key=lambda t: str(t["trajectory_id"])),
+    }
+
+
+def _latency_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {
+        "time_to_first_token_s": _summary([r["ttft_s"] for r in rows if r["ttft_s"] is not None]),
+        # When the streamed prefix first determined the parsed answer (no cheap first chunk).
+        "time_to_answer_s": _summary(
+            [r["time_to_answer_s"] for r in rows if r.get("time_to_answer_s") is not None]
+        ),
+        "full_response_s": _summary([r["total_s"] for r in rows]),
+        "real_time_factor": _summary([r["rtf"] for r in rows if r["rtf"] is not None]),
+        "queries_without_output": sum(r["ttft_s"] is None for r in rows),
     }
 
 
 def latency(
     instances: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
-    ttft = [r["ttft_s"] for r in instances if r["ttft_s"] is not None]
+    """Appendix B.3, Tables 3, 8 and 9: means over the main probes of the twelve tasks.
+
+    Evidence Availability replays hold only the two most recent sessions, so
+    their latencies would pull the means down; they are summarised on their
+    own under `evidence_availability`.
+    """
+    main = [r for r in instances if r["task"] in tasks.MAIN_TASKS]
+    replays = [r for r in instances if r["task"] == tasks.EVIDENCE_AVAILABILITY]
     frames = sum(s["frames"] for s in sessions)
     ingest = sum(s["ingest_s"] for s in sessions)
     return {
-        "time_to_first_token_s": _summary(ttft),
-        # When the streamed prefix first determined the parsed answer (no cheap first chunk).
-        "time_to_answer_s": _summary(
-            [r["time_to_answer_s"] for r in instances if r.get("time_to_answer_s") is not None]
-        ),
-        "full_response_s": _summary([r["total_s"] for r in instances]),
-        "real_time_factor": _summary([r["rtf"] for r in instances if r["rtf"] is not None]),
-        "queries_without_output": sum(r["ttft_s"] is None for r in instances),
+        **_latency_of(main),
+        "evidence_availability": _latency_of(replays),
         "main_pass_ingest_s": ingest,
         "main_pass_frames": frames,
         "main_pass_frames_per_s": frames / ingest if ingest > 0 else None,
@@ -348,22 +414,27 @@ def latency(
 
 
 def format_failures(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Appendix B.5, Tables 11-12: unrecoverable failures after deterministic repair."""
+    """Appendix B.5, Tables 11-12: unrecoverable failures after deterministic repair.
+
+    The rate divides by the probes of the twelve tasks (the paper's 5,371);
+    Evidence Availability is reported on its own, in `evidence_availability`.
+    """
     counts: dict[str, int] = defaultdict(int)
     totals: dict[str, int] = defaultdict(int)
     repaired = 0
-    for r in instances:
+    main = [r for r in instances if r["task"] in tasks.MAIN_TASKS]
+    for r in main:
         totals[r["task"]] += 1
         counts[r["task"]] += r["format"] == FAILURE
         repaired += r["format"] == REPAIRED
     total = sum(counts.values())
     return {
         "total": total,
-        "rate": total / len(instances) if instances else None,
-        "probes": len(instances),
+        "rate": total / len(main) if main else None,
+        "probes": len(main),
         "repaired": repaired,
-        "by_task": {t: counts[t] for t in tasks.ALL_TASKS if counts[t]},
-        "rate_by_task": {t: counts[t] / totals[t] for t in tasks.ALL_TASKS if totals[t]},
+        "by_task": {t: counts[t] for t in tasks.MAIN_TASKS if counts[t]},
+        "rate_by_task": {t: counts[t] / totals[t] for t in tasks.MAIN_TASKS if totals[t]},
     }
 
 
