@@ -64,7 +64,7 @@ def streaming_problem(result: QueryResult) -> str | None:
     return None
 
 
-@check("query-streams", "QUERY", "Query streams non-empty text chunks, each new text, first first")
+@check("query-streams", "R11", "Query streams non-empty text chunks, each new text, first first")
 def query_streams(ctx: CheckContext) -> Passed:
     problems = []
     seen = []
@@ -98,7 +98,7 @@ def format_problem(query: Query, text: str) -> str | None:
     return None
 
 
-@check("query-format", "QUERY-KIND", "each kind's answer parses: 4 options, 5 options, decision")
+@check("query-format", "R12", "each kind's answer parses: 4 options, 5 options, decision")
 def query_format(ctx: CheckContext) -> Passed:
     problems = []
     repaired = []

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 import av
@@ -38,6 +38,7 @@ from apmbench.adapters.sdk.types import (
 )
 from apmbench.harness.protocol.client import QueryResult, SystemClient
 from apmbench.harness.suites.apmbench import prompts
+from apmbench.harness.suites.apmbench.answer_formats import format_of, schema_text
 from apmbench.harness.suites.apmbench.synth.render import render
 from apmbench.harness.suites.apmbench.timecode import format_ms, to_ms
 
@@ -153,6 +154,7 @@ def query(
     interval_start_ms: int | None = None,
 ) -> Query:
     """A query with a fresh id, as the harness sends them (ids are never reused)."""
+    answer_format = format_of(kind)
     return Query(
         query_id=uuid.uuid4().hex,
         time_ms=time_ms,
@@ -162,22 +164,14 @@ def query(
         question=question,
         choices=tuple(choices),
         interval_start_ms=interval_start_ms,
+        answer_format=answer_format,
+        answer_schema=schema_text(answer_format, choices),
     )
 
 
 def renewed(q: Query, time_ms: int | None = None) -> Query:
     """The same query under a fresh id (and optionally another time)."""
-    return Query(
-        uuid.uuid4().hex,
-        q.time_ms if time_ms is None else time_ms,
-        q.kind,
-        q.system_prompt,
-        q.prompt,
-        q.question,
-        q.choices,
-        q.interval_start_ms,
-        q.max_output_chars,
-    )
+    return replace(q, query_id=uuid.uuid4().hex, time_ms=q.time_ms if time_ms is None else time_ms)
 
 
 # -- frames ---------------------------------------------------------------------

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import broken_servers
 from helpers.broken_servers import TimeBlindServicer, serve_raw
 from helpers.broken_systems import Honest
 from helpers.systems import JsonMemory
@@ -102,14 +103,46 @@ def test_a_server_that_ignores_time_order(raw: list[RunningServer], sock_dir: Pa
     assert "persistence-restart" in outcomes(report, Outcome.NOT_APPLICABLE)
 
 
+@pytest.mark.parametrize(
+    ("servicer", "aimed", "rule"),
+    [
+        ("EndsAnySessionServicer", "misuse-end-other-session", "SESSION-ID"),
+        ("KindBlindServicer", "misuse-malformed-items", "R10"),
+        ("LaxShaServicer", "misuse-import-bad-manifest", "MANIFEST"),
+        ("FieldsFirstServicer", "status-precedence", "PRECEDENCE"),
+    ],
+)
+def test_a_server_breaking_one_rule_of_protocol_1_1_fails_exactly_that_check(
+    servicer: str, aimed: str, rule: str, raw: list[RunningServer], sock_dir: Path
+) -> None:
+    address = f"unix:{sock_dir}/one-rule"
+    raw.append(serve_raw(getattr(broken_servers, servicer)(Honest()), address))
+    report = on_endpoint(address)
+    assert outcomes(report, Outcome.FAIL) == {aimed}, explain(report)
+    [line] = failures(report)
+    assert f"FAIL {aimed}: breaks {rule} " in line, line
+
+
 def test_a_server_without_health_or_reflection(raw: list[RunningServer], sock_dir: Path) -> None:
     address = f"unix:{sock_dir}/bare"
     servicer = MemorySystemServicer(Honest())
     raw.append(serve_raw(servicer, address, with_health=False, with_reflection=False))
     report = on_endpoint(address)
-    assert outcomes(report, Outcome.FAIL) == {"health", "reflection"}, explain(report)
+    # Health is required; reflection only recommended (evaluate never uses it).
+    assert outcomes(report, Outcome.FAIL) == {"health"}, explain(report)
+    assert outcomes(report, Outcome.WARN) == {"reflection"}
     health = report.results[0]
     assert "no grpc.health.v1.Health service" in health.reason and "serve()" in health.hint
+    warned = next(r for r in report.results if r.name == "reflection")
+    assert "neither v1 nor v1alpha" in warned.reason
+    assert "@grpc/reflection" in warned.hint and "grpcio-reflection" in warned.hint
+
+
+def test_the_sdk_serves_reflection_v1_and_v1alpha(raw: list[RunningServer], sock_dir: Path) -> None:
+    raw.append(start_server(Honest(), f"unix:{sock_dir}/sdk"))
+    report = on_endpoint(f"unix:{sock_dir}/sdk")
+    passed = next(r for r in report.results if r.name == "reflection")
+    assert passed.outcome is Outcome.PASS and passed.details["reflection"] == ["v1", "v1alpha"]
 
 
 class SecondMajor(JsonMemory):
@@ -123,7 +156,7 @@ def test_another_major_version_is_a_clear_refusal(raw: list[RunningServer], sock
     report = on_endpoint(f"unix:{sock_dir}/v2")
     assert outcomes(report, Outcome.FAIL) == {"describe-version"}, explain(report)
     refusal = next(r for r in report.results if r.name == "describe-version")
-    assert "speaks protocol 2.3; this harness speaks 1.0" in refusal.reason
+    assert "speaks protocol 2.3; this harness speaks 1.1" in refusal.reason
     assert "protocol 1.x" in refusal.hint
     later = [
         r for r in report.results if r.name not in ("health", "reflection", "describe-version")

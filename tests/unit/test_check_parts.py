@@ -138,7 +138,7 @@ def test_the_report_as_json_and_failure_lines() -> None:
          CheckResult("health", Outcome.PASS, RULES["HEALTH"], "SERVING")),
         1.0,
     )  # fmt: skip
-    assert not report.ok and report.counts() == {"pass": 1, "fail": 1, "n/a": 0}
+    assert not report.ok and report.counts() == {"pass": 1, "fail": 1, "n/a": 0, "warn": 0}
     data = json.loads(to_json(report))
     assert data["ok"] is False and data["checks"][0]["rule"] == "R5"
     assert data["checks"][0]["rule_text"] == rule.quote
