@@ -8,7 +8,6 @@ the project's dataset.json), plan (main pass, forks, EA replays), metrics
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,9 +25,15 @@ from apmbench.harness.suites.base import ComparedRun, Headline, Suite
 Item = tuple[Candidate, Probe]
 
 
-@cache
+_ITEMS: dict[tuple[str, str], dict[str, Item]] = {}
+
+
 def _items(dataset: Dataset) -> dict[str, Item]:
-    return {p.probe_id: (c, p) for c in dataset.candidates for p in c.probes}
+    # Keyed by content, not by the Dataset: its annotations hold dicts, which do not hash.
+    key = (str(dataset.root), dataset.content_hash)
+    if key not in _ITEMS:
+        _ITEMS[key] = {p.probe_id: (c, p) for c in dataset.candidates for p in c.probes}
+    return _ITEMS[key]
 
 
 class APMBench(Suite):
