@@ -118,15 +118,5 @@ _RULES = (
     Rule(
         "CANCEL", "Cancellation", "a cancelled Query stops its work and leaves the server usable."
     ),
-    Rule(
-        "QUERY",
-        "Query streams its answer",
-        "Streams the answer text as it is produced; the concatenation of all chunks is the answer.",
-    ),
-    Rule(
-        "QUERY-KIND",
-        "Answer formats",
-        'Four options, answer {"answer": "A|B|C|D"}.',
-    ),
 )
 RULES: dict[str, Rule] = {r.id: r for r in _RULES}

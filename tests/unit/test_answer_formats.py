@@ -96,3 +96,49 @@ def test_a_1_0_query_reads_as_format_not_said() -> None:
     query = wire.query_from_pb(old)
     assert query.kind is QueryKind.DECISION
     assert query.answer_format is None and query.answer_schema == ""
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "PROTOCOL.md"
+
+
+def _json_blocks() -> list[str]:
+    parts = DOC.read_text().split("```json\n")[1:]
+    return [p.split("```", 1)[0] for p in parts]
+
+
+def test_the_reference_page_shows_the_real_schemas_and_valid_examples() -> None:
+    """docs/PROTOCOL.md's schemas are the ones sent, and each example answer is valid."""
+    known = [
+        schema(f, ids) for f in AnswerFormat for ids in ("ABCD", "ABCDE")
+    ]  # fmt: skip
+    schemas = examples = 0
+    for block in _json_blocks():
+        text = block.strip()
+        if '"$schema"' in text:
+            assert json.loads(text) in known, text
+            schemas += 1
+            continue
+        for line in text.splitlines():
+            answer = json.loads(line)
+            assert any(jsonschema.Draft202012Validator(s).is_valid(answer) for s in known), line
+            examples += 1
+    assert schemas >= 2 and examples >= 5
+
+
+def test_the_reference_page_names_every_rpc_field_rule_and_code() -> None:
+    from apmbench.harness.check.rules import RULES
+    from apmbench.v1 import memory_system_pb2 as pb
+
+    text = DOC.read_text()
+    missing = [m.name for m in pb.DESCRIPTOR.services_by_name["MemorySystem"].methods]
+    missing = [name for name in missing if f"`{name}(" not in text]
+    for message in pb.DESCRIPTOR.message_types_by_name.values():
+        # A field is named in backquotes, alone or after its parent (`capabilities.x`).
+        missing += [f"{message.name}.{f.name}" for f in message.fields if f"{f.name}`" not in text]
+    for enum in pb.DESCRIPTOR.enum_types_by_name.values():
+        missing += [v.name for v in enum.values if v.number and v.name not in text]
+    missing += [rule for rule in RULES if rule not in text]
+    for code in ("INVALID_ARGUMENT", "FAILED_PRECONDITION", "UNIMPLEMENTED", "DATA_LOSS",
+                 "RESOURCE_EXHAUSTED", "INTERNAL", "DEADLINE_EXCEEDED", "CANCELLED"):  # fmt: skip
+        missing += [] if code in text else [code]
+    assert not missing, f"docs/PROTOCOL.md does not document: {missing}"
