@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,9 @@ from apmbench.adapters.sdk.server import MemorySystemServicer
 from apmbench.harness.check import CheckReport, Outcome, run_suite, select
 from apmbench.harness.check.render import failures, to_json
 from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.process import EndpointRuntime, ProcessRuntime
 
 pytestmark = pytest.mark.usefixtures("helper_env")
@@ -163,3 +168,32 @@ def test_another_major_version_is_a_clear_refusal(raw: list[RunningServer], sock
     ]
     assert later and all(r.outcome is Outcome.NOT_APPLICABLE for r in later)
     assert '"ok": false' in to_json(report)
+
+
+class SpeaksOneZero(Honest):
+    """A protocol 1.0 server: it reports "1.0" and never reads the 1.1 answer fields."""
+
+    def describe(self) -> SystemInfo:
+        return replace(super().describe(), protocol_version="1.0")
+
+
+def test_a_1_0_server_is_still_checked_and_evaluated(
+    raw: list[RunningServer], sock_dir: Path, mini: Path, tmp_path: Path
+) -> None:
+    address = f"unix:{sock_dir}/v10"
+    raw.append(start_server(SpeaksOneZero(), address))
+    report = on_endpoint(address)
+    assert report.ok, explain(report)
+    assert report.target["system"]["protocol_version"] == "1.0"  # type: ignore[index]
+    out = tmp_path / "run"
+    evaluate(
+        EvaluateOptions(
+            dataset=mini,
+            out=out,
+            runtime=RuntimeSpec(endpoint=address),
+            persistence=Persistence.RESET,
+        )
+    )
+    manifest = json.loads((out / "manifest.json").read_text())
+    # Both versions are on record: the harness's and the one the server speaks.
+    assert (manifest["protocol_version"], manifest["system"]["protocol_version"]) == ("1.1", "1.0")
