@@ -24,6 +24,7 @@ import simplejpeg
 
 from apmbench.adapters.perception.layout import Scene, SlotView
 from apmbench.adapters.sdk.types import (
+    AnswerFormat,
     Choice,
     Frame,
     FrameEncoding,
@@ -87,6 +88,11 @@ def _kitchen(fridge: str) -> Scene:
 
 
 _MARKER_MS = _S2 + 1000
+ERA_QUESTION = "Which object will I take out of the FRIDGE?"
+ERA_CHOICES = (
+    Choice("A", "BOTTLE"), Choice("B", "APPLE"), Choice("C", "MUG"), Choice("D", "PEN"),
+)  # fmt: skip
+"""The delayed-answer question session 2 opens with; the ERA checkpoint probe asks about it."""
 SESSION_1 = SessionScript(
     "S1",
     "DAY1",
@@ -102,6 +108,7 @@ SESSION_2 = SessionScript(
     6,
     ((0, _kitchen("SHUT")), (3, _kitchen("OPEN"))),
     (
+        UserTurn(_S2 + 500, UserTurnKind.QUESTION, prompts.era_question(ERA_QUESTION, ERA_CHOICES)),
         UserTurn(
             _MARKER_MS,
             UserTurnKind.INTERVAL_MARKER,
@@ -114,7 +121,9 @@ PROBE_TIME_MS = _S2 + 5500
 
 
 def probe_queries() -> list[Query]:
-    """Multiple choice, five-option evidence availability, and an adaptive decision probe."""
+    """Multiple choice, five-option evidence availability, an interval decision probe and
+    the checkpoint of the delayed-answer question (a decision naming an option): one query
+    per answer format of protocol 1.1."""
     where = (
         Choice("A", "KITCHEN"),
         Choice("B", "DESK"),
@@ -141,6 +150,12 @@ def probe_queries() -> list[Query]:
             prompts.example_decision_probe(format_ms(start), format_ms(PROBE_TIME_MS)),
             interval_start_ms=start,
         ),
+        query(
+            QueryKind.DECISION,
+            prompts.era_probe(),
+            answer_format=AnswerFormat.DECISION_WITH_OPTION,
+            schema_choices=ERA_CHOICES,
+        ),
     ]
 
 
@@ -152,9 +167,13 @@ def query(
     *,
     time_ms: int = PROBE_TIME_MS,
     interval_start_ms: int | None = None,
+    answer_format: AnswerFormat | None = None,
+    schema_choices: Sequence[Choice] = (),
 ) -> Query:
-    """A query with a fresh id, as the harness sends them (ids are never reused)."""
-    answer_format = format_of(kind)
+    """A query with a fresh id, as the harness sends them (ids are never reused).
+    `schema_choices`: options the answer schema lists that the query itself does not carry
+    (those of an earlier question)."""
+    answer_format = answer_format or format_of(kind)
     return Query(
         query_id=uuid.uuid4().hex,
         time_ms=time_ms,
@@ -165,7 +184,7 @@ def query(
         choices=tuple(choices),
         interval_start_ms=interval_start_ms,
         answer_format=answer_format,
-        answer_schema=schema_text(answer_format, choices),
+        answer_schema=schema_text(answer_format, schema_choices or choices),
     )
 
 

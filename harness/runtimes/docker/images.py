@@ -326,6 +326,8 @@ class Builder:
         rootfs_id = self.rootfs(packages=NODE_PACKAGES, ref=NODE_ROOTFS)
         folder = self.root / "containers" / "template-node"
         files = {name: (folder / name).read_bytes() for name in NODE_TEMPLATE_FILES}
+        # npm reaches its registry through whatever TLS the host trusts (a proxy's CA too).
+        files["extra-ca.crt"] = CA_BUNDLE.read_bytes() if CA_BUNDLE.exists() else b""
         return self.build(NODE_TEMPLATE, files, {"ROOTFS": NODE_ROOTFS}, parent=rootfs_id)
 
     def all(self, rootfs: str | None = None, gpu: bool = False) -> dict[str, str]:
