@@ -29,7 +29,7 @@ FORMATS = {
 
 
 def label(query: Query) -> str:
-    """The query's kind, or its answer format where the kind does not tell (ERA)."""
+    """The query's kind, or its answer format where the kind does not tell."""
     if query.answer_format is AnswerFormat.DECISION_WITH_OPTION:
         return query.answer_format.value
     return query.kind.value
@@ -102,7 +102,7 @@ def query_streams(ctx: CheckContext) -> Passed:
 
 def _decision(query: Query, text: str) -> ParsedDecision:
     if query.answer_format is AnswerFormat.DECISION_WITH_OPTION:
-        options = [(c.option_id, c.text) for c in probes.ERA_CHOICES]
+        options = [(c.option_id, c.text) for c in probes.DELAYED_CHOICES]
         return parse_decision(text, options, needs_option=True)
     return parse_decision(text)
 

@@ -88,11 +88,11 @@ def _kitchen(fridge: str) -> Scene:
 
 
 _MARKER_MS = _S2 + 1000
-ERA_QUESTION = "Which object will I take out of the FRIDGE?"
-ERA_CHOICES = (
+DELAYED_QUESTION = "Which object will I take out of the FRIDGE?"
+DELAYED_CHOICES = (
     Choice("A", "BOTTLE"), Choice("B", "APPLE"), Choice("C", "MUG"), Choice("D", "PEN"),
 )  # fmt: skip
-"""The delayed-answer question session 2 opens with; the ERA checkpoint probe asks about it."""
+"""The delayed-answer question session 2 opens with; the delayed-answer checkpoint asks about it."""
 SESSION_1 = SessionScript(
     "S1",
     "DAY1",
@@ -108,7 +108,11 @@ SESSION_2 = SessionScript(
     6,
     ((0, _kitchen("SHUT")), (3, _kitchen("OPEN"))),
     (
-        UserTurn(_S2 + 500, UserTurnKind.QUESTION, prompts.era_question(ERA_QUESTION, ERA_CHOICES)),
+        UserTurn(
+            _S2 + 500,
+            UserTurnKind.QUESTION,
+            prompts.era_question(DELAYED_QUESTION, DELAYED_CHOICES),
+        ),
         UserTurn(
             _MARKER_MS,
             UserTurnKind.INTERVAL_MARKER,
@@ -154,7 +158,7 @@ def probe_queries() -> list[Query]:
             QueryKind.DECISION,
             prompts.era_probe(),
             answer_format=AnswerFormat.DECISION_WITH_OPTION,
-            schema_choices=ERA_CHOICES,
+            schema_choices=DELAYED_CHOICES,
         ),
     ]
 
