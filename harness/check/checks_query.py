@@ -31,8 +31,8 @@ FORMATS = {
 def label(query: Query) -> str:
     """The query's kind, or its answer format where the kind does not tell."""
     if query.answer_format is AnswerFormat.DECISION_WITH_OPTION:
-        return query.answer_format.value
-    return query.kind.value
+        return str(query.answer_format.value)
+    return str(query.kind.value)
 
 
 def open_probe_session(ctx: CheckContext, label: str) -> str:
