@@ -14,7 +14,11 @@ from apmbench.harness.protocol.client import (
     protocol_methods,
 )
 
-SDK_SERVE = "serve the system with apmbench.adapters.sdk.serve(), which adds it"
+SDK_SERVE = (
+    "serve the standard grpc.health.v1.Health service and set the empty service name to SERVING "
+    "when ready (Python: apmbench.adapters.sdk.serve() adds it; Node: grpc-health-check; Go: "
+    "google.golang.org/grpc/health; see docs/PROTOCOL.md)"
+)
 _VERSION = re.compile(r"^(\d+)\.(\d+)$")
 
 
