@@ -20,6 +20,7 @@ from apmbench.adapters.sdk.server import RunningServer, serve, start_server
 from apmbench.adapters.sdk.system import MemorySystem
 from apmbench.adapters.sdk.types import (
     PROTOCOL_VERSION,
+    AnswerFormat,
     Capabilities,
     Choice,
     ExportedState,
@@ -36,6 +37,7 @@ from apmbench.adapters.sdk.types import (
 
 __all__ = [
     "PROTOCOL_VERSION",
+    "AnswerFormat",
     "ApmbenchError",
     "Capabilities",
     "Choice",

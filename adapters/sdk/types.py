@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-PROTOCOL_VERSION = "1.0"
+PROTOCOL_VERSION = "1.1"
+"""What this SDK and harness speak; 1.0 servers are still evaluated (R9)."""
 
 
 class FrameEncoding(enum.Enum):
@@ -31,6 +32,15 @@ class QueryKind(enum.Enum):
     MULTIPLE_CHOICE = "multiple_choice"
     EVIDENCE_AVAILABILITY = "evidence_availability"
     DECISION = "decision"
+
+
+class AnswerFormat(enum.Enum):
+    """The JSON object an answer must be (rule R12, protocol 1.1); see `AnswerFormat` in
+    the .proto and docs/PROTOCOL.md for each one's schema and examples."""
+
+    OPTION = "option"
+    DECISION = "decision"
+    DECISION_WITH_OPTION = "decision_with_option"
 
 
 @dataclass(frozen=True)
@@ -118,6 +128,10 @@ class Query:
     choices: tuple[Choice, ...] = ()
     interval_start_ms: int | None = None
     max_output_chars: int = 0
+    answer_format: AnswerFormat | None = None
+    """None when the client did not say (a protocol 1.0 harness): read the prompt."""
+    answer_schema: str = ""
+    """A JSON Schema of the answer object (protocol 1.1), "" when not given."""
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,13 @@ if TYPE_CHECKING:
 )
 @click.option("--endpoint", help="Address of an already running server (unix:/path or host:port).")
 @click.option(
+    "--command",
+    "command",
+    help="Any server command line with {address} in it, e.g. 'node server.js {address}': "
+    "started (and restarted) as a sandboxed local process from the current directory; "
+    "{address} becomes unix:/path/to/sock.",
+)
+@click.option(
     "--persistence",
     type=click.Choice([p.value for p in Persistence]),
     default=None,
@@ -142,6 +149,7 @@ def evaluate(
     seed: int,
     system: str | None,
     endpoint: str | None,
+    command: str | None,
     persistence: str | None,
     out: Path | None,
     resume: bool,
@@ -174,13 +182,16 @@ def evaluate(
     )
     if dataset is not None and synthetic is not None:
         raise click.UsageError("give --dataset DIR or --synthetic PRESET, not both")
-    if sum(x is not None for x in (system, endpoint, image)) > 1:
-        raise click.UsageError("give one of --system NAME, --endpoint ADDRESS, --image IMAGE")
+    if sum(x is not None for x in (system, endpoint, image, command)) > 1:
+        raise click.UsageError(
+            "give one of --system NAME, --command 'CMD {address}', --endpoint ADDRESS, "
+            "--image IMAGE"
+        )
     if fps <= 0:
         raise click.BadParameter("must be positive", param_hint="--fps")
     if dataset is None:
         dataset = _synthetic(benchmark, synthetic or "small", seed)
-    embedded = system is None and endpoint is None and image is None
+    embedded = system is None and endpoint is None and image is None and command is None
     systems: list[str | None] = list(compared_systems()) if embedded else [system]
     base = out or Path("runs") / dataset.name
     judge_optional = bool(judge.pop("judge_optional", False))
@@ -194,6 +205,7 @@ def evaluate(
             container=container,
             sandbox=sandbox,
             env=process_env,
+            command=command,
         )
         opts = EvaluateOptions(
             dataset=dataset,

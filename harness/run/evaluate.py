@@ -125,7 +125,7 @@ def _system_spec(spec: RuntimeSpec, runtime: Runtime) -> str | None:
     the same tag is a different system."""
     if spec.image is not None:
         return f"{spec.image} ({runtime.describe()['image']['id']})"
-    return spec.system or spec.endpoint
+    return spec.system or spec.command or spec.endpoint
 
 
 def _manifest(p: Prepared) -> dict[str, Any]:

@@ -158,19 +158,16 @@ class ProcessRuntime(Runtime):
         self._dir = Path(tempfile.mkdtemp(prefix="apm-", dir="/tmp"))
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        cmd = [
-            sys.executable,
-            "-m",
-            "apmbench.adapters",
-            self.system,
-            "--address",
-            self.address,
-            "--exit-with-parent",
-        ]
+        cmd = self.argv()
         if self.sandbox is not None:
             cmd = self.sandbox.wrap(cmd, writable=[self._dir])
         self._proc = subprocess.Popen(
-            cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            cwd=self.cwd,
         )
         self.starts += 1
         client = SystemClient(self.address, self.deadlines)
@@ -189,6 +186,21 @@ class ProcessRuntime(Runtime):
         self._check_socket()
         self._client = client
         return client
+
+    cwd: Path | None = None
+    """Where the server process starts (unsandboxed; a sandbox sets its own)."""
+
+    def argv(self) -> list[str]:
+        """The server's command line for the current start (its address is fresh each time)."""
+        return [
+            sys.executable,
+            "-m",
+            "apmbench.adapters",
+            self.system,
+            "--address",
+            self.address,
+            "--exit-with-parent",
+        ]
 
     def _check_socket(self) -> None:
         """The harness connects only to a real socket in the directory it made: a system

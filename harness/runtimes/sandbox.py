@@ -277,7 +277,7 @@ def confinement(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
     """report.json's `sandbox` entry from a run's manifest: whether the system process was
     confined. None for runtimes the harness does not sandbox this way (endpoint, image)."""
     runtime = manifest.get("runtime") or {}
-    if runtime.get("kind") != "process":
+    if runtime.get("kind") not in ("process", "command"):
         return None
     recorded = runtime.get("sandbox")
     if not recorded or not recorded.get("confined"):

@@ -16,6 +16,7 @@ engine's classic builder through the API (no buildx needed) with
 no bridge network.
 
     python -m apmbench.harness.runtimes.docker.images [--rootfs IMAGE] [--gpu] [--rebuild]
+        [--node-template]
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ BASE_GPU = "apmbench/base-gpu:latest"
 SUITE = "bookworm"
 # libstdc++6: grpcio's extension needs it; ca-certificates: TLS for pip.
 PACKAGES = ("python3-venv", "ca-certificates", "libstdc++6")
+NODE_ROOTFS = "apmbench/rootfs-node:latest"
+NODE_PACKAGES = ("nodejs", "npm", "ca-certificates")
+NODE_TEMPLATE = "apmbench/template-node:latest"
+NODE_TEMPLATE_FILES = (
+    "Dockerfile", "package.json", "package-lock.json", "server.js", "memory_system.proto",
+)  # fmt: skip
 # Documentation and translations are a third of a minimal Debian and unused here.
 DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*", "/usr/share/info/*")
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -226,8 +233,11 @@ class Builder:
 
     # -- the images ------------------------------------------------------------
 
-    def rootfs(self, base: str | None = None) -> str:
-        """The root filesystem under apmbench/base; `base` uses an existing image instead."""
+    def rootfs(
+        self, base: str | None = None, packages: tuple[str, ...] = PACKAGES, ref: str = ROOTFS
+    ) -> str:
+        """The root filesystem under apmbench/base; `base` uses an existing image instead.
+        `packages` and `ref` make another Debian root the same way (the Node.js template's)."""
         if base is not None:
             try:
                 return self.image_id(base)
@@ -247,26 +257,26 @@ class Builder:
             "mmdebstrap",
             "--variant=essential",
             "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
-            f"--include={','.join(PACKAGES)}",
+            f"--include={','.join(packages)}",
             *(f"--dpkgopt=path-exclude={p}" for p in DPKG_EXCLUDES),
             SUITE,
             "-",
             mirror,
         ]
         inputs = digest(*cmd)
-        existing = self.current(ROOTFS, inputs)
+        existing = self.current(ref, inputs)
         if existing is not None:
-            self.say(f"{ROOTFS}: up to date ({existing[7:19]})")
+            self.say(f"{ref}: up to date ({existing[7:19]})")
             return existing
         if shutil.which("mmdebstrap") is None:
             raise ImageBuildError(
                 "mmdebstrap is not installed: `apt-get install -y mmdebstrap` (as root), or "
                 "build on an image from a registry: `make images ROOTFS=python:3.11-slim-bookworm`"
             )
-        self.say(f"{ROOTFS}: mmdebstrap {SUITE} from {mirror}")
+        self.say(f"{ref}: mmdebstrap {SUITE} from {mirror}")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert proc.stdout is not None and proc.stderr is not None
-        repository, tag = ROOTFS.split(":")
+        repository, tag = ref.rsplit(":", 1)
         try:
             self.client.api.import_image_from_stream(
                 proc.stdout,
@@ -282,13 +292,13 @@ class Builder:
         errors = proc.stderr.read().decode(errors="replace")
         if proc.wait() != 0:
             # The import may have stored a truncated tree: never leave it tagged.
-            self.client.images.remove(ROOTFS, force=True)
+            self.client.images.remove(ref, force=True)
             raise ImageBuildError(
                 f"mmdebstrap failed (exit {proc.returncode}); it needs root (or user "
                 f"namespaces) and the Debian mirror {mirror} (set APMBENCH_DEBIAN_MIRROR):\n"
                 + "\n".join(errors.splitlines()[-15:])
             )
-        return self.image_id(ROOTFS)
+        return self.image_id(ref)
 
     def base(self, rootfs_id: str, rootfs_ref: str) -> str:
         dockerfile = (self.root / "containers" / "base" / "Dockerfile").read_bytes()
@@ -308,6 +318,17 @@ class Builder:
     def base_gpu(self, base_id: str) -> str:
         dockerfile = (self.root / "containers" / "base-gpu" / "Dockerfile").read_bytes()
         return self.build(BASE_GPU, {"Dockerfile": dockerfile}, {"BASE": BASE}, parent=base_id)
+
+    def node_template(self) -> str:
+        """containers/template-node as apmbench/template-node, on a Debian root with Node.js
+        made like apmbench/rootfs (no registry); not part of `all`, the container tests build
+        it."""
+        rootfs_id = self.rootfs(packages=NODE_PACKAGES, ref=NODE_ROOTFS)
+        folder = self.root / "containers" / "template-node"
+        files = {name: (folder / name).read_bytes() for name in NODE_TEMPLATE_FILES}
+        # npm reaches its registry through whatever TLS the host trusts (a proxy's CA too).
+        files["extra-ca.crt"] = CA_BUNDLE.read_bytes() if CA_BUNDLE.exists() else b""
+        return self.build(NODE_TEMPLATE, files, {"ROOTFS": NODE_ROOTFS}, parent=rootfs_id)
 
     def all(self, rootfs: str | None = None, gpu: bool = False) -> dict[str, str]:
         """Build everything `make images` promises; return image name -> id."""
@@ -341,11 +362,19 @@ def summary(client: docker.DockerClient, built: Mapping[str, str]) -> list[dict[
 )
 @click.option("--gpu", is_flag=True, help="Also build apmbench/base-gpu (CUDA wheels, multi-GB).")
 @click.option("--rebuild", is_flag=True, help="Build even when the inputs have not changed.")
-def main(root: Path, rootfs: str | None, gpu: bool, rebuild: bool) -> None:
+@click.option(
+    "--node-template",
+    is_flag=True,
+    help="Also build apmbench/template-node (containers/template-node on a Node.js root).",
+)
+def main(root: Path, rootfs: str | None, gpu: bool, rebuild: bool, node_template: bool) -> None:
     """Build the base image and one image per reference system."""
     try:
         client = connect()
-        built = Builder(root.resolve(), client, rebuild).all(rootfs or None, gpu)
+        builder = Builder(root.resolve(), client, rebuild)
+        built = builder.all(rootfs or None, gpu)
+        if node_template:
+            built[NODE_TEMPLATE] = builder.node_template()
     except ApmbenchError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)

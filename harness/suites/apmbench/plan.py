@@ -20,6 +20,7 @@ from apmbench.adapters.sdk.types import Query
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Ask, Segment, sorted_asks
 from apmbench.harness.suites.apmbench import prompts
+from apmbench.harness.suites.apmbench.answer_formats import format_for, schema_text
 from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe
 from apmbench.harness.suites.apmbench.tasks import Fork, Metric, spec
 
@@ -30,6 +31,9 @@ RECENT_SESSIONS = 2
 def query_for(candidate: Candidate, probe: Probe) -> Query:
     """What goes on the wire for one probe: prompts, question and options, never a label."""
     task = spec(candidate.task)
+    answer_format = format_for(task)
+    # ERA's options went out with its question turn; the schema lists their ids again.
+    answer_schema = schema_text(answer_format, candidate.choices if task.needs_option else ())
     if task.metric is Metric.GATED_JUDGE:
         # Adaptive probes: the ERA question was released at session start and is
         # not repeated here (paper section 3.3).
@@ -40,6 +44,8 @@ def query_for(candidate: Candidate, probe: Probe) -> Query:
             system_prompt=prompts.SYSTEM_PROMPT,
             prompt=probe.prompt,
             interval_start_ms=probe.interval_start_ms,
+            answer_format=answer_format,
+            answer_schema=answer_schema,
         )
     return Query(
         query_id="",
@@ -49,6 +55,8 @@ def query_for(candidate: Candidate, probe: Probe) -> Query:
         prompt=probe.prompt,
         question=candidate.question,
         choices=candidate.choices,
+        answer_format=answer_format,
+        answer_schema=schema_text(answer_format, candidate.choices),
     )
 
 
