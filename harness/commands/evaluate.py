@@ -21,7 +21,13 @@ from apmbench.harness.commands.common import (
     console,
     process_options,
 )
-from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
+from apmbench.harness.commands.judge_options import (
+    AUTO,
+    judge_config,
+    judge_options,
+    judge_warnings,
+    resolve_auto,
+)
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.protocol.client import Deadlines
@@ -126,7 +132,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="With --audit: trajectories rerun in restart mode (when the run's mode is not restart).",
 )
-@judge_options(default_judge="none")
+@judge_options(default_judge=AUTO)
 @process_options
 @container_options
 def evaluate(
@@ -177,6 +183,7 @@ def evaluate(
     embedded = system is None and endpoint is None and image is None
     systems: list[str | None] = list(compared_systems()) if embedded else [system]
     base = out or Path("runs") / dataset.name
+    judge["judge"] = resolve_auto(judge["judge"], lambda: _has_reference_judge(dataset, benchmark))
     judge_settings = judge_config(**judge)
     results = []
     for name in systems:
@@ -208,6 +215,14 @@ def evaluate(
         for table in suite.summary_tables([r.report for r in results], [str(n) for n in systems]):
             wide.print(table)
         click.echo("run directories: " + ", ".join(str(r.run_dir) for r in results))
+
+
+def _has_reference_judge(dataset: Path, benchmark: str | None) -> bool:
+    try:
+        suite_of_dataset(dataset, benchmark).reference_judge(dataset).close()
+    except (ConfigError, DatasetError):
+        return False
+    return True
 
 
 def _suite(dataset: Path, benchmark: str | None) -> Suite:

@@ -13,14 +13,20 @@ from apmbench.harness.scoring.judge.config import JudgeConfig, parse_judge_spec
 
 F = TypeVar("F", bound=Callable[..., Any])
 _DEFAULTS = JudgeConfig()
+AUTO = "auto"
+AUTO_HELP = "auto: synthetic on the built-in synthetic benchmark, else none. "
 
 
 def judge_options(default_judge: str | None) -> Callable[[F], F]:
     """Decorate a command with the judge options; `default_judge` None means "as recorded"."""
-    spec_help = "none | openai | transformers:PATH. " + (
-        f"Default: {default_judge}."
-        if default_judge
-        else "Default: the judge the run was last scored with."
+    spec_help = (
+        "none | openai | transformers:PATH | synthetic (the built-in synthetic benchmark's "
+        f"reference judge, not the paper's LLM judge). {AUTO_HELP if default_judge == AUTO else ''}"
+        + (
+            f"Default: {default_judge}."
+            if default_judge
+            else "Default: the judge the run was last scored with."
+        )
     )
     options = [
         click.option("--judge", "judge", default=default_judge, help=spec_help),
@@ -114,6 +120,13 @@ def judge_config(recorded: JudgeConfig | None = None, **given: Any) -> JudgeConf
     merged["path"] = fields.get("path", base.path)
     merged["cache_dir"] = fields.get("cache_dir", base.cache_dir)
     return JudgeConfig.from_dict(merged)
+
+
+def resolve_auto(spec: str | None, reference_available: Callable[[], bool]) -> str | None:
+    """`--judge auto`: the reference judge where the dataset has one, else none."""
+    if spec != AUTO:
+        return spec
+    return "synthetic" if reference_available() else "none"
 
 
 def judge_warnings(report: dict[str, Any]) -> list[str]:

@@ -47,7 +47,7 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
         suite = suite_of_run(manifest)
         data = dataset_for_run(suite, manifest, dataset)
         config = judge_config(recorded_judge(manifest), **judge)
-        backend = open_judge(config)
+        backend = open_judge(config, lambda: suite.reference_judge(data.root))
         try:
             report = score_run(records.RunDir(run_dir), suite, data, config, backend)
         finally:

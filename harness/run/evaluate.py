@@ -159,7 +159,7 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
     run = records.RunDir(opts.out)
     run.check_usable(opts.resume)
     # Opened before the system starts, so a judge that cannot work stops the run at once.
-    judge = open_judge(opts.judge)
+    judge = open_judge(opts.judge, lambda: suite.reference_judge(dataset.root))
     try:
         runtime = make_runtime(
             opts.runtime, run.root, opts.deadlines, opts.startup_timeout_s, (opts.dataset,)

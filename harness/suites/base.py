@@ -21,6 +21,7 @@ from rich.table import Table
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Segment
+from apmbench.harness.scoring.judge.backend import ChatBackend
 from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
 
 
@@ -114,6 +115,14 @@ class Suite(ABC):
         self, instances: Sequence[dict[str, Any]], outcomes: Mapping[str, JudgeOutcome]
     ) -> None:
         """Write the judge's outcomes into the rows it was asked about."""
+
+    def reference_judge(self, dataset_root: Path) -> ChatBackend:
+        """`--judge synthetic`: a deterministic judge that knows the suite's generated facts.
+
+        Must refuse (ConfigError) every dataset but the suite's own synthetic
+        benchmark, and label its identity with `reference.LABEL`.
+        """
+        raise ConfigError(f"the {self.title} suite has no synthetic reference judge")
 
     def judge_templates_sha256(self) -> str | None:
         """Identifies the judge's wording (part of the scoring signature)."""

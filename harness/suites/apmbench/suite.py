@@ -15,6 +15,7 @@ from rich.table import Table
 
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Segment
+from apmbench.harness.scoring.judge.backend import ChatBackend
 from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
 from apmbench.harness.suites.apmbench import compare, metrics, report, rubric, summary, tasks
 from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe, load_dataset
@@ -93,6 +94,11 @@ class APMBench(Suite):
             if outcome is not None:
                 row["judge"] = outcome.as_dict()
                 row["judge_score"] = outcome.score
+
+    def reference_judge(self, dataset_root: Path) -> ChatBackend:
+        from apmbench.harness.suites.apmbench.reference_judge import open_reference_judge
+
+        return open_reference_judge(dataset_root)
 
     def judge_templates_sha256(self) -> str:
         return rubric.templates_sha256()
