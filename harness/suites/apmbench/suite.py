@@ -21,7 +21,7 @@ from apmbench.harness.suites.apmbench import compare, metrics, report, rubric, s
 from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe, load_dataset
 from apmbench.harness.suites.apmbench.plan import plan_trajectory
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
-from apmbench.harness.suites.base import ComparedRun, Headline, Suite
+from apmbench.harness.suites.base import ComparedRun, Headline, Suite, ViewBars, ViewTable
 
 Item = tuple[Candidate, Probe]
 
@@ -126,6 +126,16 @@ class APMBench(Suite):
         self, reports: Sequence[Mapping[str, Any]], names: Sequence[str]
     ) -> list[Table]:
         return summary.summary_tables(reports, names)
+
+    def view_tables(self, runs: Sequence[ComparedRun]) -> list[ViewTable]:
+        from apmbench.harness.suites.apmbench import view
+
+        return view.view_tables(runs)
+
+    def view_bars(self, report_: Mapping[str, Any]) -> list[ViewBars]:
+        from apmbench.harness.suites.apmbench import view
+
+        return view.view_bars(report_)
 
     def comparison(self, runs: Sequence[ComparedRun]) -> dict[str, Any]:
         return compare.comparison(runs)
