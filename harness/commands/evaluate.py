@@ -231,6 +231,16 @@ def evaluate(
         for table in suite.summary_tables([r.report for r in results], [str(n) for n in systems]):
             wide.print(table)
         click.echo("run directories: " + ", ".join(str(r.run_dir) for r in results))
+        click.echo("reports: " + ", ".join(str(r.run_dir / "report.html") for r in results))
+        click.echo(f"comparison: {_comparison_view([r.run_dir for r in results], base)}")
+
+
+def _comparison_view(run_dirs: list[Path], base: Path) -> Path:
+    from apmbench.harness.reports.html.view import COMPARISON_NAME, write_view
+
+    demo_log = logs.get("demo")
+    demo_log.info("writing the comparison", runs=len(run_dirs))
+    return write_view(run_dirs, base / COMPARISON_NAME)
 
 
 def _rounded(value: float | None) -> float | str:

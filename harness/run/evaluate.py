@@ -7,7 +7,7 @@ Ray) can run the middle one on its own:
   settings, create (or check, when resuming) the run directory;
 - `run_trajectory`: plan one trajectory, run its segments, save its record
   atomically;
-- `finish`: score the finished records and complete the manifest.
+- `finish`: score the finished records, complete the manifest, write report.html.
 """
 
 from __future__ import annotations
@@ -244,6 +244,9 @@ def finish(p: Prepared, progress: Progress) -> Evaluation:
         p.run.update_manifest(finished_at=finished, audit=audit_headline(report["audit"]))
     else:
         p.run.update_manifest(finished_at=finished)
+    from apmbench.harness.reports.html.view import VIEW_NAME, write_view
+
+    write_view([p.run.root], p.run.root / VIEW_NAME)
     return Evaluation(p.run.root, report)
 
 

@@ -73,7 +73,7 @@ def latency_svg(ttfts: Mapping[str, Sequence[float]]) -> str:
     ax = fig.add_subplot()
     labels = [k for k, v in ttfts.items() if v]
     if labels:
-        ax.boxplot([list(ttfts[k]) for k in labels], vert=False, tick_labels=labels)
+        ax.boxplot([list(ttfts[k]) for k in labels], orientation="horizontal", tick_labels=labels)
         values = [v for k in labels for v in ttfts[k]]
         if min(values) > 0 and max(values) / min(values) > 100:
             ax.set_xscale("log")
