@@ -17,8 +17,8 @@ from apmbench.harness import logs
 from apmbench.harness.run.evaluate import Progress
 from apmbench.harness.run.plan import Segment
 
-HEARTBEAT_S = 50.0
-"""Under a minute, so the log never goes quiet for a whole one."""
+HEARTBEAT_S = 30.0
+"""Well under a minute, so the log never goes quiet for a whole one even on a busy machine."""
 
 
 def eta_s(done: int, total: int, elapsed_s: float) -> float | None:
