@@ -30,8 +30,18 @@ from apmbench.harness.errors import DatasetError, RunDirError
 @click.option(
     "--no-frames", is_flag=True, help="Leave out the frame thumbnails (no video decoding)."
 )
+@click.option(
+    "--max-thumbnail-queries",
+    type=int,
+    default=None,
+    help="Leave out the thumbnails when the runs hold more queries than this. Default: 5000.",
+)
 def view(
-    run_dirs: tuple[Path, ...], out: Path | None, dataset: Path | None, no_frames: bool
+    run_dirs: tuple[Path, ...],
+    out: Path | None,
+    dataset: Path | None,
+    no_frames: bool,
+    max_thumbnail_queries: int | None,
 ) -> None:
     """Write the report of RUN_DIR... as one HTML file: tables, plots, every query.
 
@@ -44,6 +54,7 @@ def view(
     """
     from apmbench.harness.reports.html.view import (
         COMPARISON_NAME,
+        MAX_THUMBNAIL_QUERIES,
         VIEW_NAME,
         ViewOptions,
         write_view,
@@ -56,7 +67,12 @@ def view(
             else Path("runs") / "compare" / COMPARISON_NAME
         )
     try:
-        write_view(run_dirs, out, ViewOptions(thumbnails=not no_frames, dataset=dataset))
+        options = ViewOptions(
+            thumbnails=not no_frames,
+            dataset=dataset,
+            max_thumbnail_queries=max_thumbnail_queries or MAX_THUMBNAIL_QUERIES,
+        )
+        write_view(run_dirs, out, options)
     except (RunDirError, DatasetError) as e:
         console.print(f"[red]error:[/red] {e}")
         sys.exit(EXIT_USAGE)

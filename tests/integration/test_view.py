@@ -152,3 +152,24 @@ def test_renders_in_headless_chromium_without_console_errors(comparison: Path) -
         finally:
             browser.close()
     assert errors == []
+
+
+def test_view_command_and_the_thumbnail_limit(runs: list[Path], tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "one.html"
+    result = subprocess.run(
+        [sys.executable, "-m", "apmbench.harness.cli", "view", str(runs[0]), "--out", str(out),
+         "--max-thumbnail-queries", "1"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert out.as_uri() in result.stdout
+    html = out.read_text()
+    assert "frame thumbnails are left out" in html and "data-frame=" not in html
+    missing = subprocess.run(
+        [sys.executable, "-m", "apmbench.harness.cli", "view", str(tmp_path / "nothing")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert missing.returncode != 0 and "no manifest.json" in missing.stderr

@@ -110,3 +110,15 @@ def test_identity_carries_the_label(tiny: Path) -> None:
     judge = APMBench().reference_judge(tiny)
     assert judge.cache_identity["label"] == LABEL
     assert judge.identity["generator"]["name"] == "apmbench-synth"
+
+
+def test_a_named_judge_overrides_auto_and_auto_needs_the_generator(mini: Path, tiny: Path) -> None:
+    from apmbench.harness.commands.evaluate import _has_reference_judge
+    from apmbench.harness.commands.judge_options import resolve_auto
+
+    assert _has_reference_judge(tiny, None)
+    assert not _has_reference_judge(mini, None)
+    assert resolve_auto("auto", lambda: True) == "synthetic"
+    assert resolve_auto("auto", lambda: False) == "none"
+    for named in ("openai", "transformers:/m", "none", "synthetic"):
+        assert resolve_auto(named, lambda: True) == named

@@ -38,12 +38,15 @@ from apmbench.harness.suites.base import ComparedRun, Suite, SuiteDataset
 
 VIEW_NAME = "report.html"
 COMPARISON_NAME = "compare.html"
+MAX_THUMBNAIL_QUERIES = 5000
 
 
 @dataclass(frozen=True)
 class ViewOptions:
     thumbnails: bool = True
     """Decode the dataset's frames for the drill-down (the slow part of a large run)."""
+    max_thumbnail_queries: int = MAX_THUMBNAIL_QUERIES
+    """Above this many queries in all, no thumbnails: decoding them would dwarf the run."""
     dataset: Path | None = None
     """The runs' dataset when it is no longer where the manifests say."""
 
@@ -113,8 +116,17 @@ def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
     thumbs: dict[str, Thumbnails] = {}
     ttfts: dict[str, list[float]] = {}
     storage: dict[str, dict[str, float]] = {}
+    loaded = {run.root: read_jsonl(run.root / "instances.jsonl") for run in runs}
+    with_frames = options.thumbnails
+    total = sum(len(v) for v in loaded.values())
+    if with_frames and total > options.max_thumbnail_queries:
+        with_frames = False
+        notes.append(
+            f"frame thumbnails are left out: {total} queries are more than "
+            f"{options.max_thumbnail_queries} (apmbench-grpc view --max-thumbnail-queries N)"
+        )
     for run in runs:
-        instances = read_jsonl(run.root / "instances.jsonl")
+        instances = loaded[run.root]
         sessions = read_jsonl(run.root / "sessions.jsonl")
         ttfts[run.label] = [r["ttft_s"] for r in instances if r.get("ttft_s") is not None]
         storage[run.label] = storage_per_trajectory(sessions)
@@ -126,7 +138,7 @@ def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
         if dataset is not None:
             caps = run.manifest.get("system", {}).get("capabilities", {})
             asks = plan_asks(suite, dataset, bool(caps.get("supports_import")))
-            if options.thumbnails:
+            if with_frames:
                 fps = float(run.manifest.get("settings", {}).get("frames", {}).get("fps", 1.0))
                 key = f"{dataset.content_hash}/{fps}"
                 thumbnails = thumbs.setdefault(key, Thumbnails(dataset, fps))
