@@ -122,3 +122,12 @@ def test_a_named_judge_overrides_auto_and_auto_needs_the_generator(mini: Path, t
     assert resolve_auto("auto", lambda: False) == "none"
     for named in ("openai", "transformers:/m", "none", "synthetic"):
         assert resolve_auto(named, lambda: True) == named
+
+
+def test_without_reference_text_no_answer_scores_above_three() -> None:
+    from apmbench.harness.suites.apmbench.reference_judge import verdict
+
+    bare = {"this_probe": {"polarity": "positive", "reference_decision": "INTERVENE"}}
+    v = verdict("RCR", bare, '{"decision": "INTERVENE", "reason": "anything at all"}')
+    assert v["score"] == 3
+    assert v["critical_issues"] == ["the annotations hold no reference text for this probe"]

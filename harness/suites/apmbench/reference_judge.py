@@ -9,6 +9,7 @@ a good answer must state, and scores the share the response states:
 
     no fact-bearing text at all       1   (the decision is right, nothing else is usable)
     share 0, 1/3, 2/3, 1 (rounded)    2, 3, 4, 5
+    no reference text in the probe    3   (nothing to check against: never more)
 
 It answers in the rubric's JSON, so its verdicts go through the same strict
 parsing, cache and Eq. 1 / Eq. 3 arithmetic as an LLM's. It never sees the
@@ -30,7 +31,7 @@ from apmbench.harness.scoring.judge.backend import Messages
 from apmbench.harness.scoring.judge.reference import KIND, LABEL
 from apmbench.harness.suites.apmbench.synth.live import GENERATOR
 
-VERSION = 1
+VERSION = 2
 """Bumped whenever a verdict could change for the same request."""
 
 # Fields of the annotations (the probe's own label first) whose text states
@@ -100,8 +101,10 @@ def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[st
     said = set(terms(response))
     stated = [t for t in wanted if t in said]
     missing = [t for t in wanted if t not in said]
-    share = len(stated) / len(wanted) if wanted else 1.0
-    score = score_of(share, bool(said))
+    share = len(stated) / len(wanted) if wanted else 0.0
+    # No reference text to check against (an annotation format this judge does not
+    # know): the rubric's "basically correct but generic", never a full score.
+    score = score_of(share, bool(said)) if wanted else min(3, score_of(0.0, bool(said)) + 1)
     level = "pass" if share >= 2 / 3 else "partial" if share > 0 else "fail"
     positive = (annotations.get("this_probe") or {}).get("polarity") == "positive"
     checks = {
@@ -114,6 +117,8 @@ def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[st
         "usefulness": level if positive else "not_applicable",
     }
     issues = [] if not missing else ["does not state: " + ", ".join(missing)]
+    if not wanted:
+        issues = ["the annotations hold no reference text for this probe"]
     if not said:
         issues = ["no explanation or response beyond the decision"]
     justification = (
