@@ -11,6 +11,7 @@ from apmbench.harness.commands.evaluate import evaluate
 from apmbench.harness.commands.score import score
 from apmbench.harness.commands.serve import serve
 from apmbench.harness.commands.synth import synth
+from apmbench.harness.commands.view import view
 
 
 @click.group()
@@ -28,6 +29,7 @@ main.add_command(score)
 main.add_command(compare)
 main.add_command(synth)
 main.add_command(check)
+main.add_command(view)
 
 if __name__ == "__main__":
     main()

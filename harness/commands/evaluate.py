@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,11 +23,13 @@ from apmbench.harness.commands.common import (
     process_options,
 )
 from apmbench.harness.commands.judge_options import (
+    AUTO,
     EXIT_JUDGE_UNREACHABLE,
     judge_config,
     judge_options,
     judge_unreachable,
     judge_warnings,
+    resolve_auto,
 )
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.media.frames import FrameSettings
@@ -139,7 +142,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="With --audit: trajectories rerun in restart mode (when the run's mode is not restart).",
 )
-@judge_options(default_judge="none")
+@judge_options(default_judge=AUTO)
 @process_options
 @container_options
 def evaluate(
@@ -174,6 +177,7 @@ def evaluate(
     """
     from apmbench.harness.run.audits.queries import AuditSettings
     from apmbench.harness.run.evaluate import EvaluateOptions
+    from apmbench.harness.run.progress_log import eta_s
 
     if min(audit_queries, audit_trajectories) < 0:
         raise click.BadParameter("must not be negative", param_hint="--audit-queries/-trajectories")
@@ -195,9 +199,14 @@ def evaluate(
     systems: list[str | None] = list(compared_systems()) if embedded else [system]
     base = out or Path("runs") / dataset.name
     judge_optional = bool(judge.pop("judge_optional", False))
+    judge["judge"] = resolve_auto(judge["judge"], lambda: _has_reference_judge(dataset, benchmark))
     judge_settings = judge_config(**judge)
     results = []
-    for name in systems:
+    demo_log = logs.get("demo")
+    demo_started = time.monotonic()
+    for number, name in enumerate(systems, 1):
+        if embedded:
+            demo_log.info("system started", system=name, system_number=f"{number}/{len(systems)}")
         spec = RuntimeSpec(
             system=name,
             endpoint=endpoint,
@@ -221,12 +230,44 @@ def evaluate(
             audit=audit_settings,
         )
         results.append(_run(opts, quiet=embedded, judge_optional=judge_optional))
+        if embedded:
+            headline = _suite(dataset, benchmark).headline(results[-1].report)
+            demo_log.info(
+                "system finished",
+                system=name,
+                system_number=f"{number}/{len(systems)}",
+                elapsed_s=round(time.monotonic() - demo_started, 1),
+                eta_s=round(eta_s(number, len(systems), time.monotonic() - demo_started) or 0, 1),
+                **{headline.utility_label: _rounded(headline.utility)},
+            )
     if embedded:
         wide = Console(width=120)
         suite = _suite(dataset, benchmark)
         for table in suite.summary_tables([r.report for r in results], [str(n) for n in systems]):
             wide.print(table)
         click.echo("run directories: " + ", ".join(str(r.run_dir) for r in results))
+        click.echo("reports: " + ", ".join(str(r.run_dir / "report.html") for r in results))
+        click.echo(f"comparison: {_comparison_view([r.run_dir for r in results], base)}")
+
+
+def _comparison_view(run_dirs: list[Path], base: Path) -> Path:
+    from apmbench.harness.reports.html.view import COMPARISON_NAME, write_view
+
+    demo_log = logs.get("demo")
+    demo_log.info("writing the comparison", runs=len(run_dirs))
+    return write_view(run_dirs, base / COMPARISON_NAME)
+
+
+def _rounded(value: float | None) -> float | str:
+    return "n/c" if value is None else round(value, 2)
+
+
+def _has_reference_judge(dataset: Path, benchmark: str | None) -> bool:
+    try:
+        suite_of_dataset(dataset, benchmark).reference_judge(dataset).close()
+    except (ConfigError, DatasetError):
+        return False
+    return True
 
 
 def _suite(dataset: Path, benchmark: str | None) -> Suite:
@@ -249,41 +290,22 @@ def _synthetic(benchmark: str | None, preset: str, seed: int) -> Path:
 
 
 def _run(opts: EvaluateOptions, quiet: bool, judge_optional: bool = False) -> Evaluation:
-    """One evaluation with a progress display; exits with a code a person can act on."""
-    from apmbench.harness.run.evaluate import Progress as RunProgress
+    """One evaluation with a progress display; exits with a code a person can act on.
+
+    On a terminal, rich progress bars; otherwise (CI logs, nohup, a pipe) log lines,
+    at least one a minute.
+    """
     from apmbench.harness.run.evaluate import evaluate as run_evaluation
 
     out = opts.out
-    log = logs.get("evaluate")
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
     try:
-        with Progress(*columns, console=console, transient=True) as bar:
-            overall = bar.add_task("trajectories", total=None)
-            current = bar.add_task("segments", total=None, visible=False)
+        if console.is_terminal:
+            result = _run_with_bar(opts)
+        else:
+            from apmbench.harness.run.progress_log import LogProgress
 
-            def trajectories(total: int, skipped: int) -> None:
-                bar.update(overall, total=total, completed=skipped)
-                if skipped:
-                    log.info("resuming", finished=skipped, remaining=total - skipped)
-
-            def started(tid: str, segments: int) -> None:
-                bar.update(current, description=tid, total=segments, completed=0, visible=True)
-
-            callbacks = RunProgress(
-                trajectories=trajectories,
-                trajectory_started=started,
-                segment_started=lambda s: bar.advance(current),
-                trajectory_done=lambda tid: bar.advance(overall),
-                judged=lambda done, total: bar.update(
-                    current, description="judging", completed=done, total=total, visible=True
-                ),
-            )
-            result = run_evaluation(opts, callbacks)
+            with LogProgress(opts.runtime.label) as lines:
+                result = run_evaluation(opts, lines.callbacks())
     except (DatasetError, ConfigError, RunDirError) as e:
         console.print(f"[red]error:[/red] {e}")
         sys.exit(EXIT_USAGE)
@@ -310,4 +332,41 @@ def _run(opts: EvaluateOptions, quiet: bool, judge_optional: bool = False) -> Ev
         console.print(f"[red]error:[/red] {unreachable}")
         console.print(f"run directory: {result.run_dir}")
         sys.exit(EXIT_JUDGE_UNREACHABLE)
+    return result
+
+
+def _run_with_bar(opts: EvaluateOptions) -> Evaluation:
+    """The rich progress display, for a terminal."""
+    from apmbench.harness.run.evaluate import Progress as RunProgress
+    from apmbench.harness.run.evaluate import evaluate as run_evaluation
+
+    log = logs.get("evaluate")
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        overall = bar.add_task("trajectories", total=None)
+        current = bar.add_task("segments", total=None, visible=False)
+
+        def trajectories(total: int, skipped: int) -> None:
+            bar.update(overall, total=total, completed=skipped)
+            if skipped:
+                log.info("resuming", finished=skipped, remaining=total - skipped)
+
+        def started(tid: str, segments: int) -> None:
+            bar.update(current, description=tid, total=segments, completed=0, visible=True)
+
+        callbacks = RunProgress(
+            trajectories=trajectories,
+            trajectory_started=started,
+            segment_started=lambda s: bar.advance(current),
+            trajectory_done=lambda tid: bar.advance(overall),
+            judged=lambda done, total: bar.update(
+                current, description="judging", completed=done, total=total, visible=True
+            ),
+        )
+        result = run_evaluation(opts, callbacks)
     return result

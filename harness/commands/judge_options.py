@@ -17,13 +17,20 @@ EXIT_JUDGE_UNREACHABLE = 4
 """A judge was configured but could not be reached: the report is written, its
 judge-dependent numbers are null, and a rerun of `score` retries."""
 
+AUTO = "auto"
+AUTO_HELP = "auto: synthetic on the built-in synthetic benchmark, else none. "
+
 
 def judge_options(default_judge: str | None) -> Callable[[F], F]:
     """Decorate a command with the judge options; `default_judge` None means "as recorded"."""
-    spec_help = "none | openai | transformers:PATH. " + (
-        f"Default: {default_judge}."
-        if default_judge
-        else "Default: the judge the run was last scored with."
+    spec_help = (
+        "none | openai | transformers:PATH | synthetic (the built-in synthetic benchmark's "
+        f"reference judge, not the paper's LLM judge). {AUTO_HELP if default_judge == AUTO else ''}"
+        + (
+            f"Default: {default_judge}."
+            if default_judge
+            else "Default: the judge the run was last scored with."
+        )
     )
     options = [
         click.option("--judge", "judge", default=default_judge, help=spec_help),
@@ -126,6 +133,13 @@ def judge_config(recorded: JudgeConfig | None = None, **given: Any) -> JudgeConf
     merged["path"] = fields.get("path", base.path)
     merged["cache_dir"] = fields.get("cache_dir", base.cache_dir)
     return JudgeConfig.from_dict(merged)
+
+
+def resolve_auto(spec: str | None, reference_available: Callable[[], bool]) -> str | None:
+    """`--judge auto`: the reference judge where the dataset has one, else none."""
+    if spec != AUTO:
+        return spec
+    return "synthetic" if reference_available() else "none"
 
 
 def judge_warnings(report: dict[str, Any]) -> list[str]:

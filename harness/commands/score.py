@@ -31,7 +31,8 @@ from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 )
 @judge_options(default_judge=None)
 def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
-    """Re-grade RUN_DIR's raw outputs, judge what its suite has judged and rewrite its report.
+    """Re-grade RUN_DIR's raw outputs, judge what its suite has judged and rewrite its report
+    (report.json, report.md, report.html).
 
     Judge replies are cached (judge-cache/ in the run directory), so scoring
     again with the same judge makes no new calls and gives the same numbers.
@@ -54,13 +55,20 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
         suite = suite_of_run(manifest)
         data = dataset_for_run(suite, manifest, dataset)
         config = judge_config(recorded_judge(manifest), **judge)
-        backend = open_judge(config)
+        backend = open_judge(config, lambda: suite.reference_judge(data.root))
         try:
             report = score_run(records.RunDir(run_dir), suite, data, config, backend)
         finally:
             if backend is not None:
                 backend.close()
     except (DatasetError, ConfigError, RunDirError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        sys.exit(EXIT_USAGE)
+    from apmbench.harness.reports.html.view import VIEW_NAME, ViewOptions, write_view
+
+    try:
+        write_view([run_dir], run_dir / VIEW_NAME, ViewOptions(dataset=dataset))
+    except (DatasetError, RunDirError) as e:
         console.print(f"[red]error:[/red] {e}")
         sys.exit(EXIT_USAGE)
     click.echo((run_dir / "report.md").read_text())

@@ -7,7 +7,7 @@ Ray) can run the middle one on its own:
   settings, create (or check, when resuming) the run directory;
 - `run_trajectory`: plan one trajectory, run its segments, save its record
   atomically;
-- `finish`: score the finished records and complete the manifest.
+- `finish`: score the finished records, complete the manifest, write report.html.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
     run = records.RunDir(opts.out)
     run.check_usable(opts.resume)
     # Opened before the system starts, so a judge that cannot work stops the run at once.
-    judge = open_judge(opts.judge)
+    judge = open_judge(opts.judge, lambda: suite.reference_judge(dataset.root))
     try:
         runtime = make_runtime(
             opts.runtime, run.root, opts.deadlines, opts.startup_timeout_s, (opts.dataset,)
@@ -266,6 +266,9 @@ def finish(p: Prepared, progress: Progress) -> Evaluation:
         p.run.update_manifest(finished_at=finished, audit=audit_headline(report["audit"]))
     else:
         p.run.update_manifest(finished_at=finished)
+    from apmbench.harness.reports.html.view import VIEW_NAME, write_view
+
+    write_view([p.run.root], p.run.root / VIEW_NAME)
     return Evaluation(p.run.root, report)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from apmbench.harness.reports.confinement import confinement_lines
 from apmbench.harness.reports.format import NOT_COMPUTED, num, size, table
+from apmbench.harness.scoring.judge.reference import reference_note
 from apmbench.harness.suites.apmbench import tasks
 
 TABLE3_HEADER = (
@@ -93,6 +94,13 @@ def _judge_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _reference_lines(report: Mapping[str, Any]) -> list[str]:
+    note = reference_note(report)
+    if note is None:
+        return []
+    return [f"**Adaptive Response, its tasks and Overall: {note}.**", ""]
+
+
 def _confinement_lines(report: Mapping[str, Any]) -> list[str]:
     sandbox = report.get("sandbox")
     if sandbox is None or sandbox.get("confined"):
@@ -138,6 +146,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         f"`{NOT_COMPUTED}` = not computed (reasons below and in report.json).",
         "",
         *confinement_lines(report, manifest),
+        *_reference_lines(report),
         "## Utility, latency and storage (paper Table 3)",
         "",
         *table(TABLE3_HEADER, [table3_row(report, manifest)]),
