@@ -137,7 +137,9 @@ def test_restart_lets_only_exported_state_cross_a_gap(mini: Path, tmp_path: Path
     assert restart[est]["exported_sessions"] == ["S001", "S002"]
     assert restart[est]["hidden_sessions"] == ["S003"]
     assert trust[est]["exported_sessions"] == ["S001", "S002"]
-    assert trust[est]["hidden_sessions"][-3:] == ["S001", "S002", "S003"]
+    # The process went on: it still holds the sessions it saw before (forks of S003 ran
+    # in it too, before the main pass reached S003: the causal order).
+    assert {"S001", "S002", "S003"} <= set(trust[est]["hidden_sessions"])
 
 
 def test_forks_without_import_replay_to_the_same_memory(mini: Path, tmp_path: Path) -> None:
