@@ -56,7 +56,6 @@ if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
     help="Seconds for the server to report SERVING.",
 )
 @process_options
-@process_options
 @container_options
 def check(
     system: str | None,
