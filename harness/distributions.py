@@ -92,8 +92,10 @@ def write_tree(files: Mapping[str, bytes], into: Path) -> Path:
     return into
 
 
-def _run(cmd: list[str], what: str, **kwargs: object) -> str:
-    proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
+def _run(
+    cmd: list[str], what: str, *, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
         raise DistError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
