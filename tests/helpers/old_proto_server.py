@@ -35,7 +35,7 @@ if not Path(pb.__file__).resolve().is_relative_to(generated):
 STATE_TYPE = "application/x-old-proto+json"
 
 
-class OldServer(pb_grpc.MemorySystemServicer):  # type: ignore[misc]
+class OldServer(pb_grpc.MemorySystemServicer):
     def __init__(self, protocol_version: str) -> None:
         self.protocol_version = protocol_version
         self.turns: list[str] = []

@@ -42,7 +42,7 @@ PREVIOUS = ("v1.0",)
 
 
 def compile_fixture(release: str, into: Path) -> Path:
-    from grpc_tools import protoc
+    from grpc_tools import protoc  # type: ignore[import-untyped]
 
     source = FIXTURES / release
     into.mkdir(parents=True)

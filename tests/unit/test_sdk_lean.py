@@ -51,7 +51,7 @@ def test_lazy_names_resolve_and_unknown_names_still_fail() -> None:
     assert sdk.start_server is server.start_server
     assert sdk.RunningServer is server.RunningServer
     with pytest.raises(AttributeError, match="no_such_name"):
-        _ = sdk.no_such_name  # type: ignore[attr-defined]
+        _ = sdk.no_such_name
 
 
 def test_frame_rgb_still_decodes_both_encodings() -> None:
