@@ -8,6 +8,7 @@ pay only for what they use.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -85,3 +86,16 @@ def test_sdk_tree_holds_the_protocol_and_adapters_and_nothing_of_the_harness() -
     assert "proto/apmbench/v1/memory_system.proto" in staged
     assert "adapters/sdk/server.py" in staged
     assert not [p for p in staged if p.startswith("harness/") or "__pycache__" in p]
+
+
+def test_the_base_image_installs_the_sdk_alone() -> None:
+    # What apmbench/base's dependency layer and build context hold: the SDK's
+    # dependencies and staged tree, nothing the harness alone needs.
+    from apmbench.harness.runtimes.docker import images
+
+    wanted = images.requirements(ROOT).decode().split()
+    names = {re.split(r"[<>=!~\[ ]", spec, maxsplit=1)[0].lower() for spec in wanted}
+    assert not names & {*distributions.HARNESS_ONLY, "structlog"}, sorted(names)
+    assert {"grpcio", "protobuf", "numpy", "simplejpeg"} <= names
+    prune = (ROOT / "containers" / "base" / "prune.txt").read_text().split()
+    assert "pip" in prune and "numpy/*/tests" in prune
