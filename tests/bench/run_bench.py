@@ -20,13 +20,16 @@ Three measurements, each against a baseline measured in the same run:
    full decode of the same videos that picks the same frames (targets: no
    frame differs from the full decode's, and the variable-GOP video costs at
    most 1.2x the full decode).
+6. startup: `import apmbench.adapters.sdk` (target: under 100 ms), and the time
+   to health SERVING of `python -m apmbench.adapters null` and of the
+   `apmbench/null` container (tests/bench/startup.py). `--only startup`.
 
 Servers run as subprocesses on Unix sockets, the same way for the echo
 baseline (`run_bench.py --echo-server ADDRESS`) and for the harness
 (`apmbench-grpc serve null`). This is a measurement, not a test: nothing
 fails on speed; each target is reported as a boolean.
 
-    .venv/bin/python tests/bench/run_bench.py [--only query,push,rss,sandbox,frames]
+    .venv/bin/python tests/bench/run_bench.py [--only query,push,rss,sandbox,frames,startup]
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ from apmbench.harness.suites.apmbench.synth.writer import build
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers.frame_videos import write_indexed_video
+from startup import bench_startup
 
 ECHO_SERVICE = "apmbench.bench.Echo"
 ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
@@ -744,6 +748,8 @@ def run_all(only: set[str]) -> dict[str, Any]:
             report["frames"] = bench_frames(tmp)
         if "sandbox" in only:
             report["sandbox"] = bench_sandbox(tmp)
+        if "startup" in only:
+            report["startup"] = bench_startup(tmp)
     finally:
         if channel is not None:
             channel.close()
@@ -759,7 +765,7 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "--echo-server":
         echo_server(argv[1])
         return 0
-    sections = {"query", "push", "rss", "frames", "sandbox"}
+    sections = {"query", "push", "rss", "frames", "sandbox", "startup"}
     only = sections
     if len(argv) == 2 and argv[0] == "--only":
         only = set(argv[1].split(","))

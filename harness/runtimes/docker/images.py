@@ -2,8 +2,11 @@
 
     apmbench/rootfs:latest    Debian + python3-venv by mmdebstrap, `docker import`ed:
                               nothing is pulled, so it works air-gapped
-    apmbench/base:latest      + this project in /opt/apmbench, a non-root user
+    apmbench/base:latest      + apmbench-sdk alone in /opt/apmbench (no harness), a
+                              non-root user
     apmbench/<name>:latest    one per line of containers/systems.txt
+    apmbench-test/template    containers/template as a method author builds it; its
+                              size is checked against TEMPLATE_MAX_MB
     apmbench/base-gpu:latest  + torch and transformers with the CUDA runtime from
                               PyPI wheels (only with --gpu: multi-GB, for GPU hosts)
 
@@ -41,6 +44,7 @@ import docker
 import docker.errors
 
 from apmbench.adapters.sdk.errors import ApmbenchError
+from apmbench.harness.distributions import SDK_PROJECT, sdk_tree
 from apmbench.harness.errors import ImageBuildError
 from apmbench.harness.runtimes.docker.engine import connect
 
@@ -48,6 +52,10 @@ INPUTS_LABEL = "org.apmbench.inputs"
 ROOTFS = "apmbench/rootfs:latest"
 BASE = "apmbench/base:latest"
 BASE_GPU = "apmbench/base-gpu:latest"
+TEMPLATE = "apmbench-test/template:latest"
+# A method's image on the template should weigh little more than Python itself
+# (the Debian root is ~104 MB): the SDK's serving stack gets the rest.
+TEMPLATE_MAX_MB = 180
 SUITE = "bookworm"
 # libstdc++6: grpcio's extension needs it; ca-certificates: TLS for pip.
 PACKAGES = ("python3-venv", "ca-certificates", "libstdc++6")
@@ -60,10 +68,6 @@ NODE_TEMPLATE_FILES = (
 # Documentation and translations are a third of a minimal Debian and unused here.
 DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*", "/usr/share/info/*")
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
-# What the base image installs from the source tree (everything else stays out
-# of the build context, so unrelated edits do not rebuild it).
-SOURCE_DIRS = ("harness", "adapters", "proto/apmbench")
-SOURCE_FILES = ("pyproject.toml", "setup.py", "README.md")
 _SKIP = re.compile(r"(^|/)(__pycache__|\.mypy_cache|\.ruff_cache)(/|$)|\.pyc$")
 
 Files = Mapping[str, bytes]
@@ -137,10 +141,14 @@ def context_tar(files: Files) -> bytes:
     return buf.getvalue()
 
 
-def requirements(root: Path) -> bytes:
-    """The project's runtime dependencies and build backend, for the cached dependency layer."""
-    meta = tomllib.loads((root / "pyproject.toml").read_text())
-    deps = list(meta["project"]["dependencies"]) + list(meta["build-system"]["requires"])
+def requirements(root: Path, extras: Iterable[str] = ()) -> bytes:
+    """apmbench-sdk's dependencies (with `extras`) and build backend, for the cached
+    dependency layer of apmbench/base: the harness's own never enter an image."""
+    meta = tomllib.loads((root / SDK_PROJECT / "pyproject.toml").read_text())
+    deps = list(meta["project"]["dependencies"])
+    for extra in extras:
+        deps += meta["project"]["optional-dependencies"][extra]
+    deps += meta["build-system"]["requires"]
     return ("\n".join(deps) + "\n").encode()
 
 
@@ -305,8 +313,9 @@ class Builder:
         files = {
             "Dockerfile": dockerfile,
             "ca-certificates.crt": CA_BUNDLE.read_bytes() if CA_BUNDLE.exists() else b"",
+            "prune.txt": (self.root / "containers" / "base" / "prune.txt").read_bytes(),
             "requirements.txt": requirements(self.root),
-            **tree_files(self.root, SOURCE_DIRS, SOURCE_FILES, "src"),
+            **{f"sdk/{name}": data for name, data in sdk_tree(self.root).items()},
         }
         return self.build(BASE, files, {"ROOTFS": rootfs_ref}, parent=rootfs_id)
 
@@ -314,6 +323,12 @@ class Builder:
         dockerfile = (self.root / "containers" / "system" / "Dockerfile").read_bytes()
         args = {"BASE": BASE, "SYSTEM": name}
         return self.build(image_name(name), {"Dockerfile": dockerfile}, args, parent=base_id)
+
+    def template(self, base_id: str) -> str:
+        """containers/template as-is, on apmbench/base: what a method author starts from."""
+        folder = self.root / "containers" / "template"
+        files = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+        return self.build(TEMPLATE, files, parent=base_id)
 
     def base_gpu(self, base_id: str) -> str:
         dockerfile = (self.root / "containers" / "base-gpu" / "Dockerfile").read_bytes()
@@ -337,6 +352,7 @@ class Builder:
         built[BASE] = base_id = self.base(rootfs_id, rootfs or ROOTFS)
         for name in systems_list(self.root):
             built[image_name(name)] = self.system(base_id, name)
+        built[TEMPLATE] = self.template(base_id)
         if gpu:
             built[BASE_GPU] = self.base_gpu(base_id)
         return built
@@ -378,8 +394,12 @@ def main(root: Path, rootfs: str | None, gpu: bool, rebuild: bool, node_template
     except ApmbenchError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
-    for row in summary(client, built):
+    rows = summary(client, built)
+    for row in rows:
         click.echo(f"{row['image']:<32} {row['id']}  {row['size_mb']:>5} MB")
+    template_mb = next(row["size_mb"] for row in rows if row["image"] == TEMPLATE)
+    verdict = "met" if template_mb < TEMPLATE_MAX_MB else "NOT MET"
+    click.echo(f"template image: {template_mb} MB (target < {TEMPLATE_MAX_MB} MB): {verdict}")
 
 
 if __name__ == "__main__":
