@@ -79,6 +79,7 @@ def check(
     image: str | None,
     container: ContainerSettings,
     sandbox: bool,
+    sandbox_net: bool,
     process_env: tuple[str, ...],
 ) -> None:
     """Check that a server follows the protocol: each check passes, fails or does not apply.
@@ -102,7 +103,16 @@ def check(
         checks = select(only, skip, quick)
     except ConfigError as e:
         raise click.UsageError(str(e)) from e
-    spec = RuntimeSpec(system, endpoint, image, container, sandbox, process_env, command=command)
+    spec = RuntimeSpec(
+        system,
+        endpoint,
+        image,
+        container,
+        sandbox,
+        process_env,
+        command=command,
+        sandbox_net=sandbox_net,
+    )
     out = out or Path("runs") / f"check-{spec.label}"
     try:
         report = _run(spec, checks, out, query_timeout, startup_timeout)

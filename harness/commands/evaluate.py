@@ -167,6 +167,7 @@ def evaluate(
     image: str | None,
     container: ContainerSettings,
     sandbox: bool,
+    sandbox_net: bool,
     process_env: tuple[str, ...],
     **judge: Any,
 ) -> None:
@@ -215,6 +216,7 @@ def evaluate(
             sandbox=sandbox,
             env=process_env,
             command=command,
+            sandbox_net=sandbox_net,
         )
         opts = EvaluateOptions(
             dataset=dataset,

@@ -38,6 +38,8 @@ class RuntimeSpec:
     env: tuple[str, ...] = ()
     """`--env NAME[=VALUE]` for the system's process: the only environment it gets besides
     its own `APMBENCH_VLM_*` settings when sandboxed."""
+    sandbox_net: bool = False
+    """`--sandbox-net`: sandboxed, but on the host's network (a model endpoint)."""
     command: str | None = None
     """Any server command line with `{address}` in it, run as a local process."""
 
@@ -98,6 +100,7 @@ def make_runtime(
             sandbox=spec.sandbox,
             env=spec.env,
             hidden=(*hidden, run_dir),
+            share_net=spec.sandbox_net,
         )
     assert spec.system is not None
     return sandboxed_process(
@@ -108,4 +111,5 @@ def make_runtime(
         sandbox=spec.sandbox,
         env=spec.env,
         hidden=(*hidden, run_dir),
+        share_net=spec.sandbox_net,
     )

@@ -14,6 +14,7 @@ synthetic cache stay masked even there. It can therefore be restarted for
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import shutil
@@ -155,6 +156,7 @@ def command_process(
     env: tuple[str, ...] = (),
     hidden: tuple[Path, ...] = (),
     cwd: Path | None = None,
+    share_net: bool = False,
 ) -> CommandRuntime:
     """`--command` as `evaluate` and `check` start it: sandboxed like `--system` (see
     `sandboxed_process`), or unconfined with `--no-sandbox`, which every report then says."""
@@ -169,6 +171,7 @@ def command_process(
         )  # fmt: skip
     words, executable = parse_command(command, where)
     policy = command_policy(words, executable, where, (*hidden, cache_root()), allowed_env(extra))
+    policy = dataclasses.replace(policy, share_net=share_net)
     return CommandRuntime(
         command, log_path, deadlines, startup_timeout_s, cwd=where, sandbox=Sandbox(policy)
     )

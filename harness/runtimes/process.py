@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -272,6 +273,7 @@ def sandboxed_process(
     sandbox: bool,
     env: tuple[str, ...] = (),
     hidden: tuple[Path, ...] = (),
+    share_net: bool = False,
 ) -> ProcessRuntime:
     """`--system SPEC` as `evaluate` and `check` start it: in a bubblewrap sandbox that sees
     none of `hidden` (plus the synthetic cache), with only the allowlisted environment and
@@ -286,4 +288,5 @@ def sandboxed_process(
             system, log_path, deadlines, startup_timeout_s, env={**os.environ, **extra}
         )
     policy = python_policy(system, (*hidden, cache_root()), allowed_env(extra))
+    policy = dataclasses.replace(policy, share_net=share_net)
     return ProcessRuntime(system, log_path, deadlines, startup_timeout_s, sandbox=Sandbox(policy))
