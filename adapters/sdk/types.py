@@ -106,6 +106,15 @@ class Choice:
 
 
 @dataclass(frozen=True)
+class DialogueTurn:
+    """An earlier round of a query's dialogue: what was asked and the system's own answer."""
+
+    prompt: str
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True)
 class Query:
     """A question or probe at `time_ms`; see `QueryRequest` in the .proto."""
 
@@ -118,6 +127,8 @@ class Query:
     choices: tuple[Choice, ...] = ()
     interval_start_ms: int | None = None
     max_output_chars: int = 0
+    dialogue: tuple[DialogueTurn, ...] = ()
+    """Earlier turns of this query's dialogue, oldest first (empty: a single-turn query)."""
 
 
 @dataclass(frozen=True)

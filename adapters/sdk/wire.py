@@ -15,6 +15,7 @@ from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import (
     Capabilities,
     Choice,
+    DialogueTurn,
     Frame,
     FrameEncoding,
     Query,
@@ -197,6 +198,10 @@ def query_to_pb(query: Query) -> pb.QueryRequest:
         choices=[pb.Choice(option_id=c.option_id, text=c.text) for c in query.choices],
         interval_start_ms=query.interval_start_ms or 0,
         max_output_chars=query.max_output_chars,
+        dialogue=[
+            pb.DialogueTurn(prompt=t.prompt, question=t.question, answer=t.answer)
+            for t in query.dialogue
+        ],
     )
 
 
@@ -213,6 +218,7 @@ def query_from_pb(msg: pb.QueryRequest) -> Query:
         choices=tuple(Choice(c.option_id, c.text) for c in msg.choices),
         interval_start_ms=msg.interval_start_ms or None,
         max_output_chars=msg.max_output_chars,
+        dialogue=tuple(DialogueTurn(t.prompt, t.question, t.answer) for t in msg.dialogue),
     )
 
 
