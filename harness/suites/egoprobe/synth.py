@@ -50,10 +50,10 @@ from apmbench.harness.suites.egoprobe.dataset import (
 )
 
 GENERATOR = "egoprobe-synth"
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 VIDEO_FPS = 1
-BUSY = 4
-"""Filler actions at the start of every segment."""
+BUSY = (4, 7)
+"""Filler actions at the start of every segment, at least and at most."""
 
 # Segment starts (day, seconds after midnight) of one video: pairs a minute or two apart
 # give Short recalls, the rest Medium, Long and Ultra-long ones.
@@ -65,7 +65,9 @@ SCHEDULES = {
         (0, 8 * _H + 1500),
         (1, 9 * _H),
         (1, 9 * _H + 120),
+        (1, 15 * _H),
         (2, 8 * _H),
+        (3, 9 * _H),
     ),
     "full": (
         (0, 8 * _H),
@@ -97,8 +99,8 @@ class Preset:
 PRESETS = {
     p.name: p
     for p in (
-        Preset("tiny", 1, "tiny", 40, 2, "tests: seconds end to end"),
-        Preset("small", 3, "full", 40, 2, "the demo: every recall bucket, a few minutes of CPU"),
+        Preset("tiny", 1, "tiny", 40, 3, "tests: seconds end to end"),
+        Preset("small", 3, "full", 40, 3, "the demo: every recall bucket, a few minutes of CPU"),
         Preset("paper", 24, "full", 40, 3, "more videos of the same shape"),
     )
 }
@@ -184,22 +186,17 @@ def simulate(
         start_ms = day * MS_PER_DAY + (clock_s + rng.randint(0, 20)) * 1000
         opening = state.copy()
         # A busy start: a memory that keeps only the first few actions of a segment (as a
-        # compact text memory does) loses the later put-downs.
-        events: list[Event] = [_filler(rng, state, 2 + 2 * k, seg, start_ms) for k in range(BUSY)]
-        t = 3 + 2 * BUSY
-        today = used.setdefault(day, set())
-        # Two moves per segment while the day has places left; the second ends near the
-        # segment's end, so the next segment a minute later gives a Short recall.
-        for _ in range(2):
-            if t > seconds - 10:
-                break
-            moved, down, t = _move(rng, state, today, t, seg, start_ms)
-            events += moved
-            if down is not None:
-                downs.append(down)
-            if t < seconds - 12:
-                events.append(_filler(rng, state, t, seg, start_ms))
-                t += 3
+        # compact text memory does) loses the put-down of the busier segments.
+        busy = rng.randint(*BUSY)
+        events: list[Event] = [_filler(rng, state, 2 + 2 * k, seg, start_ms) for k in range(busy)]
+        # One move per segment, late in it, so that the next segment a minute or two later
+        # gives a Short recall; fewer moves than places leave some places undisturbed for
+        # a day or more (Base questions at long range).
+        moved, down, t = _move(rng, state, used.setdefault(day, set()), 3 + 2 * busy, seg, start_ms)
+        events += moved
+        if down is not None:
+            downs.append(down)
+        events.append(_filler(rng, state, t + 1, seg, start_ms))
         plans.append(
             SessionPlan(
                 f"S{seg + 1:03d}", f"DAY{day + 1}", start_ms, seconds, tuple(events), opening
@@ -241,6 +238,8 @@ def _questions(
                 if d.subject != target.subject and d.subject not in distractors:
                     distractors.append(d.subject)
             distractors = distractors[:3]
+            if related and not distractors:
+                continue  # related events, all with the same answer: neither Base nor Echo
             seen_here = {d.subject for d in related}
             fillers = [o for o in objects if o != target.subject and o not in seen_here]
             rng.shuffle(fillers)
@@ -274,7 +273,7 @@ def _questions(
                         "event_id": f"{vid}-{d.segment + 1}-{d.time_ms}",
                         "start": format_ms(d.time_ms - 1000),
                         "end": format_ms(d.time_ms),
-                        "option": option_of[d.subject],
+                        "option": None if d.subject == target.subject else option_of[d.subject],
                     }
                     for d in kept
                 ],
