@@ -99,5 +99,12 @@ _RULES = (
         "Answer formats",
         'Four options, answer {"answer": "A|B|C|D"}.',
     ),
+    Rule(
+        "DIALOGUE",
+        "Dialogue turns",
+        "like any Query it runs on an isolated branch (R5), so no turn of a dialogue is "
+        "remembered by the system. A system that ignores this field still answers the "
+        "follow-up, only without its context.",
+    ),
 )
 RULES: dict[str, Rule] = {r.id: r for r in _RULES}

@@ -70,3 +70,14 @@ class DialogueBlind(DialogueRecorder):
         if [c.text for c in query.choices] == ["Yes", "No"]:
             return "B"
         return query.choices[0].option_id
+
+
+class RemembersDialogue(JsonMemory):
+    """Writes each dialogue turn it is shown into its memory: breaks the dialogue rule."""
+
+    name = "remembers-dialogue"
+
+    def query(self, query: Query) -> Iterator[str]:
+        for turn in query.dialogue:
+            self.memory["turns"].append(turn.answer)
+        yield json.dumps(self.answer(query))
