@@ -14,9 +14,10 @@ before the query are related events; their objects are the event-grounded
 distractors. A question whose place saw no other put-down before the query is
 a Base question, otherwise an Echo question with a two-turn dialogue.
 
-No label is visible on the wire: every option is an object of the same world
-(the answer, the distractors and the fillers alike), options are shuffled,
-and the query time is drawn independently of the answer.
+No label is visible on the wire: the four options of every question are the
+same four objects (the ones that move; a fifth stays put), shuffled, so
+neither the option set nor its order says anything about the answer; the
+query time is drawn independently of the answer.
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ from apmbench.harness.suites.egoprobe.dataset import (
 )
 
 GENERATOR = "egoprobe-synth"
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 VIDEO_FPS = 1
+OPTIONS = len(OPTION_IDS)
 BUSY = (4, 7)
 """Filler actions at the start of every segment, at least and at most."""
 
@@ -116,10 +118,18 @@ class PutDown:
 
 
 def _move(
-    rng: random.Random, state: WorldState, used: set[str], t: int, seg: int, start_ms: int
+    rng: random.Random,
+    state: WorldState,
+    movable: Sequence[str],
+    used: set[str],
+    t: int,
+    seg: int,
+    start_ms: int,
 ) -> tuple[list[Event], PutDown | None, int]:
     """Walk to an object, pick it up, carry it to a place not used today, put it down."""
-    objects = [(o, p) for p, ps in state.places.items() for o in ps.objects.values()]
+    objects = [
+        (o, p) for p, ps in state.places.items() for o in ps.objects.values() if o in movable
+    ]
     rng.shuffle(objects)
     for obj, origin in objects:
         targets = [
@@ -177,8 +187,12 @@ def _filler(rng: random.Random, state: WorldState, t: int, seg: int, start_ms: i
 
 def simulate(
     rng: random.Random, schedule: Sequence[tuple[int, int]], seconds: int
-) -> tuple[list[SessionPlan], list[PutDown]]:
+) -> tuple[list[SessionPlan], list[PutDown], list[str]]:
+    """The segments, the put-downs, and the objects that move (one of the world's five stays
+    where it is, so that every question can offer exactly the four that move)."""
     state = initial_world(rng)
+    objects = sorted(o for p in state.places.values() for o in p.objects.values())
+    movable = sorted(rng.sample(objects, OPTIONS))
     plans: list[SessionPlan] = []
     downs: list[PutDown] = []
     used: dict[int, set[str]] = {}
@@ -192,7 +206,9 @@ def simulate(
         # One move per segment, late in it, so that the next segment a minute or two later
         # gives a Short recall; fewer moves than places leave some places undisturbed for
         # a day or more (Base questions at long range).
-        moved, down, t = _move(rng, state, used.setdefault(day, set()), 3 + 2 * busy, seg, start_ms)
+        moved, down, t = _move(
+            rng, state, movable, used.setdefault(day, set()), 3 + 2 * busy, seg, start_ms
+        )
         events += moved
         if down is not None:
             downs.append(down)
@@ -202,7 +218,7 @@ def simulate(
                 f"S{seg + 1:03d}", f"DAY{day + 1}", start_ms, seconds, tuple(events), opening
             )
         )
-    return plans, downs
+    return plans, downs, movable
 
 
 def _questions(
@@ -240,9 +256,13 @@ def _questions(
             distractors = distractors[:3]
             if related and not distractors:
                 continue  # related events, all with the same answer: neither Base nor Echo
-            seen_here = {d.subject for d in related}
-            fillers = [o for o in objects if o != target.subject and o not in seen_here]
-            rng.shuffle(fillers)
+            # The options are always the four objects that move, so the set offered says
+            # nothing about the answer; only the video tells which is which.
+            fillers = [o for o in objects if o != target.subject and o not in distractors]
+            # Fillers put down at this place later first: an object offered for a place
+            # should not be likelier the answer for having been put down there at all.
+            later = {d.subject for d in downs if d.place == target.place and d.time_ms >= t_q}
+            fillers.sort(key=lambda o: o not in later)
             texts = [target.subject, *distractors, *fillers][:4]
             if len(texts) < 4:
                 continue
@@ -308,8 +328,7 @@ def build(preset: Preset, seed: int, out: Path) -> dict[str, int]:
     for i in range(preset.videos):
         vid = f"V{i + 1:03d}"
         rng = random.Random(f"{GENERATOR}/{GENERATOR_VERSION}/{preset.name}/{seed}/{i}")
-        plans, downs = simulate(rng, SCHEDULES[preset.schedule], preset.segment_seconds)
-        objects = sorted({o for p in plans[0].opening.places.values() for o in p.objects.values()})
+        plans, downs, objects = simulate(rng, SCHEDULES[preset.schedule], preset.segment_seconds)
         segments = []
         for plan in plans:
             file = f"videos/{vid}_{plan.session_id}.mp4"
