@@ -172,3 +172,22 @@ def test_dialogue_turns_cross_the_wire() -> None:
     assert back == query
     plain = Query("q2", 5, QueryKind.MULTIPLE_CHOICE, "sys", "p")
     assert wire.query_from_pb(wire.query_to_pb(plain)).dialogue == ()
+
+
+def test_tables_render_from_a_scored_report(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from apmbench.harness.suites.egoprobe import report
+
+    ds = load_dataset(_write(tmp_path, _doc()))
+    q = ds.questions[0]
+    row = {"round": SINGLE, "subset": q.subset, "bucket": q.bucket, "event_distractors": 1,
+           "dialogue_id": None, "ttft_s": None, "total_s": 0.1, "rtf": None,
+           **metrics.grade(Item(SINGLE, q), '{"answer":"B"}')}  # fmt: skip
+    scored = metrics.score([row], [])
+    text = report.render_markdown(scored, {"system": {"name": "x"}, "dataset": "d"})
+    assert "| Ultra-long | n/c (n=0) | 100.0 (n=1) | 100.0 (n=1) |" in text
+    console = Console(record=True, width=200)
+    for table in report.summary_tables([scored], ["x"]):
+        console.print(table)
+    assert "Ultra-long" in console.export_text()
