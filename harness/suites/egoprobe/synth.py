@@ -51,7 +51,7 @@ from apmbench.harness.suites.egoprobe.dataset import (
 )
 
 GENERATOR = "egoprobe-synth"
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 VIDEO_FPS = 1
 OPTIONS = len(OPTION_IDS)
 BUSY = (4, 7)
@@ -78,12 +78,14 @@ SCHEDULES = {
         (0, 14 * _H),
         (1, 9 * _H),
         (1, 9 * _H + 120),
+        (1, 9 * _H + 1500),
         (1, 19 * _H),
         (2, 8 * _H + 1800),
         (2, 8 * _H + 1920),
         (2, 12 * _H),
         (3, 10 * _H),
         (3, 10 * _H + 120),
+        (4, 9 * _H),
     ),
 }
 
