@@ -318,8 +318,11 @@ class TrajectoryRunner:
         actual answers."""
         dialogue: tuple[DialogueTurn, ...] = ()
         current: Ask | None = ask
+        render: Callable[[Query], Query] | None = None
         while current is not None:
             query = replace(current.query, query_id=uuid.uuid4().hex, dialogue=dialogue)
+            if render is not None:
+                query = render(query)
             if self.auditor is not None:
                 result = self.auditor.ask(self, segment, current, query)
             else:
@@ -334,7 +337,7 @@ class TrajectoryRunner:
             if not asked:
                 return
             dialogue = (*dialogue, DialogueTurn(query.prompt, query.question, result.text))
-            current = follow.ask
+            current, render = follow.ask, follow.render
 
     def _record(
         self,

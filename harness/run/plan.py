@@ -61,6 +61,9 @@ class FollowUp:
 
     ask: Ask
     when: Callable[[Mapping[str, Any]], bool]
+    render: Callable[[Query], Query] | None = None
+    """Adapts the follow-up's query once its dialogue is filled in (e.g. quotes the earlier
+    turns in the prompt too, for systems that read only the prompt)."""
 
 
 @dataclass(frozen=True)

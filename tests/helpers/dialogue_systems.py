@@ -52,6 +52,7 @@ class DialogueRecorder(JsonMemory):
             event="query",
             time_ms=query.time_ms,
             question=query.question,
+            prompt=query.prompt,
             choices=[c.text for c in query.choices],
             dialogue=[[t.prompt, t.question, t.answer] for t in query.dialogue],
             branch=hashlib.sha256(json.dumps(self.memory, sort_keys=True).encode()).hexdigest(),

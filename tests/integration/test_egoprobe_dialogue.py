@@ -71,6 +71,8 @@ def test_r2_follows_a_yes_with_r1_answer_on_the_same_branch(
             assert second["dialogue"] == [
                 [prompts.first_round(d.r1_question), d.r1_question, r1["raw_output"]]
             ]
+            # ... and quotes it in the prompt too, for systems that read only the prompt.
+            assert r1["raw_output"] in second["prompt"]
             assert second["branch"] == first["branch"]
             assert second["time_ms"] == first["time_ms"]
             assert second["latest_ms"] <= second["time_ms"]

@@ -96,7 +96,8 @@ def dialogue_asks(d: Dialogue) -> Ask:
         prompts.YES_NO,
     )
     second = _ask(f"{d.dialogue_id}:R2", Item(R2, q, d), r2)
-    return _ask(f"{d.dialogue_id}:R1", Item(R1, q, d), r1, FollowUp(second, affirmative))
+    follow_up = FollowUp(second, affirmative, prompts.with_dialogue)
+    return _ask(f"{d.dialogue_id}:R1", Item(R1, q, d), r1, follow_up)
 
 
 def items(dataset: Dataset) -> dict[str, Item]:
