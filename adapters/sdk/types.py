@@ -120,6 +120,15 @@ class Choice:
 
 
 @dataclass(frozen=True)
+class DialogueTurn:
+    """An earlier round of a query's dialogue: what was asked and the system's own answer."""
+
+    prompt: str
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True)
 class Query:
     """A question or probe at `time_ms`; see `QueryRequest` in the .proto."""
 
@@ -136,6 +145,8 @@ class Query:
     """None when the client did not say (a protocol 1.0 harness): read the prompt."""
     answer_schema: str = ""
     """A JSON Schema of the answer object (protocol 1.1), "" when not given."""
+    dialogue: tuple[DialogueTurn, ...] = ()
+    """Earlier turns of this query's dialogue, oldest first (empty: a single-turn query)."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from apmbench.adapters.sdk.types import (
     AnswerFormat,
     Capabilities,
     Choice,
+    DialogueTurn,
     Frame,
     FrameEncoding,
     Query,
@@ -212,6 +213,10 @@ def query_to_pb(query: Query) -> pb.QueryRequest:
             else _FORMAT_TO_PB[query.answer_format]
         ),
         answer_schema=query.answer_schema,
+        dialogue=[
+            pb.DialogueTurn(prompt=t.prompt, question=t.question, answer=t.answer)
+            for t in query.dialogue
+        ],
     )
 
 
@@ -231,6 +236,7 @@ def query_from_pb(msg: pb.QueryRequest) -> Query:
         # A value from a later minor version reads as "not said": the prompt still says it.
         answer_format=_FORMAT_FROM_PB.get(msg.answer_format),
         answer_schema=msg.answer_schema,
+        dialogue=tuple(DialogueTurn(t.prompt, t.question, t.answer) for t in msg.dialogue),
     )
 
 

@@ -118,5 +118,12 @@ _RULES = (
     Rule(
         "CANCEL", "Cancellation", "a cancelled Query stops its work and leaves the server usable."
     ),
+    Rule(
+        "DIALOGUE",
+        "Dialogue turns",
+        "like any Query it runs on an isolated branch (R5), so no turn of a dialogue is "
+        "remembered by the system. A system that ignores this field still answers the "
+        "follow-up, only without its context.",
+    ),
 )
 RULES: dict[str, Rule] = {r.id: r for r in _RULES}

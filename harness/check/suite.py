@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from apmbench.adapters.sdk import errors, wire
 from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.harness.check import (
+    checks_dialogue,
     checks_frames,
     checks_lifecycle,
     checks_query,
@@ -38,6 +39,7 @@ CHECKS: tuple[Check, ...] = (
     *checks_frames.CHECKS,
     *checks_rules.CHECKS,
     *(c for c in checks_query.CHECKS if c.name != "query-cancel"),
+    *checks_dialogue.CHECKS,
     *checks_state.CHECKS,
     checks_query.query_cancel,
     *checks_slow.CHECKS,

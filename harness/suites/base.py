@@ -200,6 +200,9 @@ class Suite(ABC):
     def comparison(self, runs: Sequence[ComparedRun]) -> dict[str, Any]:
         """compare.json's content; must hold `plot_y_label`, `notes` and per run `plot_y`."""
 
+    def write_plots(self, data: Mapping[str, Any], out: Path) -> None:  # noqa: B027
+        """Extra plots of the suite's own into the comparison folder (none by default)."""
+
     @abstractmethod
     def render_comparison(
         self, runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None

@@ -13,8 +13,8 @@ import pytest
 from apmbench.adapters.sdk.types import UserTurnKind
 from apmbench.harness.errors import DatasetError, VideoError
 from apmbench.harness.media.frames import FrameSettings, decode_session, frame_times
+from apmbench.harness.media.timecode import to_ms
 from apmbench.harness.suites.apmbench.dataset import load_dataset
-from apmbench.harness.suites.apmbench.timecode import to_ms
 
 
 def test_mini_loads(mini: Path) -> None:

@@ -16,8 +16,8 @@ import pytest
 from fixtures.build_mini import write_video
 
 from apmbench.harness.errors import DatasetError
+from apmbench.harness.media.timecode import MS_PER_DAY, to_ms
 from apmbench.harness.suites.apmbench.dataset import load_dataset
-from apmbench.harness.suites.apmbench.timecode import MS_PER_DAY, to_ms
 
 APPENDIX = Path(__file__).resolve().parents[1] / "fixtures" / "appendix"
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from apmbench.harness.scoring import measures
 from apmbench.harness.suites.apmbench import metrics as scoring
 
 
@@ -118,7 +119,7 @@ def test_storage_per_hour_eq2_and_peaks() -> None:
         # T3: one session, no prior state: not counted.
         session("T3", 0, 600, 99),
     ]
-    out = scoring.storage(sessions)
+    out = measures.storage(sessions)
     assert out["trajectories_counted"] == 2
     assert out["storage_per_hour_bytes"] == pytest.approx((300 / 1.0 + 600 / 0.5) / 2)
     assert out["peak_bytes_mean"] == 450 and out["peak_bytes_max"] == 600

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from apmbench.harness.scoring import measures
 from apmbench.harness.suites.apmbench import metrics
 
 
@@ -23,7 +24,7 @@ def test_growing_memory_peaks_at_the_end() -> None:
     # A raw-video memory grows with every session: 1, 2, 3 GB over 1 h sessions.
     gb = 1 << 30
     rows = [session("grow", i, 1.0, (i + 1) * gb) for i in range(3)] + [session("grow", 3, 1, 0)]
-    out = metrics.storage(rows)
+    out = measures.storage(rows)
     (t,) = out["trajectories"]
     assert t["B_peak_bytes"] == 3 * gb and t["D_peak_hours"] == pytest.approx(3.0)
     assert out["storage_per_hour_bytes"] == pytest.approx(gb)
@@ -35,7 +36,7 @@ def test_constant_memory_is_charged_for_all_the_hours_it_covers() -> None:
     # D_peak = 1.5 h, not 0.5 h (which the first occurrence would give).
     size = 8_404_992
     rows = [session("flat", i, 0.5, size) for i in range(3)] + [session("flat", 3, 0.5, 1)]
-    out = metrics.storage(rows)
+    out = measures.storage(rows)
     assert out["peak_rule"] == "last"
     (t,) = out["trajectories"]
     assert t["B_peak_bytes"] == size

@@ -31,10 +31,10 @@ from typing import Any
 
 from apmbench.adapters.sdk.types import Choice, UserTurnKind
 from apmbench.harness.errors import DatasetError
+from apmbench.harness.media.timecode import MS_PER_DAY, format_ms, to_ms
 from apmbench.harness.media.timeline import Session, Trajectory, Turn
 from apmbench.harness.suites.apmbench import prompts, tasks
 from apmbench.harness.suites.apmbench.release import RawCandidate, read_release
-from apmbench.harness.suites.apmbench.timecode import MS_PER_DAY, format_ms, to_ms
 
 FORMAT = "apmbench-dataset"
 FORMAT_VERSION = 1

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import DatasetError
+from apmbench.harness.media.timecode import to_ms
 from apmbench.harness.media.timeline import Session, Trajectory
 from apmbench.harness.suites.apmbench import tasks
-from apmbench.harness.suites.apmbench.timecode import to_ms
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".mov", ".webm")
 _VIDEO_NAME = re.compile(r"^(DAY\d+)_(.+)_(\d{2})(\d{2})(\d{2})(\d{2})?$")

@@ -623,6 +623,7 @@ class QueryRequest(_message.Message):
     MAX_OUTPUT_CHARS_FIELD_NUMBER: _builtins.int
     ANSWER_FORMAT_FIELD_NUMBER: _builtins.int
     ANSWER_SCHEMA_FIELD_NUMBER: _builtins.int
+    DIALOGUE_FIELD_NUMBER: _builtins.int
     query_id: _builtins.str
     """Opaque, unique per query; never reused, never meaningful."""
     time_ms: _builtins.int
@@ -651,6 +652,18 @@ class QueryRequest(_message.Message):
     """
     @_builtins.property
     def choices(self) -> _containers.RepeatedCompositeFieldContainer[Global___Choice]: ...
+    @_builtins.property
+    def dialogue(self) -> _containers.RepeatedCompositeFieldContainer[Global___DialogueTurn]:
+        """DIALOGUE. The earlier turns of this query's dialogue, oldest first: each
+        earlier question as it was asked and the system's own answer to it,
+        verbatim. Empty for a single-turn query. The harness asks a follow-up
+        right after the turn it follows, at the same time_ms and with no frame
+        pushed in between, so both rounds see the same visual evidence; like any
+        Query it runs on an isolated branch (R5), so no turn of a dialogue is
+        remembered by the system. A system that ignores this field still answers
+        the follow-up, only without its context. Added in protocol 1.1.
+        """
+
     def __init__(
         self,
         *,
@@ -665,14 +678,45 @@ class QueryRequest(_message.Message):
         max_output_chars: _builtins.int = ...,
         answer_format: Global___AnswerFormat.ValueType = ...,
         answer_schema: _builtins.str = ...,
+        dialogue: _abc.Iterable[Global___DialogueTurn] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer_format", b"answer_format", "answer_schema", b"answer_schema", "choices", b"choices", "interval_start_ms", b"interval_start_ms", "kind", b"kind", "max_output_chars", b"max_output_chars", "prompt", b"prompt", "query_id", b"query_id", "question", b"question", "system_prompt", b"system_prompt", "time_ms", b"time_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer_format", b"answer_format", "answer_schema", b"answer_schema", "choices", b"choices", "dialogue", b"dialogue", "interval_start_ms", b"interval_start_ms", "kind", b"kind", "max_output_chars", b"max_output_chars", "prompt", b"prompt", "query_id", b"query_id", "question", b"question", "system_prompt", b"system_prompt", "time_ms", b"time_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___QueryRequest: _TypeAlias = QueryRequest  # noqa: Y015
+
+@_typing.final
+class DialogueTurn(_message.Message):
+    """One earlier round of a dialogue (see QueryRequest.dialogue)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PROMPT_FIELD_NUMBER: _builtins.int
+    QUESTION_FIELD_NUMBER: _builtins.int
+    ANSWER_FIELD_NUMBER: _builtins.int
+    prompt: _builtins.str
+    """The earlier query's rendered prompt, as the system received it."""
+    question: _builtins.str
+    """Its structured question text (may be empty for probes without one)."""
+    answer: _builtins.str
+    """The system's own answer to it: the concatenation of its chunks."""
+    def __init__(
+        self,
+        *,
+        prompt: _builtins.str = ...,
+        question: _builtins.str = ...,
+        answer: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer", b"answer", "prompt", b"prompt", "question", b"question"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DialogueTurn: _TypeAlias = DialogueTurn  # noqa: Y015
 
 @_typing.final
 class QueryChunk(_message.Message):

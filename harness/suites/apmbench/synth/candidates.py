@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from apmbench.harness.media.timecode import MS_PER_DAY
 from apmbench.harness.suites.apmbench.synth.world import FIXTURES, Event, SessionPlan
-from apmbench.harness.suites.apmbench.timecode import MS_PER_DAY
 
 UNAVAILABLE = "Not answerable now: the evidence needed is not available"
 Candidate = dict[str, Any]

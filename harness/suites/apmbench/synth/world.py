@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from apmbench.adapters.perception.events import describe
 from apmbench.adapters.perception.layout import Scene, SlotView
-from apmbench.harness.suites.apmbench.timecode import MS_PER_DAY, format_ms
+from apmbench.harness.media.timecode import MS_PER_DAY, format_ms
 
 PLACES = ("KITCHEN", "DESK", "SHELF", "HALLWAY", "PANTRY", "GARAGE", "BALCONY")
 FIXTURES = {
