@@ -37,6 +37,20 @@ def query_dialogue(ctx: CheckContext) -> Passed:
         YES_NO,
     )
     r1 = ctx.client.query(first)
+    if (problem := format_problem(first, r1.text)) is not None:
+        probes.end(ctx.client, SESSION_2)
+        raise NotApplicable(
+            f"R1 itself does not parse ({problem}): a matter of query-format, and a follow-up "
+            "needs a parsed first round",
+            "answer every query in the format its prompt and answer_format ask for",
+        )
+    if ctx.export().data != before.data:
+        probes.end(ctx.client, SESSION_2)
+        raise NotApplicable(
+            "a single query already changed the state (see query-read-only), so a change "
+            "cannot be put down to the dialogue",
+            "query() must not change memory",
+        )
     base = next(q for q in probes.probe_queries() if q.kind is QueryKind.MULTIPLE_CHOICE)
     follow = replace(
         probes.renewed(base, first.time_ms),
@@ -45,14 +59,9 @@ def query_dialogue(ctx: CheckContext) -> Passed:
     r2 = ctx.client.query(follow)
     after = ctx.export()
     probes.end(ctx.client, SESSION_2)
-    problems = [
-        f"{name}: {p}"
-        for name, q, text in (("R1", first, r1.text), ("R2", follow, r2.text))
-        if (p := format_problem(q, text)) is not None
-    ]
-    if problems:
+    if (problem := format_problem(follow, r2.text)) is not None:
         raise CheckFailed(
-            "; ".join(problems),
+            f"R2: {problem}",
             'answer each round with the JSON the prompt asks for ({"answer":"A|B"} for a '
             "yes/no round); the dialogue field only adds context",
         )
