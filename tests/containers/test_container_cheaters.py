@@ -28,6 +28,7 @@ from containertools import HERE, ROOT, cli, run_containers
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.docker import socketdir
 from apmbench.harness.runtimes.docker.images import BASE, Builder, tree_files
 from apmbench.harness.runtimes.docker.runtime import DockerRuntime
@@ -70,8 +71,8 @@ def test_a_stash_outside_the_export_is_gone_in_the_next_container(
     settings = ContainerSettings(env=(("CHEAT", "stash"),), mounts=(mount,))
     evaluate(
         EvaluateOptions(
-            dataset=mini, out=out, image=CHEATERS, persistence=Persistence.RESTART,
-            container=settings,
+            dataset=mini, out=out, persistence=Persistence.RESTART,
+            runtime=RuntimeSpec(image=CHEATERS, container=settings),
         )
     )  # fmt: skip
 

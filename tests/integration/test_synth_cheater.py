@@ -10,6 +10,7 @@ import pytest
 
 from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -29,7 +30,7 @@ def test_a_timing_only_decider_stays_at_chance(
         EvaluateOptions(
             dataset=dataset,
             out=out,
-            system="helpers.timing_cheater:TimingOnlyDecider",
+            runtime=RuntimeSpec(system="helpers.timing_cheater:TimingOnlyDecider"),
             persistence=Persistence.RESET,
         )
     )
