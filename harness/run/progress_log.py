@@ -67,7 +67,9 @@ class LogProgress:
 
     def trajectories(self, total: int, skipped: int) -> None:
         self.total, self.skipped = total, skipped
-        self._emit("run started", trajectories=total, already_done=skipped)
+        # Same word as on a terminal, so a log shows at a glance that a run was resumed.
+        event = "resuming" if skipped else "run started"
+        self._emit(event, trajectories=total, already_done=skipped)
 
     def trajectory_started(self, tid: str, segments: int) -> None:
         with self._lock:
