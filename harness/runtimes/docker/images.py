@@ -79,10 +79,16 @@ def image_name(system: str) -> str:
     return f"apmbench/{system}:latest"
 
 
-def systems_list(root: Path) -> list[str]:
-    """containers/systems.txt: one registered system a line, # comments."""
+def system_lines(root: Path) -> dict[str, list[str]]:
+    """containers/systems.txt: a registered system a line, then the pip requirements its
+    image adds to the lean base (what it needs beyond serving); # comments."""
     lines = (root / "containers" / "systems.txt").read_text().splitlines()
-    return [s for line in lines if (s := line.split("#", 1)[0].strip())]
+    words = [s.split() for line in lines if (s := line.split("#", 1)[0].strip())]
+    return {w[0]: w[1:] for w in words}
+
+
+def systems_list(root: Path) -> list[str]:
+    return list(system_lines(root))
 
 
 def debian_mirror() -> str:
@@ -321,7 +327,7 @@ class Builder:
 
     def system(self, base_id: str, name: str) -> str:
         dockerfile = (self.root / "containers" / "system" / "Dockerfile").read_bytes()
-        args = {"BASE": BASE, "SYSTEM": name}
+        args = {"BASE": BASE, "SYSTEM": name, "EXTRAS": " ".join(system_lines(self.root)[name])}
         return self.build(image_name(name), {"Dockerfile": dockerfile}, args, parent=base_id)
 
     def template(self, base_id: str) -> str:
