@@ -126,6 +126,35 @@ if TYPE_CHECKING:
     show_default=True,
     help="With --audit: trajectories rerun in restart mode (when the run's mode is not restart).",
 )
+@click.option(
+    "--shard",
+    default=None,
+    metavar="I/N",
+    help="Run only part I of N (0-based) of the trajectories, for a scheduler to place "
+    "(Slurm array, Kubernetes Indexed Job); join the parts with `apmbench-grpc merge`. "
+    "Several shards may share one --out.",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="ray: one Ray task per trajectory on a Ray cluster, merged into --out (needs the "
+    "'ray' extra).",
+)
+@click.option(
+    "--ray-address",
+    default=None,
+    help="With --backend ray: the cluster (e.g. 10.0.0.1:6379); default: RAY_ADDRESS, else a "
+    "local one.",
+)
+@click.option(
+    "--ray-gpus",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="With --backend ray: GPUs each trajectory's task reserves.",
+)
 @judge_options(default_judge="none")
 @process_options
 @container_options
@@ -147,6 +176,10 @@ def evaluate(
     audit: bool,
     audit_queries: int,
     audit_trajectories: int,
+    shard: str | None,
+    backend: str,
+    ray_address: str | None,
+    ray_gpus: float,
     image: str | None,
     container: ContainerSettings,
     sandbox: bool,
@@ -160,6 +193,7 @@ def evaluate(
     """
     from apmbench.harness.run.audits.queries import AuditSettings
     from apmbench.harness.run.evaluate import EvaluateOptions
+    from apmbench.harness.run.shards import Shard
 
     if min(audit_queries, audit_trajectories) < 0:
         raise click.BadParameter("must not be negative", param_hint="--audit-queries/-trajectories")
@@ -170,6 +204,14 @@ def evaluate(
         raise click.UsageError("give --dataset DIR or --synthetic PRESET, not both")
     if sum(x is not None for x in (system, endpoint, image)) > 1:
         raise click.UsageError("give one of --system NAME, --endpoint ADDRESS, --image IMAGE")
+    try:
+        part = Shard.parse(shard) if shard is not None else None
+    except ConfigError as e:
+        raise click.BadParameter(str(e), param_hint="--shard") from e
+    if backend == "ray" and part is not None:
+        raise click.UsageError("--backend ray places every trajectory itself: drop --shard")
+    if ray_address is not None and backend != "ray":
+        raise click.UsageError("--ray-address: only with --backend ray")
     if fps <= 0:
         raise click.BadParameter("must be positive", param_hint="--fps")
     if dataset is None:
@@ -200,8 +242,10 @@ def evaluate(
             startup_timeout_s=startup_timeout,
             judge=judge_settings,
             audit=audit_settings,
+            shard=part,
         )
-        results.append(_run(opts, quiet=embedded))
+        ray = (ray_address, ray_gpus) if backend == "ray" else None
+        results.append(_run(opts, quiet=embedded, ray=ray))
     if embedded:
         wide = Console(width=120)
         suite = _suite(dataset, benchmark)
@@ -229,7 +273,9 @@ def _synthetic(benchmark: str | None, preset: str, seed: int) -> Path:
         sys.exit(EXIT_USAGE)
 
 
-def _run(opts: EvaluateOptions, quiet: bool) -> Evaluation:
+def _run(
+    opts: EvaluateOptions, quiet: bool, ray: tuple[str | None, float] | None = None
+) -> Evaluation:
     """One evaluation with a progress display; exits with a code a person can act on."""
     from apmbench.harness.run.evaluate import Progress as RunProgress
     from apmbench.harness.run.evaluate import evaluate as run_evaluation
@@ -264,7 +310,12 @@ def _run(opts: EvaluateOptions, quiet: bool) -> Evaluation:
                     current, description="judging", completed=done, total=total, visible=True
                 ),
             )
-            result = run_evaluation(opts, callbacks)
+            if ray is not None:
+                from apmbench.harness.run.ray_backend import evaluate_ray
+
+                result = evaluate_ray(opts, ray[0], callbacks, gpus_per_task=ray[1])
+            else:
+                result = run_evaluation(opts, callbacks)
     except (DatasetError, ConfigError, RunDirError) as e:
         console.print(f"[red]error:[/red] {e}")
         sys.exit(EXIT_USAGE)
@@ -276,6 +327,12 @@ def _run(opts: EvaluateOptions, quiet: bool) -> Evaluation:
     except KeyboardInterrupt:
         console.print(f"interrupted: finished trajectories are kept in {out}; rerun with --resume")
         sys.exit(EXIT_INTERRUPTED)
+    if opts.shard is not None:
+        click.echo(
+            f"shard {opts.shard.name}: its trajectories are recorded in {result.run_dir}; when "
+            "every shard is done: apmbench-grpc merge DIR... --out MERGED"
+        )
+        return result
     if not quiet:
         click.echo((result.run_dir / "report.md").read_text())
         click.echo(f"run directory: {result.run_dir}")
