@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import ConfigError, RunDirError
+from apmbench.harness.run import records
 from apmbench.harness.run.evaluate import EvaluateOptions, Evaluation, Progress, evaluate
 from apmbench.harness.run.merge import merge
 from apmbench.harness.run.shards import Shard
@@ -100,6 +101,9 @@ def evaluate_ray(
     finally:
         ray.shutdown()
     report = merge([parts / tid for tid in ids], opts.out)
+    # Which attempt of each task finished, where: a retried trajectory shows attempt > 1.
+    tasks = {tid: json.loads((parts / tid / ATTEMPT_FILE).read_text()) for tid in ids}
+    records.RunDir(opts.out).update_manifest(ray={"tasks": tasks, "max_retries": max_retries})
     shutil.rmtree(parts, ignore_errors=True)
     return Evaluation(opts.out, report)
 
