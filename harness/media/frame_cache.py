@@ -1,7 +1,7 @@
 """Each session's frames produced once per trajectory run, for every replay of it.
 
 A trajectory's plan replays the same sessions many times: the main pass, a
-fork per adaptive candidate, the EA replays. Decoding (or rendering) and
+fork per candidate, the replays of past sessions. Decoding (or rendering) and
 encoding a session's frames again for each replay costs far more than pushing
 them, so the first replay that needs a session starts one background producer
 for the whole session, and every replay, the first included, reads the
