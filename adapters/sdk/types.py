@@ -9,11 +9,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
+import numpy as np
+import numpy.typing as npt
 
 PROTOCOL_VERSION = "1.0"
 
@@ -83,10 +81,6 @@ class Frame:
     data: bytes
 
     def rgb(self) -> npt.NDArray[np.uint8]:
-        # numpy loads here, not with the module: a system that never looks at pixels
-        # (null, text-only) starts faster, and restart mode starts one per session.
-        import numpy as np
-
         if self.encoding is FrameEncoding.RGB24:
             return np.frombuffer(self.data, dtype=np.uint8).reshape(self.height, self.width, 3)
         import simplejpeg
