@@ -7,14 +7,16 @@ STAMP  := $(VENV)/.installed
 # folders, so it reads them through a tree of links with the import names.
 TYPECHECK := .typecheck
 
-.PHONY: install test unit lint typecheck proto demo bench clean
+.PHONY: install test unit lint typecheck proto demo bench dist clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py
+# Both distributions editable in one resolve: apmbench-grpc's pin on apmbench-sdk
+# is met by the SDK from this same tree (packaging/sdk).
+$(STAMP): pyproject.toml setup.py packaging/sdk/pyproject.toml packaging/sdk/setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,models,ray]'
+	$(BIN)/python -m pip install -q -e packaging/sdk -e '.[dev,models,ray]'
 	touch $(STAMP)
 	@command -v bwrap >/dev/null || echo "note: --system runs in a bubblewrap sandbox;" \
 		"install it with: apt-get install -y bubblewrap (as root)"
@@ -46,6 +48,12 @@ demo: install
 bench: install
 	$(BIN)/python tests/bench/run_bench.py
 
+# apmbench-sdk and apmbench-grpc, wheels and sdists, into dist/: `twine check`, then
+# each wheel installed into a fresh venv (the SDK alone serves `null` and passes
+# `check`); prints the SDK's installed size.
+dist: install
+	$(BIN)/python -m apmbench.harness.distributions --out dist
+
 # Images for `evaluate --image` (README, section Containers): a Debian root
 # built by mmdebstrap (no registry needed; as root), apmbench/base, and one image
 # per line of containers/systems.txt. Nothing is rebuilt whose inputs did not
@@ -74,4 +82,4 @@ containers: install
 	$(BIN)/python -m pytest -q tests/containers
 
 clean:
-	rm -rf $(VENV) $(TYPECHECK) runs build *.egg-info
+	rm -rf $(VENV) $(TYPECHECK) runs build dist *.egg-info

@@ -10,11 +10,9 @@ from pathlib import Path
 
 from setuptools import setup
 
-ROOTS = {
-    "apmbench.v1": "proto/apmbench/v1",
-    "apmbench.harness": "harness",
-    "apmbench.adapters": "adapters",
-}
+# apmbench.v1 and apmbench.adapters belong to apmbench-sdk (packaging/sdk/setup.py),
+# which this distribution depends on at the same version.
+ROOTS = {"apmbench.harness": "harness"}
 
 
 def discover() -> list[str]:

@@ -12,6 +12,7 @@ from apmbench.harness.commands.merge import merge
 from apmbench.harness.commands.score import score
 from apmbench.harness.commands.serve import serve
 from apmbench.harness.commands.synth import synth
+from apmbench.harness.commands.view import view
 
 
 @click.group()
@@ -29,6 +30,7 @@ main.add_command(score)
 main.add_command(compare)
 main.add_command(synth)
 main.add_command(check)
+main.add_command(view)
 main.add_command(merge)
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 from apmbench.adapters.sdk import errors, wire
 from apmbench.adapters.sdk.system import MemorySystem
@@ -58,13 +58,14 @@ class Lifecycle:
         return self.session_id
 
     def start(self, session_id: str, time_ms: int) -> None:
-        if not session_id:
-            raise errors.InvalidArgument("StartSession needs a non-empty session_id")
+        # Precedence (.proto STATUS CODES): lifecycle order before malformed arguments.
         if self.session_id is not None:
             raise errors.FailedPrecondition(
                 f"StartSession({session_id!r}) while session {self.session_id!r} is open: "
                 "call EndSession first (R3)"
             )
+        if not session_id:
+            raise errors.InvalidArgument("StartSession needs a non-empty session_id (R10)")
         self.advance("StartSession", time_ms)
         self.session_id = session_id
 
@@ -72,7 +73,7 @@ class Lifecycle:
         open_id = self.require_session("EndSession")
         if session_id != open_id:
             raise errors.InvalidArgument(
-                f"EndSession({session_id!r}) does not match the open session {open_id!r}"
+                f"EndSession({session_id!r}) does not match the open session {open_id!r} (R3)"
             )
         self.advance("EndSession", time_ms)
         self.session_id = None
@@ -196,8 +197,8 @@ class MemorySystemServicer(pb_grpc.MemorySystemServicer):
         with self._lock:
             answer: Iterator[str] | None = None
             try:
-                query = wire.query_from_pb(request)
                 self._lifecycle.require_session("Query")
+                query = wire.query_from_pb(request)
                 self._lifecycle.advance("Query", query.time_ms)
                 answer = iter(self._system.query(query))
                 for piece in answer:
@@ -253,6 +254,29 @@ class MemorySystemServicer(pb_grpc.MemorySystemServicer):
         return self._guarded(context, body)
 
 
+REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
+
+
+def _enable_reflection(server: grpc.Server, services: tuple[str, ...]) -> None:
+    """Serve reflection as both grpc.reflection.v1 (what current tools such as grpcurl ask
+    first) and v1alpha (what older ones ask). grpcio-reflection ships only v1alpha; the v1
+    messages are field-for-field the same, so its servicer answers v1 under the v1 name."""
+    names = (*services, REFLECTION_V1, reflection.SERVICE_NAME)
+    servicer = reflection.ReflectionServicer(names)
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
+    v1 = grpc.method_handlers_generic_handler(
+        REFLECTION_V1,
+        {
+            "ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(
+                servicer.ServerReflectionInfo,
+                request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+                response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+            )
+        },
+    )
+    server.add_generic_rpc_handlers((v1,))
+
+
 @dataclass
 class RunningServer:
     """A started server: `address` is what a client dials (the bound port filled in)."""
@@ -282,9 +306,7 @@ def start_server(system: MemorySystem, address: str, *, max_workers: int = 8) ->
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     service_name = pb.DESCRIPTOR.services_by_name["MemorySystem"].full_name
-    reflection.enable_server_reflection(
-        (service_name, health.SERVICE_NAME, reflection.SERVICE_NAME), server
-    )
+    _enable_reflection(server, (service_name, health.SERVICE_NAME))
     try:
         port = server.add_insecure_port(address)
     except RuntimeError as e:

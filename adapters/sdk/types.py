@@ -9,11 +9,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy loads on the first Frame.rgb(): a server need not pay for it at start
+    import numpy as np
+    import numpy.typing as npt
 
-PROTOCOL_VERSION = "1.0"
+PROTOCOL_VERSION = "1.1"
+"""What this SDK and harness speak; 1.0 servers are still evaluated (R9)."""
 
 
 class FrameEncoding(enum.Enum):
@@ -31,6 +34,15 @@ class QueryKind(enum.Enum):
     MULTIPLE_CHOICE = "multiple_choice"
     EVIDENCE_AVAILABILITY = "evidence_availability"
     DECISION = "decision"
+
+
+class AnswerFormat(enum.Enum):
+    """The JSON object an answer must be (rule R12, protocol 1.1); see `AnswerFormat` in
+    the .proto and docs/PROTOCOL.md for each one's schema and examples."""
+
+    OPTION = "option"
+    DECISION = "decision"
+    DECISION_WITH_OPTION = "decision_with_option"
 
 
 @dataclass(frozen=True)
@@ -81,6 +93,8 @@ class Frame:
     data: bytes
 
     def rgb(self) -> npt.NDArray[np.uint8]:
+        import numpy as np
+
         if self.encoding is FrameEncoding.RGB24:
             return np.frombuffer(self.data, dtype=np.uint8).reshape(self.height, self.width, 3)
         import simplejpeg
@@ -106,6 +120,15 @@ class Choice:
 
 
 @dataclass(frozen=True)
+class DialogueTurn:
+    """An earlier round of a query's dialogue: what was asked and the system's own answer."""
+
+    prompt: str
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True)
 class Query:
     """A question or probe at `time_ms`; see `QueryRequest` in the .proto."""
 
@@ -118,6 +141,12 @@ class Query:
     choices: tuple[Choice, ...] = ()
     interval_start_ms: int | None = None
     max_output_chars: int = 0
+    answer_format: AnswerFormat | None = None
+    """None when the client did not say (a protocol 1.0 harness): read the prompt."""
+    answer_schema: str = ""
+    """A JSON Schema of the answer object (protocol 1.1), "" when not given."""
+    dialogue: tuple[DialogueTurn, ...] = ()
+    """Earlier turns of this query's dialogue, oldest first (empty: a single-turn query)."""
 
 
 @dataclass(frozen=True)

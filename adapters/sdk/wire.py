@@ -7,14 +7,17 @@ generated code. The status-code mapping of the error hierarchy lives here.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Iterator
 
 import grpc
 
 from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import (
+    AnswerFormat,
     Capabilities,
     Choice,
+    DialogueTurn,
     Frame,
     FrameEncoding,
     Query,
@@ -32,6 +35,7 @@ from apmbench.v1 import memory_system_pb2 as pb
 DEFAULT_CHUNK_BYTES = 1 << 20
 # Every message stays far below gRPC's 4 MiB default receive limit (rule R7).
 MAX_CHUNK_BYTES = 2 << 20
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 STATUS_BY_ERROR: dict[type[errors.ProtocolError], grpc.StatusCode] = {
     errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
@@ -84,6 +88,12 @@ _QUERY_TO_PB = {
     QueryKind.DECISION: pb.QUERY_KIND_DECISION,
 }
 _QUERY_FROM_PB = {v: k for k, v in _QUERY_TO_PB.items()}
+_FORMAT_TO_PB = {
+    AnswerFormat.OPTION: pb.ANSWER_FORMAT_OPTION,
+    AnswerFormat.DECISION: pb.ANSWER_FORMAT_DECISION,
+    AnswerFormat.DECISION_WITH_OPTION: pb.ANSWER_FORMAT_DECISION_WITH_OPTION,
+}
+_FORMAT_FROM_PB = {v: k for k, v in _FORMAT_TO_PB.items()}
 
 
 # -- system description ------------------------------------------------------
@@ -197,6 +207,16 @@ def query_to_pb(query: Query) -> pb.QueryRequest:
         choices=[pb.Choice(option_id=c.option_id, text=c.text) for c in query.choices],
         interval_start_ms=query.interval_start_ms or 0,
         max_output_chars=query.max_output_chars,
+        answer_format=(
+            pb.ANSWER_FORMAT_UNSPECIFIED
+            if query.answer_format is None
+            else _FORMAT_TO_PB[query.answer_format]
+        ),
+        answer_schema=query.answer_schema,
+        dialogue=[
+            pb.DialogueTurn(prompt=t.prompt, question=t.question, answer=t.answer)
+            for t in query.dialogue
+        ],
     )
 
 
@@ -213,6 +233,10 @@ def query_from_pb(msg: pb.QueryRequest) -> Query:
         choices=tuple(Choice(c.option_id, c.text) for c in msg.choices),
         interval_start_ms=msg.interval_start_ms or None,
         max_output_chars=msg.max_output_chars,
+        # A value from a later minor version reads as "not said": the prompt still says it.
+        answer_format=_FORMAT_FROM_PB.get(msg.answer_format),
+        answer_schema=msg.answer_schema,
+        dialogue=tuple(DialogueTurn(t.prompt, t.question, t.answer) for t in msg.dialogue),
     )
 
 
@@ -260,14 +284,20 @@ def manifest_from_chunk(msg: pb.StateChunk) -> StateManifest:
     if msg.WhichOneof("chunk") != "manifest":
         raise errors.InvalidArgument("the first state chunk must carry the manifest")
     m = msg.manifest
-    if len(m.sha256) != 64:
-        raise errors.InvalidArgument("state manifest sha256 must be 64 lower-case hex digits")
-    return StateManifest(m.total_bytes, m.sha256.lower(), m.content_type, m.format_version)
+    if _HEX64.fullmatch(m.sha256) is None:
+        raise errors.InvalidArgument(
+            f"state manifest sha256 {m.sha256[:80]!r} is not 64 lower-case hex digits"
+        )
+    return StateManifest(m.total_bytes, m.sha256, m.content_type, m.format_version)
 
 
 def data_from_chunk(msg: pb.StateChunk) -> bytes:
     if msg.WhichOneof("chunk") != "data":
         raise errors.InvalidArgument("only the first state chunk may carry a manifest")
+    if len(msg.data) > MAX_CHUNK_BYTES:
+        raise errors.InvalidArgument(
+            f"a state chunk of {len(msg.data)} bytes is over the {MAX_CHUNK_BYTES}-byte cap (R7)"
+        )
     return msg.data
 
 

@@ -70,6 +70,14 @@ def _mc(query: Query, k: Knowledge) -> str:
             found = _option(content, subjects.pop())
         elif not subjects and query.kind is QueryKind.EVIDENCE_AVAILABILITY:
             return json.dumps({"answer": "E"})
+    elif m := re.fullmatch(r"The last time I put something down at the (\w+), what was it\?", q):
+        # Memory holds the most recent stretch of time, so the last put-down it knows
+        # of is the last one; knowing none, an EA question is not answerable now.
+        puts = [e.subject for e in k.events if e.kind == "putdown" and e.place == m.group(1)]
+        if puts:
+            found = _option(content, puts[-1])
+        elif query.kind is QueryKind.EVIDENCE_AVAILABILITY:
+            return json.dumps({"answer": "E"})
     elif m := re.fullmatch(r"Where is the (\w+) now\?", q):
         seen = k.locations.get(m.group(1))
         if seen is not None:

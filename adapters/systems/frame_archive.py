@@ -3,11 +3,23 @@
 At a query it perceives up to `BUDGET` frames sampled uniformly over the
 whole archive (the paper samples up to 1,024 frames at 1 FPS), always with
 the most recent frames, so its cost grows with the history it holds.
+
+What it keeps is video: every received frame as a JPEG (frames sent as RGB24
+are JPEG-encoded on arrival), and its exported state is a Matroska file with
+one Motion-JPEG stream holding those JPEGs unchanged, timestamped on the
+trajectory clock, playable by any video player. Motion-JPEG rather than a
+re-encode to H.264: an import must give back exactly the frames the system
+saw, and an inter-frame codec would change them. The paper's "Raw Video as
+Memory" keeps the original recordings (APM-Bench, arXiv 2609.37559, B.4:
+2,316 MiB mean trajectory peak); this archive holds only what the harness
+sent (1 FPS, 448 px), so its Storage/hr is far smaller.
 """
 
 from __future__ import annotations
 
+import io
 import json
+from fractions import Fraction
 from typing import Any
 
 from apmbench.adapters.perception.events import Observation, derive_events, last_seen
@@ -25,8 +37,10 @@ from apmbench.adapters.systems.perceiving import PerceivingSystem, SessionMemory
 
 BUDGET = 1024
 RECENT = 4
-CONTENT_TYPE = "application/x-apmbench-frame-archive"
-MAGIC = b"APMBENCH-FRAME-ARCHIVE 1\n"
+CONTENT_TYPE = "video/x-matroska"
+JPEG_QUALITY = 90
+_TAG = "APMBENCH_ARCHIVE"
+_MS = Fraction(1, 1000)
 
 
 class ArchiveMemory(SessionMemorySystem):
@@ -48,7 +62,7 @@ class ArchiveMemory(SessionMemorySystem):
         self.registrations = []
 
     def ingest_frame(self, frame: Frame) -> None:
-        self.frames.append((self.session_index, frame))
+        self.frames.append((self.session_index, as_jpeg(frame)))
 
     def ingest_user_turn(self, turn: UserTurn) -> None:
         super().ingest_user_turn(turn)
@@ -72,7 +86,9 @@ class FrameArchive(ArchiveMemory, PerceivingSystem):
     name = "frame-archive"
 
     def memory_kind(self) -> str:
-        return f"every frame (JPEG); up to {BUDGET} replayed per query"
+        return (
+            f"every frame (JPEG, exported as Motion-JPEG video); up to {BUDGET} replayed per query"
+        )
 
     def _sample(self) -> list[tuple[int, Frame]]:
         return [self.frames[i] for i in sample_indices(len(self.frames), BUDGET, RECENT)]
@@ -102,31 +118,92 @@ def sample_indices(n: int, budget: int, recent: int = RECENT) -> list[int]:
     return sorted({int(i * step) for i in range(budget - recent)} | set(range(n - recent, n)))
 
 
+def as_jpeg(frame: Frame) -> Frame:
+    """The frame as a JPEG: as received, or encoded once when it came as RGB24."""
+    if frame.encoding is FrameEncoding.JPEG:
+        return frame
+    import simplejpeg
+
+    data: bytes = simplejpeg.encode_jpeg(frame.rgb(), quality=JPEG_QUALITY, colorspace="RGB")
+    return Frame(frame.time_ms, FrameEncoding.JPEG, frame.width, frame.height, data)
+
+
+def _runs(values: list[Any]) -> list[list[Any]]:
+    """Run-length form [[value, count], ...]: a long archive has few sessions and sizes."""
+    out: list[list[Any]] = []
+    for v in values:
+        if out and out[-1][0] == v:
+            out[-1][1] += 1
+        else:
+            out.append([v, 1])
+    return out
+
+
+def _unruns(runs: list[list[Any]]) -> list[Any]:
+    return [v for v, n in runs for _ in range(int(n))]
+
+
 def encode_archive(
     frames: list[tuple[int, Frame]], registrations: list[tuple[int, str]], sessions: int
 ) -> bytes:
-    """Every frame as received, after a one-line JSON index; byte-identical for the same memory."""
-    index = [[s, f.time_ms, f.encoding.value, f.width, f.height, len(f.data)] for s, f in frames]
-    header = {"sessions": sessions, "frames": index, "registrations": registrations}
-    body = b"".join(f.data for _, f in frames)
-    return MAGIC + json.dumps(header, separators=(",", ":")).encode() + b"\n" + body
+    """A Matroska file: the JPEGs as a Motion-JPEG stream, pts = trajectory time in ms.
+
+    Which session each frame belongs to, the frame sizes and the reminder
+    registrations are a container tag. Byte-identical for the same memory
+    (the muxer runs bit-exact: no random ids, no version strings).
+    """
+    import av
+
+    header = {
+        "sessions": sessions,
+        "frame_sessions": _runs([s for s, _ in frames]),
+        "frame_sizes": _runs([[f.width, f.height] for _, f in frames]),
+        "registrations": registrations,
+    }
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="matroska", container_options={"fflags": "+bitexact"}) as out:
+        out.metadata[_TAG] = json.dumps(header, separators=(",", ":"))
+        stream = out.add_stream("mjpeg", rate=1)
+        stream.width, stream.height = (
+            (frames[0][1].width, frames[0][1].height) if frames else (2, 2)
+        )
+        stream.pix_fmt = "yuvj420p"
+        stream.time_base = _MS
+        for _, f in frames:
+            packet = av.Packet(f.data)
+            packet.stream = stream
+            packet.pts = packet.dts = f.time_ms
+            packet.time_base = _MS
+            packet.is_keyframe = True
+            out.mux(packet)
+    return buf.getvalue()
 
 
 def decode_archive(
     state: ExportedState, system: str
 ) -> tuple[list[tuple[int, Frame]], list[tuple[int, str]], int]:
     """(frames, registrations, sessions) of an `encode_archive` state."""
-    if state.content_type != CONTENT_TYPE or not state.data.startswith(MAGIC):
+    import av
+
+    if state.content_type != CONTENT_TYPE:
         raise InvalidArgument(f"{system} imports {CONTENT_TYPE}, got {state.content_type}")
-    rest = state.data[len(MAGIC) :]
-    line, _, body = rest.partition(b"\n")
-    header = json.loads(line)
-    frames: list[tuple[int, Frame]] = []
-    offset = 0
-    for s, t, encoding, w, h, size in header["frames"]:
-        frames.append((s, Frame(t, FrameEncoding(encoding), w, h, body[offset : offset + size])))
-        offset += size
-    if offset != len(body):
-        raise InvalidArgument(f"{system} state is truncated or has trailing bytes")
+    try:
+        with av.open(io.BytesIO(state.data), "r", format="matroska") as container:
+            header = json.loads(container.metadata[_TAG])
+            packets = [
+                (int(p.pts), bytes(p))
+                for p in container.demux(video=0)
+                if p.size and p.pts is not None
+            ]
+    except (av.error.FFmpegError, KeyError, ValueError) as e:
+        raise InvalidArgument(f"{system} state is not its Matroska archive: {e}") from e
+    sessions_of = _unruns(header["frame_sessions"])
+    sizes = _unruns(header["frame_sizes"])
+    if not len(sessions_of) == len(sizes) == len(packets):
+        raise InvalidArgument(f"{system} state is truncated: {len(packets)} frames of {len(sizes)}")
+    frames = [
+        (int(s), Frame(t, FrameEncoding.JPEG, int(w), int(h), data))
+        for s, (w, h), (t, data) in zip(sessions_of, sizes, packets, strict=True)
+    ]
     registrations = [(int(s), str(text)) for s, text in header["registrations"]]
     return frames, registrations, int(header["sessions"])

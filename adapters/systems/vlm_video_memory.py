@@ -5,8 +5,9 @@ The paper's comparison target for every memory-compression method (section
 current session's causal prefix, sampled uniformly up to the frame budget
 (APMBENCH_VLM_MAX_FRAMES, 1,024 as in the paper; the most recent frames
 always included). The memory is `frame-archive`'s, in its format: every frame
-as the harness sent it (JPEG) and the user's reminder registrations, so the
-exported bytes are the stored video.
+as a JPEG (as the harness sent it, or encoded once from RGB24) and the user's
+reminder registrations; the export is a Matroska Motion-JPEG video of those
+frames, so the exported bytes are the stored video.
 """
 
 from __future__ import annotations

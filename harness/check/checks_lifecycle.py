@@ -21,7 +21,8 @@ from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, che
 from apmbench.harness.check.probes import SESSION_1, SESSION_2
 
 SDK_HINT = (
-    "the SDK's server enforces this before method code runs: serve with apmbench.adapters.sdk"
+    "check the lifecycle before method code runs, as docs/PROTOCOL.md's rules R2 and R3 say "
+    "(the Python SDK's server does it for you: serve with apmbench.adapters.sdk)"
 )
 
 

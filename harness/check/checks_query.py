@@ -5,19 +5,34 @@ from __future__ import annotations
 import time
 
 from apmbench.adapters.sdk import errors
-from apmbench.adapters.sdk.types import Query, QueryKind
+from apmbench.adapters.sdk.types import AnswerFormat, Query, QueryKind
 from apmbench.harness.check import probes
 from apmbench.harness.check.context import CheckContext
 from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
 from apmbench.harness.check.probes import PROBE_TIME_MS, SESSION_1, SESSION_2
 from apmbench.harness.protocol.client import QueryResult
-from apmbench.harness.scoring.answers import FAILURE, REPAIRED, parse_choice, parse_decision
+from apmbench.harness.scoring.answers import (
+    FAILURE,
+    REPAIRED,
+    ParsedDecision,
+    parse_choice,
+    parse_decision,
+)
 
 FORMATS = {
-    QueryKind.MULTIPLE_CHOICE: '{"answer":"A|B|C|D"}',
-    QueryKind.EVIDENCE_AVAILABILITY: '{"answer":"A|B|C|D|E"}',
-    QueryKind.DECISION: '{"decision":"SILENT|INTERVENE", ...} as the prompt asks',
+    "multiple_choice": '{"answer":"A|B|C|D"}',
+    "evidence_availability": '{"answer":"A|B|C|D|E"}',
+    "decision": '{"decision":"SILENT"} or {"decision":"INTERVENE","proactive_response":"..."}',
+    "decision_with_option": '{"decision":"SILENT"} or {"decision":"INTERVENE","answer":"A|B|C|D"}',
 }
+"""Each probe's answer format, by `label`; docs/PROTOCOL.md has their schemas."""
+
+
+def label(query: Query) -> str:
+    """The query's kind, or its answer format where the kind does not tell."""
+    if query.answer_format is AnswerFormat.DECISION_WITH_OPTION:
+        return str(query.answer_format.value)
+    return str(query.kind.value)
 
 
 def open_probe_session(ctx: CheckContext, label: str) -> str:
@@ -64,16 +79,16 @@ def streaming_problem(result: QueryResult) -> str | None:
     return None
 
 
-@check("query-streams", "QUERY", "Query streams non-empty text chunks, each new text, first first")
+@check("query-streams", "R11", "Query streams non-empty text chunks, each new text, first first")
 def query_streams(ctx: CheckContext) -> Passed:
     problems = []
     seen = []
     for query, result in _probe_answers(ctx):
         problem = streaming_problem(result)
         if problem is not None:
-            problems.append(f"{query.kind.value}: {problem}")
+            problems.append(f"{label(query)}: {problem}")
         seen.append(
-            f"{query.kind.value} {result.chunks} chunk(s), first after "
+            f"{label(query)} {result.chunks} chunk(s), first after "
             f"{(result.ttft_s or 0) * 1000:.1f} ms of {result.total_s * 1000:.1f} ms"
         )
     if problems:
@@ -85,10 +100,17 @@ def query_streams(ctx: CheckContext) -> Passed:
     return Passed("; ".join(seen))
 
 
+def _decision(query: Query, text: str) -> ParsedDecision:
+    if query.answer_format is AnswerFormat.DECISION_WITH_OPTION:
+        options = [(c.option_id, c.text) for c in probes.DELAYED_CHOICES]
+        return parse_decision(text, options, needs_option=True)
+    return parse_decision(text)
+
+
 def format_problem(query: Query, text: str) -> str | None:
     """Why `text` is no answer of `query`'s kind, or None; repaired answers are noted."""
     if query.kind is QueryKind.DECISION:
-        decision = parse_decision(text)
+        decision = _decision(query, text)
         status, reason = decision.status, decision.reason
     else:
         choice = parse_choice(text, [(c.option_id, c.text) for c in query.choices])
@@ -98,31 +120,32 @@ def format_problem(query: Query, text: str) -> str | None:
     return None
 
 
-@check("query-format", "QUERY-KIND", "each kind's answer parses: 4 options, 5 options, decision")
+@check("query-format", "R12", "each answer format parses: 4, 5 options, decision, with option")
 def query_format(ctx: CheckContext) -> Passed:
     problems = []
     repaired = []
     for query, result in _probe_answers(ctx):
         problem = format_problem(query, result.text)
         if problem is not None:
-            problems.append(f"{query.kind.value}: {problem}")
+            problems.append(f"{label(query)}: {problem}")
             continue
         if query.kind is QueryKind.DECISION:
-            status = parse_decision(result.text).status
+            status = _decision(query, result.text).status
         else:
             status = parse_choice(
                 result.text, [(c.option_id, c.text) for c in query.choices]
             ).status
         if status == REPAIRED:
-            repaired.append(query.kind.value)
+            repaired.append(label(query))
     if problems:
         raise CheckFailed(
             "; ".join(problems),
             "answer with exactly the JSON object the prompt asks for: "
-            + "; ".join(f"{k.value}: {f}" for k, f in FORMATS.items()),
+            + "; ".join(f"{k}: {f}" for k, f in FORMATS.items())
+            + " (QueryRequest.answer_format and answer_schema say which)",
         )
     note = f" (read after repair: {', '.join(repaired)}; send the exact JSON)" if repaired else ""
-    return Passed(f"all {len(FORMATS)} kinds parsed{note}")
+    return Passed(f"all {len(FORMATS)} answer formats parsed{note}")
 
 
 @check("query-read-only", "R5", "the exported state is identical before and after queries")

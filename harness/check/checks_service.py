@@ -7,14 +7,18 @@ import re
 from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import PROTOCOL_VERSION
 from apmbench.harness.check.context import CheckContext
-from apmbench.harness.check.model import CheckFailed, Passed, check
+from apmbench.harness.check.model import CheckFailed, CheckWarning, Passed, check
 from apmbench.harness.protocol.client import (
     HEALTH_SERVICE,
     MEMORY_SYSTEM_SERVICE,
     protocol_methods,
 )
 
-SDK_SERVE = "serve the system with apmbench.adapters.sdk.serve(), which adds it"
+SDK_SERVE = (
+    "serve the standard grpc.health.v1.Health service and set the empty service name to SERVING "
+    "when ready (Python: apmbench.adapters.sdk.serve() adds it; Node: grpc-health-check; Go: "
+    "google.golang.org/grpc/health; see docs/PROTOCOL.md)"
+)
 _VERSION = re.compile(r"^(\d+)\.(\d+)$")
 
 
@@ -41,24 +45,34 @@ def health(ctx: CheckContext) -> Passed:
     return Passed(f'SERVING for ""; {MEMORY_SYSTEM_SERVICE}: {named}')
 
 
+REFLECTION_HINT = (
+    "serve the standard server reflection service (grpc.reflection.v1, and v1alpha for older "
+    "tools) listing apmbench.v1.MemorySystem and grpc.health.v1.Health: every gRPC stack ships "
+    "it (Python: grpcio-reflection, Node: @grpc/reflection, Go: google.golang.org/grpc/"
+    "reflection, C++: grpc++_reflection, Java: grpc-services' ProtoReflectionService)"
+)
+
+
 @check(
     "reflection",
     "REFLECTION",
-    "reflection lists the services and the protocol's exact methods",
+    "reflection (recommended) lists the services and the protocol's exact methods",
     needs_describe=False,
 )
 def reflection(ctx: CheckContext) -> Passed:
-    try:
-        services = ctx.client.list_services()
-    except errors.Unimplemented as e:
-        raise CheckFailed(f"no server reflection service ({e.message})", SDK_SERVE) from e
+    versions = ctx.client.reflection_versions()
+    if not versions:
+        # evaluate never needs reflection; it helps people inspect a server (grpcurl).
+        raise CheckWarning("no server reflection service (neither v1 nor v1alpha)", REFLECTION_HINT)
+    version = versions[0]
+    services = ctx.client.list_services(version)
     missing = [s for s in (MEMORY_SYSTEM_SERVICE, HEALTH_SERVICE) if s not in services]
     if missing:
         raise CheckFailed(
             f"reflection lists {', '.join(services) or 'nothing'}; missing: {', '.join(missing)}",
             "register every served service with reflection (the SDK's serve() does)",
         )
-    theirs = ctx.client.reflected_methods(MEMORY_SYSTEM_SERVICE)
+    theirs = ctx.client.reflected_methods(MEMORY_SYSTEM_SERVICE, version)
     ours = protocol_methods()
     wrong = [
         f"{name}: served as {theirs.get(name)}, protocol has {shape}"
@@ -70,7 +84,11 @@ def reflection(ctx: CheckContext) -> Passed:
             "the served MemorySystem differs from this harness's protocol: " + "; ".join(wrong),
             "generate the server code from this harness's memory_system.proto (make proto)",
         )
-    return Passed(f"{len(services)} services; MemorySystem's {len(ours)} methods match")
+    return Passed(
+        f"reflection {' and '.join(versions)}; {len(services)} services; MemorySystem's "
+        f"{len(ours)} methods match",
+        {"reflection": versions},
+    )
 
 
 @check(

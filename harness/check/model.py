@@ -18,6 +18,8 @@ class Outcome(enum.Enum):
     PASS = "pass"
     FAIL = "fail"
     NOT_APPLICABLE = "n/a"
+    WARN = "warn"
+    """A recommendation not followed (e.g. no server reflection): reported, never failing."""
 
 
 class CheckError(ApmbenchError):
@@ -33,6 +35,12 @@ class CheckError(ApmbenchError):
 
 class CheckFailed(CheckError):
     """The server broke the check's rule; `reason` says what was seen, `hint` what to fix."""
+
+
+class CheckWarning(CheckError):
+    """The server skips something recommended, not required; `reason` says what."""
+
+    outcome = Outcome.WARN
 
 
 class NotApplicable(CheckError):

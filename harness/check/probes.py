@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 import av
@@ -24,6 +24,7 @@ import simplejpeg
 
 from apmbench.adapters.perception.layout import Scene, SlotView
 from apmbench.adapters.sdk.types import (
+    AnswerFormat,
     Choice,
     Frame,
     FrameEncoding,
@@ -36,10 +37,11 @@ from apmbench.adapters.sdk.types import (
     UserTurn,
     UserTurnKind,
 )
+from apmbench.harness.media.timecode import format_ms, to_ms
 from apmbench.harness.protocol.client import QueryResult, SystemClient
 from apmbench.harness.suites.apmbench import prompts
+from apmbench.harness.suites.apmbench.answer_formats import format_of, schema_text
 from apmbench.harness.suites.apmbench.synth.render import render
-from apmbench.harness.suites.apmbench.timecode import format_ms, to_ms
 
 Image = npt.NDArray[np.uint8]
 DEFAULT_SIDE = 448
@@ -86,6 +88,11 @@ def _kitchen(fridge: str) -> Scene:
 
 
 _MARKER_MS = _S2 + 1000
+DELAYED_QUESTION = "Which object will I take out of the FRIDGE?"
+DELAYED_CHOICES = (
+    Choice("A", "BOTTLE"), Choice("B", "APPLE"), Choice("C", "MUG"), Choice("D", "PEN"),
+)  # fmt: skip
+"""The delayed-answer question session 2 opens with; the delayed-answer checkpoint asks about it."""
 SESSION_1 = SessionScript(
     "S1",
     "DAY1",
@@ -102,6 +109,11 @@ SESSION_2 = SessionScript(
     ((0, _kitchen("SHUT")), (3, _kitchen("OPEN"))),
     (
         UserTurn(
+            _S2 + 500,
+            UserTurnKind.QUESTION,
+            prompts.era_question(DELAYED_QUESTION, DELAYED_CHOICES),
+        ),
+        UserTurn(
             _MARKER_MS,
             UserTurnKind.INTERVAL_MARKER,
             prompts.interval_marker(format_ms(_MARKER_MS)),
@@ -113,7 +125,9 @@ PROBE_TIME_MS = _S2 + 5500
 
 
 def probe_queries() -> list[Query]:
-    """Multiple choice, five-option evidence availability, and an adaptive decision probe."""
+    """Multiple choice, five-option evidence availability, an interval decision probe and
+    the checkpoint of the delayed-answer question (a decision naming an option): one query
+    per answer format of protocol 1.1."""
     where = (
         Choice("A", "KITCHEN"),
         Choice("B", "DESK"),
@@ -140,6 +154,12 @@ def probe_queries() -> list[Query]:
             prompts.example_decision_probe(format_ms(start), format_ms(PROBE_TIME_MS)),
             interval_start_ms=start,
         ),
+        query(
+            QueryKind.DECISION,
+            prompts.era_probe(),
+            answer_format=AnswerFormat.DECISION_WITH_OPTION,
+            schema_choices=DELAYED_CHOICES,
+        ),
     ]
 
 
@@ -151,8 +171,13 @@ def query(
     *,
     time_ms: int = PROBE_TIME_MS,
     interval_start_ms: int | None = None,
+    answer_format: AnswerFormat | None = None,
+    schema_choices: Sequence[Choice] = (),
 ) -> Query:
-    """A query with a fresh id, as the harness sends them (ids are never reused)."""
+    """A query with a fresh id, as the harness sends them (ids are never reused).
+    `schema_choices`: options the answer schema lists that the query itself does not carry
+    (those of an earlier question)."""
+    answer_format = answer_format or format_of(kind)
     return Query(
         query_id=uuid.uuid4().hex,
         time_ms=time_ms,
@@ -162,22 +187,14 @@ def query(
         question=question,
         choices=tuple(choices),
         interval_start_ms=interval_start_ms,
+        answer_format=answer_format,
+        answer_schema=schema_text(answer_format, schema_choices or choices),
     )
 
 
 def renewed(q: Query, time_ms: int | None = None) -> Query:
     """The same query under a fresh id (and optionally another time)."""
-    return Query(
-        uuid.uuid4().hex,
-        q.time_ms if time_ms is None else time_ms,
-        q.kind,
-        q.system_prompt,
-        q.prompt,
-        q.question,
-        q.choices,
-        q.interval_start_ms,
-        q.max_output_chars,
-    )
+    return replace(q, query_id=uuid.uuid4().hex, time_ms=q.time_ms if time_ms is None else time_ms)
 
 
 # -- frames ---------------------------------------------------------------------

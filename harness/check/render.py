@@ -9,7 +9,12 @@ from rich.text import Text
 
 from apmbench.harness.check.model import CheckReport, CheckResult, Outcome
 
-_STYLE = {Outcome.PASS: "green", Outcome.FAIL: "bold red", Outcome.NOT_APPLICABLE: "yellow"}
+_STYLE = {
+    Outcome.PASS: "green",
+    Outcome.FAIL: "bold red",
+    Outcome.NOT_APPLICABLE: "yellow",
+    Outcome.WARN: "magenta",
+}
 
 
 def result_line(result: CheckResult) -> Text:
@@ -26,7 +31,7 @@ def table(report: CheckReport) -> Table:
     counts = report.counts()
     title = (
         f"apmbench-grpc check: {name}: {counts['pass']} passed, {counts['fail']} failed, "
-        f"{counts['n/a']} not applicable ({report.seconds:.1f} s)"
+        f"{counts['n/a']} not applicable, {counts['warn']} warnings ({report.seconds:.1f} s)"
     )
     out = Table(title=title, show_lines=True, expand=False)
     out.add_column("check", no_wrap=True)

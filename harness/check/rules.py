@@ -69,6 +69,35 @@ _RULES = (
         "declares `supports_import = false` is UNIMPLEMENTED.",
     ),
     Rule(
+        "R10",
+        "Well-formed items",
+        "a frame has an encoding, a size and data (RGB24: width*height*3 bytes); a user turn "
+        "has a kind. Anything else is INVALID_ARGUMENT.",
+    ),
+    Rule(
+        "R11",
+        "Streaming answers",
+        "each QueryChunk carries only new text (never the text so far), the concatenation of "
+        "all chunks is the answer, and the first chunk is not blank",
+    ),
+    Rule(
+        "R12",
+        "Answer formats",
+        "The answer is exactly one JSON object in the format `QueryRequest.answer_format` names",
+    ),
+    Rule(
+        "PRECEDENCE",
+        "Status precedence",
+        "when a call breaks several rules, the first that applies in this order is answered: "
+        "UNIMPLEMENTED, then FAILED_PRECONDITION, then INVALID_ARGUMENT, then DATA_LOSS.",
+    ),
+    Rule(
+        "SESSION-ID",
+        "EndSession names the open session",
+        "EndSession whose session_id is not the open session's is INVALID_ARGUMENT and leaves "
+        "the session open.",
+    ),
+    Rule(
         "R9",
         "Versioning",
         'names the protocol the server implements ("1.<minor>"). The harness refuses a different '
@@ -80,7 +109,7 @@ _RULES = (
         "Health service",
         "the empty service name reports SERVING once the system is loaded and ready",
     ),
-    Rule("REFLECTION", "Server reflection", "and ready) and server reflection."),
+    Rule("REFLECTION", "Server reflection", "and is recommended to serve server reflection"),
     Rule(
         "STATUS",
         "Status codes",
@@ -90,14 +119,11 @@ _RULES = (
         "CANCEL", "Cancellation", "a cancelled Query stops its work and leaves the server usable."
     ),
     Rule(
-        "QUERY",
-        "Query streams its answer",
-        "Streams the answer text as it is produced; the concatenation of all chunks is the answer.",
-    ),
-    Rule(
-        "QUERY-KIND",
-        "Answer formats",
-        'Four options, answer {"answer": "A|B|C|D"}.',
+        "DIALOGUE",
+        "Dialogue turns",
+        "like any Query it runs on an isolated branch (R5), so no turn of a dialogue is "
+        "remembered by the system. A system that ignores this field still answers the "
+        "follow-up, only without its context.",
     ),
 )
 RULES: dict[str, Rule] = {r.id: r for r in _RULES}

@@ -14,9 +14,11 @@ from collections.abc import Callable, Iterable
 from apmbench.adapters.sdk import errors, wire
 from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.harness.check import (
+    checks_dialogue,
     checks_frames,
     checks_lifecycle,
     checks_query,
+    checks_rules,
     checks_service,
     checks_slow,
     checks_state,
@@ -35,7 +37,9 @@ CHECKS: tuple[Check, ...] = (
     *checks_service.CHECKS,
     *checks_lifecycle.CHECKS,
     *checks_frames.CHECKS,
+    *checks_rules.CHECKS,
     *(c for c in checks_query.CHECKS if c.name != "query-cancel"),
+    *checks_dialogue.CHECKS,
     *checks_state.CHECKS,
     checks_query.query_cancel,
     *checks_slow.CHECKS,

@@ -27,6 +27,13 @@ if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
 @click.command()
 @click.option("--system", "system", help="Registered system or module:Class, run as a process.")
 @click.option("--endpoint", help="Address of a running server (unix:/path or host:port).")
+@click.option(
+    "--command",
+    "command",
+    help="Any server command line with {address} in it, e.g. 'node server.js {address}': "
+    "started (and restarted) as a sandboxed local process from the current directory; "
+    "{address} becomes unix:/path/to/sock.",
+)
 @click.option("--only", multiple=True, help="Run only this check (repeatable; see --list).")
 @click.option("--skip", multiple=True, help="Do not run this check (repeatable).")
 @click.option(
@@ -56,11 +63,11 @@ if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
     help="Seconds for the server to report SERVING.",
 )
 @process_options
-@process_options
 @container_options
 def check(
     system: str | None,
     endpoint: str | None,
+    command: str | None,
     only: tuple[str, ...],
     skip: tuple[str, ...],
     quick: bool,
@@ -72,6 +79,7 @@ def check(
     image: str | None,
     container: ContainerSettings,
     sandbox: bool,
+    sandbox_net: bool,
     process_env: tuple[str, ...],
 ) -> None:
     """Check that a server follows the protocol: each check passes, fails or does not apply.
@@ -86,13 +94,25 @@ def check(
             slow = " (slow)" if c.slow else ""
             click.echo(f"{c.name:28} {c.rule.label():44} {c.summary}{slow}")
         return
-    if sum(x is not None for x in (system, endpoint, image)) != 1:
-        raise click.UsageError("give one of --system NAME, --endpoint ADDRESS, --image IMAGE")
+    if sum(x is not None for x in (system, endpoint, image, command)) != 1:
+        raise click.UsageError(
+            "give one of --system NAME, --command 'CMD {address}', --endpoint ADDRESS, "
+            "--image IMAGE"
+        )
     try:
         checks = select(only, skip, quick)
     except ConfigError as e:
         raise click.UsageError(str(e)) from e
-    spec = RuntimeSpec(system, endpoint, image, container, sandbox, process_env)
+    spec = RuntimeSpec(
+        system,
+        endpoint,
+        image,
+        container,
+        sandbox,
+        process_env,
+        command=command,
+        sandbox_net=sandbox_net,
+    )
     out = out or Path("runs") / f"check-{spec.label}"
     try:
         report = _run(spec, checks, out, query_timeout, startup_timeout)

@@ -27,13 +27,28 @@ def process_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         no_sandbox = kwargs.pop("no_sandbox")
+        sandbox_net = kwargs.pop("sandbox_net")
+        if no_sandbox and sandbox_net:
+            raise click.UsageError("--sandbox-net relaxes the sandbox; --no-sandbox drops it")
         process_env: tuple[str, ...] = ()
         if kwargs.get("image") is None:
             process_env, kwargs["container_env"] = kwargs["container_env"], ()
         elif no_sandbox:
             raise click.UsageError("--no-sandbox: only for --system (a process)")
-        return command(*args, sandbox=not no_sandbox, process_env=process_env, **kwargs)
+        return command(
+            *args,
+            sandbox=not no_sandbox,
+            sandbox_net=sandbox_net,
+            process_env=process_env,
+            **kwargs,
+        )
 
+    wrapper = click.option(
+        "--sandbox-net",
+        is_flag=True,
+        help="Keep the sandbox but share the host's network (for a system that calls a "
+        "model endpoint); recorded in the manifest and printed in every report.",
+    )(wrapper)
     return click.option(
         "--no-sandbox",
         is_flag=True,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +23,15 @@ from apmbench.harness.commands.common import (
     console,
     process_options,
 )
-from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
+from apmbench.harness.commands.judge_options import (
+    AUTO,
+    EXIT_JUDGE_UNREACHABLE,
+    judge_config,
+    judge_options,
+    judge_unreachable,
+    judge_warnings,
+    resolve_auto,
+)
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.protocol.client import Deadlines
@@ -64,6 +74,13 @@ if TYPE_CHECKING:
     "(or --endpoint), every reference system runs and a comparison table is printed.",
 )
 @click.option("--endpoint", help="Address of an already running server (unix:/path or host:port).")
+@click.option(
+    "--command",
+    "command",
+    help="Any server command line with {address} in it, e.g. 'node server.js {address}': "
+    "started (and restarted) as a sandboxed local process from the current directory; "
+    "{address} becomes unix:/path/to/sock.",
+)
 @click.option(
     "--persistence",
     type=click.Choice([p.value for p in Persistence]),
@@ -155,7 +172,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="With --backend ray: GPUs each trajectory's task reserves.",
 )
-@judge_options(default_judge="none")
+@judge_options(default_judge=AUTO)
 @process_options
 @container_options
 def evaluate(
@@ -165,6 +182,7 @@ def evaluate(
     seed: int,
     system: str | None,
     endpoint: str | None,
+    command: str | None,
     persistence: str | None,
     out: Path | None,
     resume: bool,
@@ -183,6 +201,7 @@ def evaluate(
     image: str | None,
     container: ContainerSettings,
     sandbox: bool,
+    sandbox_net: bool,
     process_env: tuple[str, ...],
     **judge: Any,
 ) -> None:
@@ -193,6 +212,7 @@ def evaluate(
     """
     from apmbench.harness.run.audits.queries import AuditSettings
     from apmbench.harness.run.evaluate import EvaluateOptions
+    from apmbench.harness.run.progress_log import eta_s
     from apmbench.harness.run.shards import Shard
 
     if min(audit_queries, audit_trajectories) < 0:
@@ -202,8 +222,11 @@ def evaluate(
     )
     if dataset is not None and synthetic is not None:
         raise click.UsageError("give --dataset DIR or --synthetic PRESET, not both")
-    if sum(x is not None for x in (system, endpoint, image)) > 1:
-        raise click.UsageError("give one of --system NAME, --endpoint ADDRESS, --image IMAGE")
+    if sum(x is not None for x in (system, endpoint, image, command)) > 1:
+        raise click.UsageError(
+            "give one of --system NAME, --command 'CMD {address}', --endpoint ADDRESS, "
+            "--image IMAGE"
+        )
     try:
         part = Shard.parse(shard) if shard is not None else None
     except ConfigError as e:
@@ -216,12 +239,18 @@ def evaluate(
         raise click.BadParameter("must be positive", param_hint="--fps")
     if dataset is None:
         dataset = _synthetic(benchmark, synthetic or "small", seed)
-    embedded = system is None and endpoint is None and image is None
+    embedded = system is None and endpoint is None and image is None and command is None
     systems: list[str | None] = list(compared_systems()) if embedded else [system]
     base = out or Path("runs") / dataset.name
+    judge_optional = bool(judge.pop("judge_optional", False))
+    judge["judge"] = resolve_auto(judge["judge"], lambda: _has_reference_judge(dataset, benchmark))
     judge_settings = judge_config(**judge)
     results = []
-    for name in systems:
+    demo_log = logs.get("demo")
+    demo_started = time.monotonic()
+    for number, name in enumerate(systems, 1):
+        if embedded:
+            demo_log.info("system started", system=name, system_number=f"{number}/{len(systems)}")
         spec = RuntimeSpec(
             system=name,
             endpoint=endpoint,
@@ -229,6 +258,8 @@ def evaluate(
             container=container,
             sandbox=sandbox,
             env=process_env,
+            command=command,
+            sandbox_net=sandbox_net,
         )
         opts = EvaluateOptions(
             dataset=dataset,
@@ -245,13 +276,45 @@ def evaluate(
             shard=part,
         )
         ray = (ray_address, ray_gpus) if backend == "ray" else None
-        results.append(_run(opts, quiet=embedded, ray=ray))
+        results.append(_run(opts, quiet=embedded, judge_optional=judge_optional, ray=ray))
+        if embedded:
+            headline = _suite(dataset, benchmark).headline(results[-1].report)
+            demo_log.info(
+                "system finished",
+                system=name,
+                system_number=f"{number}/{len(systems)}",
+                elapsed_s=round(time.monotonic() - demo_started, 1),
+                eta_s=round(eta_s(number, len(systems), time.monotonic() - demo_started) or 0, 1),
+                **{headline.utility_label: _rounded(headline.utility)},
+            )
     if embedded:
         wide = Console(width=120)
         suite = _suite(dataset, benchmark)
         for table in suite.summary_tables([r.report for r in results], [str(n) for n in systems]):
             wide.print(table)
         click.echo("run directories: " + ", ".join(str(r.run_dir) for r in results))
+        click.echo("reports: " + ", ".join(str(r.run_dir / "report.html") for r in results))
+        click.echo(f"comparison: {_comparison_view([r.run_dir for r in results], base)}")
+
+
+def _comparison_view(run_dirs: list[Path], base: Path) -> Path:
+    from apmbench.harness.reports.html.view import COMPARISON_NAME, write_view
+
+    demo_log = logs.get("demo")
+    demo_log.info("writing the comparison", runs=len(run_dirs))
+    return write_view(run_dirs, base / COMPARISON_NAME)
+
+
+def _rounded(value: float | None) -> float | str:
+    return "n/c" if value is None else round(value, 2)
+
+
+def _has_reference_judge(dataset: Path, benchmark: str | None) -> bool:
+    try:
+        suite_of_dataset(dataset, benchmark).reference_judge(dataset).close()
+    except (ConfigError, DatasetError):
+        return False
+    return True
 
 
 def _suite(dataset: Path, benchmark: str | None) -> Suite:
@@ -273,49 +336,39 @@ def _synthetic(benchmark: str | None, preset: str, seed: int) -> Path:
         sys.exit(EXIT_USAGE)
 
 
+def _runner(ray: tuple[str | None, float] | None) -> Callable[..., Evaluation]:
+    """`evaluate(opts, progress)` here, or with every trajectory a task on a Ray cluster."""
+    if ray is None:
+        from apmbench.harness.run.evaluate import evaluate as run_evaluation
+
+        return run_evaluation
+    from apmbench.harness.run.ray_backend import evaluate_ray
+
+    address, gpus = ray
+    return lambda opts, progress: evaluate_ray(opts, address, progress, gpus_per_task=gpus)
+
+
 def _run(
-    opts: EvaluateOptions, quiet: bool, ray: tuple[str | None, float] | None = None
+    opts: EvaluateOptions,
+    quiet: bool,
+    judge_optional: bool = False,
+    ray: tuple[str | None, float] | None = None,
 ) -> Evaluation:
-    """One evaluation with a progress display; exits with a code a person can act on."""
-    from apmbench.harness.run.evaluate import Progress as RunProgress
-    from apmbench.harness.run.evaluate import evaluate as run_evaluation
+    """One evaluation with a progress display; exits with a code a person can act on.
 
+    On a terminal, rich progress bars; otherwise (CI logs, nohup, a pipe) log lines,
+    at least one a minute.
+    """
+    run_evaluation = _runner(ray)
     out = opts.out
-    log = logs.get("evaluate")
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
     try:
-        with Progress(*columns, console=console, transient=True) as bar:
-            overall = bar.add_task("trajectories", total=None)
-            current = bar.add_task("segments", total=None, visible=False)
+        if console.is_terminal:
+            result = _run_with_bar(opts, run_evaluation)
+        else:
+            from apmbench.harness.run.progress_log import LogProgress
 
-            def trajectories(total: int, skipped: int) -> None:
-                bar.update(overall, total=total, completed=skipped)
-                if skipped:
-                    log.info("resuming", finished=skipped, remaining=total - skipped)
-
-            def started(tid: str, segments: int) -> None:
-                bar.update(current, description=tid, total=segments, completed=0, visible=True)
-
-            callbacks = RunProgress(
-                trajectories=trajectories,
-                trajectory_started=started,
-                segment_started=lambda s: bar.advance(current),
-                trajectory_done=lambda tid: bar.advance(overall),
-                judged=lambda done, total: bar.update(
-                    current, description="judging", completed=done, total=total, visible=True
-                ),
-            )
-            if ray is not None:
-                from apmbench.harness.run.ray_backend import evaluate_ray
-
-                result = evaluate_ray(opts, ray[0], callbacks, gpus_per_task=ray[1])
-            else:
-                result = run_evaluation(opts, callbacks)
+            with LogProgress(opts.runtime.label) as lines:
+                result = run_evaluation(opts, lines.callbacks())
     except (DatasetError, ConfigError, RunDirError) as e:
         console.print(f"[red]error:[/red] {e}")
         sys.exit(EXIT_USAGE)
@@ -340,6 +393,48 @@ def _run(
         flags = result.report["audit"]["flags"]
         verdict = "clean" if not flags else f"[red]{flags} flag(s)[/red]: see report.json, 'audit'"
         console.print(f"audit: {verdict}")
+    unreachable = judge_unreachable(result.report)
     for warning in judge_warnings(result.report):
-        console.print(f"[yellow]warning:[/yellow] {warning}")
+        if unreachable is None or judge_optional or "could not be reached" not in warning:
+            console.print(f"[yellow]warning:[/yellow] {warning}")
+    if unreachable is not None and not judge_optional:
+        console.print(f"[red]error:[/red] {unreachable}")
+        console.print(f"run directory: {result.run_dir}")
+        sys.exit(EXIT_JUDGE_UNREACHABLE)
+    return result
+
+
+def _run_with_bar(opts: EvaluateOptions, run_evaluation: Callable[..., Evaluation]) -> Evaluation:
+    """The rich progress display, for a terminal."""
+    from apmbench.harness.run.evaluate import Progress as RunProgress
+
+    log = logs.get("evaluate")
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        overall = bar.add_task("trajectories", total=None)
+        current = bar.add_task("segments", total=None, visible=False)
+
+        def trajectories(total: int, skipped: int) -> None:
+            bar.update(overall, total=total, completed=skipped)
+            if skipped:
+                log.info("resuming", finished=skipped, remaining=total - skipped)
+
+        def started(tid: str, segments: int) -> None:
+            bar.update(current, description=tid, total=segments, completed=0, visible=True)
+
+        callbacks = RunProgress(
+            trajectories=trajectories,
+            trajectory_started=started,
+            segment_started=lambda s: bar.advance(current),
+            trajectory_done=lambda tid: bar.advance(overall),
+            judged=lambda done, total: bar.update(
+                current, description="judging", completed=done, total=total, visible=True
+            ),
+        )
+        result = run_evaluation(opts, callbacks)
     return result

@@ -13,14 +13,24 @@ from apmbench.harness.scoring.judge.config import JudgeConfig, parse_judge_spec
 
 F = TypeVar("F", bound=Callable[..., Any])
 _DEFAULTS = JudgeConfig()
+EXIT_JUDGE_UNREACHABLE = 4
+"""A judge was configured but could not be reached: the report is written, its
+judge-dependent numbers are null, and a rerun of `score` retries."""
+
+AUTO = "auto"
+AUTO_HELP = "auto: synthetic on the built-in synthetic benchmark, else none. "
 
 
 def judge_options(default_judge: str | None) -> Callable[[F], F]:
     """Decorate a command with the judge options; `default_judge` None means "as recorded"."""
-    spec_help = "none | openai | transformers:PATH. " + (
-        f"Default: {default_judge}."
-        if default_judge
-        else "Default: the judge the run was last scored with."
+    spec_help = (
+        "none | openai | transformers:PATH | synthetic (the built-in synthetic benchmark's "
+        f"reference judge, not the paper's LLM judge). {AUTO_HELP if default_judge == AUTO else ''}"
+        + (
+            f"Default: {default_judge}."
+            if default_judge
+            else "Default: the judge the run was last scored with."
+        )
     )
     options = [
         click.option("--judge", "judge", default=default_judge, help=spec_help),
@@ -67,6 +77,14 @@ def judge_options(default_judge: str | None) -> Callable[[F], F]:
             f"Default: {_DEFAULTS.http_retries}.",
         ),
         click.option(
+            "--judge-optional",
+            is_flag=True,
+            default=False,
+            help="Finish with exit status 0 even when the configured judge could not be "
+            "reached (its numbers are then reported as not computed). Default: such a run "
+            f"exits with status {EXIT_JUDGE_UNREACHABLE}.",
+        ),
+        click.option(
             "--judge-cache",
             type=click.Path(path_type=Path),
             default=None,
@@ -86,6 +104,7 @@ def judge_config(recorded: JudgeConfig | None = None, **given: Any) -> JudgeConf
     """A JudgeConfig from the options; unset options keep `recorded` (or the defaults)."""
     base = recorded or JudgeConfig()
     spec = given.pop("judge")
+    given.pop("judge_optional", None)
     fields: dict[str, Any] = {}
     if spec is not None:
         try:
@@ -116,6 +135,13 @@ def judge_config(recorded: JudgeConfig | None = None, **given: Any) -> JudgeConf
     return JudgeConfig.from_dict(merged)
 
 
+def resolve_auto(spec: str | None, reference_available: Callable[[], bool]) -> str | None:
+    """`--judge auto`: the reference judge where the dataset has one, else none."""
+    if spec != AUTO:
+        return spec
+    return "synthetic" if reference_available() else "none"
+
+
 def judge_warnings(report: dict[str, Any]) -> list[str]:
     """Say plainly when the judge left numbers uncomputed, and how to retry."""
     by_status = report.get("judge", {}).get("by_status", {})
@@ -131,3 +157,23 @@ def judge_warnings(report: dict[str, Any]) -> list[str]:
             "rerun `apmbench-grpc score RUN_DIR` (answered calls are cached)"
         )
     return out
+
+
+def judge_unreachable(report: dict[str, Any]) -> str | None:
+    """What to tell the user when a configured judge could not be reached, else None.
+
+    A run whose judge was down would otherwise end "successfully" with null
+    headline numbers, which a script cannot tell from a finished evaluation.
+    """
+    by_status = report.get("judge", {}).get("by_status", {})
+    errors = int(by_status.get("error", 0))
+    if not errors:
+        return None
+    judge = report.get("scoring", {}).get("judge", {})
+    where = judge.get("base_url") or judge.get("path") or judge.get("kind", "the judge")
+    return (
+        f"the judge ({where}) could not be reached for {errors} probes, so the adaptive "
+        "scores, Adaptive Response and Overall are not computed. Fix the judge (URL, key, "
+        "server) and rerun `apmbench-grpc score RUN_DIR` (answered calls are cached), or pass "
+        "--judge-optional to accept a report without those numbers"
+    )

@@ -10,7 +10,13 @@ from typing import Any
 import click
 
 from apmbench.harness.commands.common import EXIT_USAGE, console
-from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
+from apmbench.harness.commands.judge_options import (
+    EXIT_JUDGE_UNREACHABLE,
+    judge_config,
+    judge_options,
+    judge_unreachable,
+    judge_warnings,
+)
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 
 
@@ -25,7 +31,8 @@ from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 )
 @judge_options(default_judge=None)
 def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
-    """Re-grade RUN_DIR's raw outputs, judge what its suite has judged and rewrite its report.
+    """Re-grade RUN_DIR's raw outputs, judge what its suite has judged and rewrite its report
+    (report.json, report.md, report.html).
 
     Judge replies are cached (judge-cache/ in the run directory), so scoring
     again with the same judge makes no new calls and gives the same numbers.
@@ -39,6 +46,7 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
         suite_of_run,
     )
 
+    judge_optional = bool(judge.pop("judge_optional", False))
     manifest_path = run_dir / "manifest.json"
     try:
         if not manifest_path.is_file():
@@ -47,7 +55,7 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
         suite = suite_of_run(manifest)
         data = dataset_for_run(suite, manifest, dataset)
         config = judge_config(recorded_judge(manifest), **judge)
-        backend = open_judge(config)
+        backend = open_judge(config, lambda: suite.reference_judge(data.root))
         try:
             report = score_run(records.RunDir(run_dir), suite, data, config, backend)
         finally:
@@ -56,6 +64,18 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
     except (DatasetError, ConfigError, RunDirError) as e:
         console.print(f"[red]error:[/red] {e}")
         sys.exit(EXIT_USAGE)
+    from apmbench.harness.reports.html.view import VIEW_NAME, ViewOptions, write_view
+
+    try:
+        write_view([run_dir], run_dir / VIEW_NAME, ViewOptions(dataset=dataset))
+    except (DatasetError, RunDirError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        sys.exit(EXIT_USAGE)
     click.echo((run_dir / "report.md").read_text())
+    unreachable = judge_unreachable(report)
     for warning in judge_warnings(report):
-        console.print(f"[yellow]warning:[/yellow] {warning}")
+        if unreachable is None or judge_optional or "could not be reached" not in warning:
+            console.print(f"[yellow]warning:[/yellow] {warning}")
+    if unreachable is not None and not judge_optional:
+        console.print(f"[red]error:[/red] {unreachable}")
+        sys.exit(EXIT_JUDGE_UNREACHABLE)

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, TypeVar, cast
 import grpc
 from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2
 
 from apmbench.adapters.sdk import errors, wire
 from apmbench.adapters.sdk.types import (
@@ -216,6 +216,37 @@ class SystemClient:
         seconds = time.perf_counter() - started
         return PushResult(reply.frames_ingested, reply.user_turns_ingested, seconds)
 
+    def push_malformed(self, what: str, time_ms: int) -> PushResult:
+        """PushFrames with one item that breaks rule R10 (`what` in MALFORMED_ITEMS).
+
+        For conformance checks; the harness never sends these in a run.
+        """
+        if what == "turn-without-kind":
+            message = pb.StreamItem(user_turn=pb.UserTurn(time_ms=time_ms, text="hello"))
+        elif what == "frame-without-encoding":
+            frame = pb.Frame(time_ms=time_ms, width=2, height=2, data=bytes(12))
+            message = pb.StreamItem(frame=frame)
+        elif what == "empty-item":
+            message = pb.StreamItem()
+        else:
+            raise ValueError(f"unknown malformed item {what!r}: one of {MALFORMED_ITEMS}")
+        reply = self._call(
+            "PushFrames",
+            lambda: self._stub.PushFrames(iter([message]), timeout=self.deadlines.push),
+        )
+        return PushResult(reply.frames_ingested, reply.user_turns_ingested, 0.0)
+
+    def query_without_kind(self, query: Query) -> str:
+        """`query` sent with QUERY_KIND_UNSPECIFIED (rule R10); returns the text, if any."""
+        request = wire.query_to_pb(query)
+        request.kind = pb.QUERY_KIND_UNSPECIFIED
+
+        def run() -> str:
+            call = self._stub.Query(request, timeout=self.deadlines.query)
+            return "".join(chunk.text for chunk in call)
+
+        return self._call("Query", run)
+
     def end_session(self, end: SessionEnd) -> float:
         started = time.perf_counter()
         self._call(
@@ -373,11 +404,16 @@ class SystemClient:
         name: str = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
         return name
 
-    def _reflect(self, request: reflection_pb2.ServerReflectionRequest) -> Any:
-        stub = reflection_pb2_grpc.ServerReflectionStub(self._channel)
+    def _reflect(self, request: reflection_pb2.ServerReflectionRequest, version: str) -> Any:
+        # v1 and v1alpha share their messages field for field; only the service name differs.
+        info = self._channel.stream_stream(
+            f"/{REFLECTION_SERVICES[version]}/ServerReflectionInfo",
+            request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+            response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+        )
 
         def ask() -> Any:
-            for reply in stub.ServerReflectionInfo(iter([request]), timeout=self.deadlines.control):
+            for reply in info(iter([request]), timeout=self.deadlines.control):
                 if reply.HasField("error_response"):
                     raise errors.InvalidArgument(
                         f"reflection error {reply.error_response.error_code}: "
@@ -389,15 +425,26 @@ class SystemClient:
 
         return self._call("ServerReflectionInfo", ask)
 
-    def list_services(self) -> list[str]:
+    def reflection_versions(self) -> list[str]:
+        """Which of "v1" and "v1alpha" server reflection answers; [] without reflection."""
+        served = []
+        for version in REFLECTION_SERVICES:
+            try:
+                self._reflect(reflection_pb2.ServerReflectionRequest(list_services=""), version)
+            except errors.Unimplemented:
+                continue
+            served.append(version)
+        return served
+
+    def list_services(self, version: str = "v1alpha") -> list[str]:
         """Service names that server reflection lists; `Unimplemented` without reflection."""
-        reply = self._reflect(reflection_pb2.ServerReflectionRequest(list_services=""))
+        reply = self._reflect(reflection_pb2.ServerReflectionRequest(list_services=""), version)
         return sorted(s.name for s in reply.list_services_response.service)
 
-    def reflected_methods(self, service: str) -> dict[str, MethodShape]:
+    def reflected_methods(self, service: str, version: str = "v1alpha") -> dict[str, MethodShape]:
         """The methods of `service` as the server's own descriptors (via reflection) declare."""
         reply = self._reflect(
-            reflection_pb2.ServerReflectionRequest(file_containing_symbol=service)
+            reflection_pb2.ServerReflectionRequest(file_containing_symbol=service), version
         )
         package, _, name = service.rpartition(".")
         for blob in reply.file_descriptor_response.file_descriptor_proto:
@@ -434,3 +481,10 @@ def protocol_methods() -> dict[str, MethodShape]:
 
 MEMORY_SYSTEM_SERVICE: str = pb.DESCRIPTOR.services_by_name["MemorySystem"].full_name
 HEALTH_SERVICE = "grpc.health.v1.Health"
+MALFORMED_ITEMS = ("turn-without-kind", "frame-without-encoding", "empty-item")
+"""The stream items `SystemClient.push_malformed` can send, each breaking rule R10."""
+REFLECTION_SERVICES = {
+    "v1": "grpc.reflection.v1.ServerReflection",
+    "v1alpha": "grpc.reflection.v1alpha.ServerReflection",
+}
+"""Server reflection's two names, newest first: a server may serve either or both."""

@@ -15,6 +15,8 @@ from apmbench.harness.errors import WireRuleError
 
 DEFAULT_CHUNK_BYTES = 1 << 20
 """What `max_chunk_bytes` = 0 asks for (R7)."""
+MAX_CHUNK_BYTES = 2 << 20
+"""The cap on any state chunk, whatever `max_chunk_bytes` asks for (R7)."""
 
 TITLES = {
     "R7": "Chunking",
@@ -76,7 +78,7 @@ def status_problem(rpc: str, code: str) -> str | None:
 
 def chunk_limit(max_chunk_bytes: int) -> int:
     """The largest state chunk a client asking for `max_chunk_bytes` may receive."""
-    return max_chunk_bytes if max_chunk_bytes > 0 else DEFAULT_CHUNK_BYTES
+    return min(max_chunk_bytes, MAX_CHUNK_BYTES) if max_chunk_bytes > 0 else DEFAULT_CHUNK_BYTES
 
 
 def chunk_problem(index: int, size: int, max_chunk_bytes: int) -> str | None:
@@ -84,7 +86,10 @@ def chunk_problem(index: int, size: int, max_chunk_bytes: int) -> str | None:
     limit = chunk_limit(max_chunk_bytes)
     if size <= limit:
         return None
-    asked = f"max_chunk_bytes={max_chunk_bytes}" + (" (1 MiB)" if max_chunk_bytes <= 0 else "")
+    note = " (1 MiB)" if max_chunk_bytes <= 0 else ""
+    if limit < max_chunk_bytes:
+        note = " (capped at 2 MiB)"
+    asked = f"max_chunk_bytes={max_chunk_bytes}{note}"
     return f"state chunk {index} carries {size} bytes, over the {limit} allowed by {asked}"
 
 

@@ -123,6 +123,7 @@ def write_comparison(
         )
     plot_path = out / "tradeoff.png"
     plot_tradeoff(points, data["plot_y_label"] or "no common utility score", plot_path)
+    suite.write_plots(data, out)
     records.atomic_write(out / "compare.json", records.dump(data))
     records.atomic_write(
         out / "compare.md", suite.render_comparison(compared, data, plot_path.name)

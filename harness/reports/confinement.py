@@ -30,6 +30,12 @@ def confinement_lines(report: Mapping[str, Any], manifest: Mapping[str, Any]) ->
             "",
         ]
     sandbox = report.get("sandbox")
+    if sandbox is not None and sandbox.get("network") == "host":
+        lines += [
+            "Sandboxed with the host's network (`--sandbox-net`): the system could reach "
+            "services on the network.",
+            "",
+        ]
     if sandbox is not None and not sandbox.get("confined"):
         lines += [
             f"**{sandbox['note']}**: the system ran with `--no-sandbox`, so it could read the "

@@ -7,7 +7,7 @@ Ray) can run the middle one on its own:
   settings, create (or check, when resuming) the run directory;
 - `run_trajectory`: plan one trajectory, run its segments, save its record
   atomically;
-- `finish`: score the finished records and complete the manifest.
+- `finish`: score the finished records, complete the manifest, write report.html.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def _system_spec(spec: RuntimeSpec, runtime: Runtime) -> str | None:
     the same tag is a different system."""
     if spec.image is not None:
         return f"{spec.image} ({runtime.describe()['image']['id']})"
-    return spec.system or spec.endpoint
+    return spec.system or spec.command or spec.endpoint
 
 
 def _manifest(p: Prepared) -> dict[str, Any]:
@@ -180,7 +180,7 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
     )
     run.check_usable(opts.resume)
     # Opened before the system starts, so a judge that cannot work stops the run at once.
-    judge = open_judge(opts.judge)
+    judge = open_judge(opts.judge, lambda: suite.reference_judge(dataset.root))
     try:
         runtime = make_runtime(
             opts.runtime,
@@ -297,6 +297,9 @@ def finish(p: Prepared, progress: Progress) -> Evaluation:
         p.run.update_manifest(finished_at=finished, audit=audit_headline(report["audit"]))
     else:
         p.run.update_manifest(finished_at=finished)
+    from apmbench.harness.reports.html.view import VIEW_NAME, write_view
+
+    write_view([p.run.root], p.run.root / VIEW_NAME)
     return Evaluation(p.run.root, report)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from apmbench.adapters.sdk.types import (
+    DialogueTurn,
     Frame,
     Query,
     SessionEnd,
@@ -289,12 +290,7 @@ class TrajectoryRunner:
             for item in items:
                 if isinstance(item, Ask):
                     flush()
-                    query = replace(item.query, query_id=uuid.uuid4().hex)
-                    if self.auditor is not None:
-                        result = self.auditor.ask(self, segment, item, query)
-                    else:
-                        result = self.client.query(query)
-                    self._record(segment, item, result, ingest_s, session.start_ms)
+                    self._dialogue(segment, item, ingest_s, session.start_ms)
                     continue
                 batch.append(item)
                 if len(batch) >= self.settings.push_batch:
@@ -327,6 +323,33 @@ class TrajectoryRunner:
             )
         )
 
+    def _dialogue(self, segment: Segment, ask: Ask, ingest_s: float, session_start_ms: int) -> None:
+        """Ask `ask`, then each follow-up its answer calls for, back to back: no frame is
+        pushed between rounds, and each round carries the earlier ones with the system's
+        actual answers."""
+        dialogue: tuple[DialogueTurn, ...] = ()
+        current: Ask | None = ask
+        render: Callable[[Query], Query] | None = None
+        while current is not None:
+            query = replace(current.query, query_id=uuid.uuid4().hex, dialogue=dialogue)
+            if render is not None:
+                query = render(query)
+            if self.auditor is not None:
+                result = self.auditor.ask(self, segment, current, query)
+            else:
+                result = self.client.query(query)
+            record = self._record(segment, current, result, ingest_s, session_start_ms)
+            follow = current.follow_up
+            if follow is None:
+                return
+            asked = bool(follow.when(record))
+            record["follow_up_id"] = follow.ask.instance_id
+            record["follow_up_asked"] = asked
+            if not asked:
+                return
+            dialogue = (*dialogue, DialogueTurn(query.prompt, query.question, result.text))
+            current, render = follow.ask, follow.render
+
     def _record(
         self,
         segment: Segment,
@@ -334,7 +357,7 @@ class TrajectoryRunner:
         result: QueryResult,
         ingest_s: float,
         session_start_ms: int,
-    ) -> None:
+    ) -> dict[str, Any]:
         prefix_s = (ask.time_ms - session_start_ms) / 1000.0
         held = self.held_ms if self.held_ms is not None else ask.time_ms
         rtf = None
@@ -363,6 +386,7 @@ class TrajectoryRunner:
             result, self.answer_key(graded), lambda text: self.grade(ask, text), self.answer_key
         )
         self.instances.append(record)
+        return record
 
 
 def decode_in_background(

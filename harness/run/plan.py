@@ -12,7 +12,7 @@ task. A `Segment` is one replay over consecutive sessions of one trajectory:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,35 @@ class Ask:
     query: Query
     item: Any
     fields: Mapping[str, Any]
+    follow_up: FollowUp | None = None
+    """The next round of this ask's dialogue, asked right after it when its condition holds."""
+
+    def __post_init__(self) -> None:
+        if self.follow_up is not None and self.follow_up.ask.time_ms != self.time_ms:
+            # Both rounds must see the same frames: no frame may be pushed between them.
+            raise ValueError(
+                f"follow-up {self.follow_up.ask.instance_id} is at "
+                f"{self.follow_up.ask.time_ms} ms, not at its parent's {self.time_ms} ms"
+            )
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A dependent round of a dialogue (a suite's two-turn probe, say).
+
+    The runner asks `ask` right after its parent, in the same process, at the
+    same time and with no frame pushed in between, and only when `when` holds
+    for the parent's graded record (e.g. a parsed affirmative answer). Its
+    query carries the dialogue so far: each earlier round's prompt, question
+    and the system's actual answer. A follow-up that is not asked leaves no
+    record; the parent's record says whether it was asked.
+    """
+
+    ask: Ask
+    when: Callable[[Mapping[str, Any]], bool]
+    render: Callable[[Query], Query] | None = None
+    """Adapts the follow-up's query once its dialogue is filled in (e.g. quotes the earlier
+    turns in the prompt too, for systems that read only the prompt)."""
 
 
 @dataclass(frozen=True)

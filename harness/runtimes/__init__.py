@@ -1,6 +1,8 @@
 """Where a system runs. Every command builds its runtime here, from one spec.
 
 - process: a registered system or module:Class as a local child process;
+- command: any executable (`--command 'node server.js {address}'`) as a local child
+  process, sandboxed and restartable like `system`;
 - endpoint: a server someone else started, at an address (cannot restart);
 - docker: an image in a hardened container (apmbench.harness.runtimes.docker).
 """
@@ -36,18 +38,28 @@ class RuntimeSpec:
     env: tuple[str, ...] = ()
     """`--env NAME[=VALUE]` for the system's process: the only environment it gets besides
     its own `APMBENCH_VLM_*` settings when sandboxed."""
+    sandbox_net: bool = False
+    """`--sandbox-net`: sandboxed, but on the host's network (a model endpoint)."""
+    command: str | None = None
+    """Any server command line with `{address}` in it, run as a local process."""
 
     @property
     def label(self) -> str:
         """A file-name-safe name of the system, for default output directories."""
         name = self.system or self.image or self.endpoint or "endpoint"
+        if self.command is not None:
+            # The script's name says more than its interpreter's ("server" of server.js).
+            words = [w for w in self.command.split() if "{address}" not in w]
+            name = Path(words[-1]).stem if words else "command"
         return name.replace(":", "_").replace("/", "_")
 
     def check_system(self) -> None:
         """Refuse an unknown registered name before anything starts."""
-        if sum(x is not None for x in (self.system, self.endpoint, self.image)) != 1:
+        given = (self.system, self.endpoint, self.image, self.command)
+        if sum(x is not None for x in given) != 1:
             raise ConfigError(
-                "give exactly one of --system NAME, --endpoint ADDRESS or --image IMAGE"
+                "give exactly one of --system NAME, --command 'CMD {address}', "
+                "--endpoint ADDRESS or --image IMAGE"
             )
         if self.system is None or ":" in self.system:
             return
@@ -77,6 +89,19 @@ def make_runtime(
         return DockerRuntime(spec.image, run_dir, deadlines, spec.container, startup_timeout_s)
     if spec.endpoint is not None:
         return EndpointRuntime(spec.endpoint, deadlines, startup_timeout_s)
+    if spec.command is not None:
+        from apmbench.harness.runtimes.command import command_process
+
+        return command_process(
+            spec.command,
+            run_dir / "logs" / "system.log",
+            deadlines,
+            startup_timeout_s,
+            sandbox=spec.sandbox,
+            env=spec.env,
+            hidden=(*hidden, run_dir),
+            share_net=spec.sandbox_net,
+        )
     assert spec.system is not None
     return sandboxed_process(
         spec.system,
@@ -86,4 +111,5 @@ def make_runtime(
         sandbox=spec.sandbox,
         env=spec.env,
         hidden=(*hidden, run_dir),
+        share_net=spec.sandbox_net,
     )

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -158,19 +159,16 @@ class ProcessRuntime(Runtime):
         self._dir = Path(tempfile.mkdtemp(prefix="apm-", dir="/tmp"))
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        cmd = [
-            sys.executable,
-            "-m",
-            "apmbench.adapters",
-            self.system,
-            "--address",
-            self.address,
-            "--exit-with-parent",
-        ]
+        cmd = self.argv()
         if self.sandbox is not None:
             cmd = self.sandbox.wrap(cmd, writable=[self._dir])
         self._proc = subprocess.Popen(
-            cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            cwd=self.cwd,
         )
         self.starts += 1
         client = SystemClient(self.address, self.deadlines)
@@ -189,6 +187,21 @@ class ProcessRuntime(Runtime):
         self._check_socket()
         self._client = client
         return client
+
+    cwd: Path | None = None
+    """Where the server process starts (unsandboxed; a sandbox sets its own)."""
+
+    def argv(self) -> list[str]:
+        """The server's command line for the current start (its address is fresh each time)."""
+        return [
+            sys.executable,
+            "-m",
+            "apmbench.adapters",
+            self.system,
+            "--address",
+            self.address,
+            "--exit-with-parent",
+        ]
 
     def _check_socket(self) -> None:
         """The harness connects only to a real socket in the directory it made: a system
@@ -260,6 +273,7 @@ def sandboxed_process(
     sandbox: bool,
     env: tuple[str, ...] = (),
     hidden: tuple[Path, ...] = (),
+    share_net: bool = False,
 ) -> ProcessRuntime:
     """`--system SPEC` as `evaluate` and `check` start it: in a bubblewrap sandbox that sees
     none of `hidden` (plus the synthetic cache), with only the allowlisted environment and
@@ -274,4 +288,5 @@ def sandboxed_process(
             system, log_path, deadlines, startup_timeout_s, env={**os.environ, **extra}
         )
     policy = python_policy(system, (*hidden, cache_root()), allowed_env(extra))
+    policy = dataclasses.replace(policy, share_net=share_net)
     return ProcessRuntime(system, log_path, deadlines, startup_timeout_s, sandbox=Sandbox(policy))

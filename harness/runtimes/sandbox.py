@@ -120,6 +120,9 @@ def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+TMP = Path("/tmp")
+
+
 @dataclass(frozen=True)
 class SandboxPolicy:
     """What a sandboxed command sees. Paths are resolved when the policy is made."""
@@ -133,6 +136,9 @@ class SandboxPolicy:
     path: str = "/usr/local/bin:/usr/bin:/bin"
     cwd: Path | None = None
     tmp_size_bytes: int = TMP_SIZE_BYTES
+    share_net: bool = False
+    """`--sandbox-net`: the host's network (for a system that calls a model endpoint);
+    a recorded relaxation, printed in every report."""
 
 
 class Sandbox:
@@ -148,6 +154,7 @@ class Sandbox:
         args = [
             self.bwrap,
             "--unshare-all",
+            *(["--share-net"] if p.share_net else []),
             "--die-with-parent",
             "--new-session",
             "--clearenv",
@@ -166,10 +173,15 @@ class Sandbox:
                 args += ["--ro-bind", name, name]
         for name in ETC_FILES:
             args += ["--ro-bind-try", name, name]
+        in_tmp = [q for q in p.read_only if q != TMP and _under(q, TMP)]
         for path in p.read_only:
-            args += ["--ro-bind", str(path), str(path)]
-        # Mounted after the binds so that nothing bound can shadow the empty /tmp.
+            if path not in in_tmp:
+                args += ["--ro-bind", str(path), str(path)]
+        # Mounted after the binds so that nothing bound can shadow the empty /tmp; what
+        # lives under /tmp (a model directory, a test's package) is bound into it after.
         args += ["--size", str(p.tmp_size_bytes), "--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
+        for path in in_tmp:
+            args += ["--ro-bind", str(path), str(path)]
         for path in writable:
             args += ["--bind", str(path), str(path)]
         for path in self.masked():
@@ -193,12 +205,12 @@ class Sandbox:
         return {
             "confined": True,
             "tool": "bubblewrap",
+            "network": "host" if self.policy.share_net else "none",
             "bwrap": self.bwrap,
             "read_only": [str(p) for p in self.policy.read_only],
             "masked": [str(p) for p in self.masked()],
             "hidden": [str(p) for p in self.policy.hidden],
             "env": sorted(self.policy.env),
-            "network": "none",
             "tmp_size_bytes": self.policy.tmp_size_bytes,
         }
 
@@ -277,10 +289,14 @@ def confinement(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
     """report.json's `sandbox` entry from a run's manifest: whether the system process was
     confined. None for runtimes the harness does not sandbox this way (endpoint, image)."""
     runtime = manifest.get("runtime") or {}
-    if runtime.get("kind") != "process":
+    if runtime.get("kind") not in ("process", "command"):
         return None
     recorded = runtime.get("sandbox")
     if not recorded or not recorded.get("confined"):
         # A process run from before the sandbox existed was unconfined too.
         return {"confined": False, "note": UNCONFINED_NOTE}
-    return {"confined": True, "tool": recorded.get("tool", "bubblewrap")}
+    return {
+        "confined": True,
+        "tool": recorded.get("tool", "bubblewrap"),
+        "network": recorded.get("network", "none"),
+    }

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 DEFAULT = "apmbench"
 SUITES: dict[str, str] = {
     "apmbench": "apmbench.harness.suites.apmbench.suite:APMBench",
+    "egoprobe": "apmbench.harness.suites.egoprobe.suite:EgoProbe",
 }
 
 

@@ -21,6 +21,7 @@ from rich.table import Table
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Segment
+from apmbench.harness.scoring.judge.backend import ChatBackend
 from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
 
 
@@ -59,6 +60,25 @@ class ComparedRun:
     label: str
     manifest: Mapping[str, Any]
     report: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ViewTable:
+    """One table of the HTML viewer: plain cells, one row per run."""
+
+    title: str
+    header: tuple[str, ...]
+    rows: list[list[str]]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ViewBars:
+    """Scores of one run by group (tasks, families), for the viewer's bar charts."""
+
+    title: str
+    values: Mapping[str, float | None]
+    """Group name -> score (0-100), None when not computed."""
 
 
 class Suite(ABC):
@@ -120,6 +140,14 @@ class Suite(ABC):
     ) -> None:
         """Write the judge's outcomes into the rows it was asked about."""
 
+    def reference_judge(self, dataset_root: Path) -> ChatBackend:
+        """`--judge synthetic`: a deterministic judge that knows the suite's generated facts.
+
+        Must refuse (ConfigError) every dataset but the suite's own synthetic
+        benchmark, and label its identity with `reference.LABEL`.
+        """
+        raise ConfigError(f"the {self.title} suite has no synthetic reference judge")
+
     def judge_templates_sha256(self) -> str | None:
         """Identifies the judge's wording (part of the scoring signature)."""
         return None
@@ -148,9 +176,32 @@ class Suite(ABC):
     ) -> list[Table]:
         """The tables the embedded default prints, one row per system."""
 
+    # -- the HTML viewer (`apmbench-grpc view`) ------------------------------------
+
+    def view_tables(self, runs: Sequence[ComparedRun]) -> list[ViewTable]:
+        """The viewer's headline tables, one row per run (none by default)."""
+        return []
+
+    def view_bars(self, report: Mapping[str, Any]) -> list[ViewBars]:
+        """The viewer's bar charts for one run (none by default)."""
+        return []
+
+    def view_outcome(self, row: Mapping[str, Any]) -> str:
+        """One instance's outcome as the viewer filters by it."""
+        if row.get("format") == "failure":
+            return "format failure"
+        if "gate_passed" in row:
+            return "gate passed" if row["gate_passed"] else "gate failed"
+        if "correct" in row:
+            return "correct" if row["correct"] else "wrong"
+        return "recorded"
+
     @abstractmethod
     def comparison(self, runs: Sequence[ComparedRun]) -> dict[str, Any]:
         """compare.json's content; must hold `plot_y_label`, `notes` and per run `plot_y`."""
+
+    def write_plots(self, data: Mapping[str, Any], out: Path) -> None:  # noqa: B027
+        """Extra plots of the suite's own into the comparison folder (none by default)."""
 
     @abstractmethod
     def render_comparison(

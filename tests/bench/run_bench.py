@@ -20,8 +20,11 @@ Three measurements, each against a baseline measured in the same run:
    full decode of the same videos that picks the same frames (targets: no
    frame differs from the full decode's, and the variable-GOP video costs at
    most 1.2x the full decode).
+6. startup: `import apmbench.adapters.sdk` (target: under 100 ms), and the time
+   to health SERVING of `python -m apmbench.adapters null` and of the
+   `apmbench/null` container (tests/bench/startup.py). `--only startup`.
 
-6. paper: the paper-scale dry run, `evaluate --synthetic paper --system null` (104
+7. paper: the paper-scale dry run, `evaluate --synthetic paper --system null` (104
    trajectories, forks and EA replays), wall and CPU time, main-pass frames and queries;
    then `--shard 0/2` and `1/2` in two processes at once, merged (targets: under 10
    minutes; the shards' summed wall times within 10 % of the single run's). See
@@ -32,7 +35,7 @@ baseline (`run_bench.py --echo-server ADDRESS`) and for the harness
 (`apmbench-grpc serve null`). This is a measurement, not a test: nothing
 fails on speed; each target is reported as a boolean.
 
-    .venv/bin/python tests/bench/run_bench.py [--only query,push,rss,sandbox,frames,paper]
+    .venv/bin/python tests/bench/run_bench.py [--only query,push,rss,sandbox,frames,startup,paper]
 """
 
 from __future__ import annotations
@@ -82,9 +85,8 @@ from apmbench.harness.suites.apmbench.synth.writer import build
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers.frame_videos import write_indexed_video
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paper_bench import bench_paper
+from startup import bench_startup
 
 ECHO_SERVICE = "apmbench.bench.Echo"
 ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
@@ -753,6 +755,8 @@ def run_all(only: set[str]) -> dict[str, Any]:
             report["frames"] = bench_frames(tmp)
         if "sandbox" in only:
             report["sandbox"] = bench_sandbox(tmp)
+        if "startup" in only:
+            report["startup"] = bench_startup(tmp)
         if "paper" in only:
             report["paper"] = bench_paper(tmp)
     finally:
@@ -770,7 +774,7 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "--echo-server":
         echo_server(argv[1])
         return 0
-    sections = {"query", "push", "rss", "frames", "sandbox", "paper"}
+    sections = {"query", "push", "rss", "frames", "sandbox", "startup", "paper"}
     only = sections
     if len(argv) == 2 and argv[0] == "--only":
         only = set(argv[1].split(","))

@@ -6,6 +6,7 @@ Built on the generated servicer base, as a method author who skips the SDK would
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent import futures
 
 import grpc
@@ -55,3 +56,76 @@ def serve_raw(
     server.add_insecure_port(address)
     server.start()
     return RunningServer(server, address, health_servicer)
+
+
+class _EndsAnySession(Lifecycle):
+    """Closes the open session whatever id EndSession names."""
+
+    def end(self, session_id: str, time_ms: int) -> None:
+        super().end(self.require_session("EndSession"), time_ms)
+
+
+class EndsAnySessionServicer(MemorySystemServicer):
+    """The SDK's servicer without the EndSession id check (rule SESSION-ID)."""
+
+    def __init__(self, system: MemorySystem) -> None:
+        super().__init__(system)
+        self._lifecycle = _EndsAnySession(self._info)
+
+
+class KindBlindServicer(MemorySystemServicer):
+    """Takes a user turn without kind as a registration, a frame without encoding as JPEG
+    and ignores an empty item, where R10 says INVALID_ARGUMENT."""
+
+    def PushFrames(
+        self, request_iterator: Iterator[pb.StreamItem], context: grpc.ServicerContext
+    ) -> pb.PushFramesResponse:
+        def mended() -> Iterator[pb.StreamItem]:
+            for msg in request_iterator:
+                which = msg.WhichOneof("item")
+                if which is None:
+                    continue
+                if which == "user_turn" and not msg.user_turn.kind:
+                    msg.user_turn.kind = pb.USER_TURN_KIND_REGISTRATION
+                if which == "frame" and not msg.frame.encoding:
+                    msg.frame.encoding = pb.FRAME_ENCODING_RGB24
+                yield msg
+
+        return super().PushFrames(mended(), context)
+
+    def Query(
+        self, request: pb.QueryRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.QueryChunk]:
+        if not request.kind:
+            request.kind = pb.QUERY_KIND_MULTIPLE_CHOICE
+        yield from super().Query(request, context)
+
+
+class LaxShaServicer(MemorySystemServicer):
+    """Reads any manifest sha256 (63 digits, upper case) as a digest to compare, so a
+    malformed one ends in DATA_LOSS instead of INVALID_ARGUMENT."""
+
+    def ImportState(
+        self, request_iterator: Iterator[pb.StateChunk], context: grpc.ServicerContext
+    ) -> pb.ImportStateResponse:
+        def mended() -> Iterator[pb.StateChunk]:
+            for msg in request_iterator:
+                if msg.WhichOneof("chunk") == "manifest":
+                    sha = msg.manifest.sha256
+                    if len(sha) != 64 or sha != sha.lower():
+                        msg.manifest.sha256 = "0" * 64
+                yield msg
+
+        return super().ImportState(mended(), context)
+
+
+class FieldsFirstServicer(MemorySystemServicer):
+    """Checks a Query's kind before the lifecycle: INVALID_ARGUMENT where the .proto's
+    precedence says FAILED_PRECONDITION (rule PRECEDENCE)."""
+
+    def Query(
+        self, request: pb.QueryRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.QueryChunk]:
+        if not request.kind:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "query has no kind")
+        yield from super().Query(request, context)

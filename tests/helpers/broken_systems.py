@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from apmbench.adapters.sdk import (
+    AnswerFormat,
     ExportedState,
     FailedPrecondition,
     Query,
@@ -38,8 +39,17 @@ class Honest(JsonMemory):
             return {"decision": "INTERVENE" if remembered else "SILENT", "reason": "memory"}
         return {"answer": "ABCD"[len(self.memory["sessions"]) % 4]}
 
+    def said(self, query: Query) -> str:
+        out = self.answer(query)
+        # Protocol 1.1 says when an INTERVENE must name an option (the ERA checkpoint).
+        if query.answer_format is AnswerFormat.DECISION_WITH_OPTION and out.get("decision") == (
+            "INTERVENE"
+        ):
+            out.setdefault("answer", "A")
+        return json.dumps(out)
+
     def query(self, query: Query) -> Iterator[str]:
-        yield json.dumps(self.answer(query))
+        yield self.said(query)
 
 
 class MutatesInQuery(Honest):
@@ -160,7 +170,7 @@ class CachesByQueryId(Honest):
     def query(self, query: Query) -> Iterator[str]:
         if query.query_id not in self.cache:
             time.sleep(self.think_s)
-            self.cache[query.query_id] = json.dumps(self.answer(query))
+            self.cache[query.query_id] = self.said(query)
         yield self.cache[query.query_id]
 
 

@@ -209,26 +209,37 @@ class SlowStream(JsonMemory):
             self.closed.set()
 
 
-# The latest time this process was ever shown: survives Reset (as hidden memory would), dies
-# with the process.
-_SEEN_MS = [-1]
+# The latest time this process was ever shown, per trajectory: survives Reset (as hidden
+# memory would), dies with the process.
+_SEEN_MS: dict[str, int] = {}
 
 
 class SeenClock(JsonMemory):
-    """Answers with the latest frame or turn time its process has ever seen, so a test can
-    tell whether a process held data later than the question it answers."""
+    """Answers with the latest frame or turn time its process has ever seen in the current
+    trajectory, so a test can tell whether a process held data later than the question."""
 
     name = "seen-clock"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.trajectory = ""
+
+    def reset(self, trajectory_id: str) -> None:
+        super().reset(trajectory_id)
+        self.trajectory = trajectory_id
+
+    def _saw(self, time_ms: int) -> None:
+        _SEEN_MS[self.trajectory] = max(_SEEN_MS.get(self.trajectory, -1), time_ms)
+
     def ingest_frame(self, frame: Frame) -> None:
-        _SEEN_MS[0] = max(_SEEN_MS[0], frame.time_ms)
+        self._saw(frame.time_ms)
 
     def ingest_user_turn(self, turn: UserTurn) -> None:
-        _SEEN_MS[0] = max(_SEEN_MS[0], turn.time_ms)
+        self._saw(turn.time_ms)
 
     def query(self, query: Query) -> Iterator[str]:
         reply = self.answer(query)
-        reply["seen_ms"] = _SEEN_MS[0]
+        reply["seen_ms"] = _SEEN_MS.get(self.trajectory, -1)
         yield json.dumps(reply)
 
 

@@ -63,8 +63,14 @@ def test_restart_no_process_has_seen_past_its_question(tmp_path: Path) -> None:
 def test_reset_no_process_holds_a_later_session(tmp_path: Path) -> None:
     root, rows = run(tmp_path, Persistence.RESET)
     dataset = load_dataset(root)
-    session_end = {s.session_id: s.end_ms for t in dataset.trajectories for s in t.sessions}
-    later = [r["instance_id"] for r in rows if seen(r) > session_end[r["session_id"]]]
+    session_end = {
+        (t.trajectory_id, s.session_id): s.end_ms for t in dataset.trajectories for s in t.sessions
+    }
+    later = [
+        r["instance_id"]
+        for r in rows
+        if seen(r) > session_end[(r["trajectory_id"], r["session_id"])]
+    ]
     assert later == []
     # The harness's own measure of look-ahead is what the process really held.
     for r in rows:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers import broken_servers
 from helpers.broken_servers import TimeBlindServicer, serve_raw
 from helpers.broken_systems import Honest
 from helpers.systems import JsonMemory
@@ -21,6 +24,9 @@ from apmbench.adapters.sdk.server import MemorySystemServicer
 from apmbench.harness.check import CheckReport, Outcome, run_suite, select
 from apmbench.harness.check.render import failures, to_json
 from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.process import EndpointRuntime, ProcessRuntime
 
 pytestmark = pytest.mark.usefixtures("helper_env")
@@ -102,14 +108,46 @@ def test_a_server_that_ignores_time_order(raw: list[RunningServer], sock_dir: Pa
     assert "persistence-restart" in outcomes(report, Outcome.NOT_APPLICABLE)
 
 
+@pytest.mark.parametrize(
+    ("servicer", "aimed", "rule"),
+    [
+        ("EndsAnySessionServicer", "misuse-end-other-session", "SESSION-ID"),
+        ("KindBlindServicer", "misuse-malformed-items", "R10"),
+        ("LaxShaServicer", "misuse-import-bad-manifest", "MANIFEST"),
+        ("FieldsFirstServicer", "status-precedence", "PRECEDENCE"),
+    ],
+)
+def test_a_server_breaking_one_rule_of_protocol_1_1_fails_exactly_that_check(
+    servicer: str, aimed: str, rule: str, raw: list[RunningServer], sock_dir: Path
+) -> None:
+    address = f"unix:{sock_dir}/one-rule"
+    raw.append(serve_raw(getattr(broken_servers, servicer)(Honest()), address))
+    report = on_endpoint(address)
+    assert outcomes(report, Outcome.FAIL) == {aimed}, explain(report)
+    [line] = failures(report)
+    assert f"FAIL {aimed}: breaks {rule} " in line, line
+
+
 def test_a_server_without_health_or_reflection(raw: list[RunningServer], sock_dir: Path) -> None:
     address = f"unix:{sock_dir}/bare"
     servicer = MemorySystemServicer(Honest())
     raw.append(serve_raw(servicer, address, with_health=False, with_reflection=False))
     report = on_endpoint(address)
-    assert outcomes(report, Outcome.FAIL) == {"health", "reflection"}, explain(report)
+    # Health is required; reflection only recommended (evaluate never uses it).
+    assert outcomes(report, Outcome.FAIL) == {"health"}, explain(report)
+    assert outcomes(report, Outcome.WARN) == {"reflection"}
     health = report.results[0]
     assert "no grpc.health.v1.Health service" in health.reason and "serve()" in health.hint
+    warned = next(r for r in report.results if r.name == "reflection")
+    assert "neither v1 nor v1alpha" in warned.reason
+    assert "@grpc/reflection" in warned.hint and "grpcio-reflection" in warned.hint
+
+
+def test_the_sdk_serves_reflection_v1_and_v1alpha(raw: list[RunningServer], sock_dir: Path) -> None:
+    raw.append(start_server(Honest(), f"unix:{sock_dir}/sdk"))
+    report = on_endpoint(f"unix:{sock_dir}/sdk")
+    passed = next(r for r in report.results if r.name == "reflection")
+    assert passed.outcome is Outcome.PASS and passed.details["reflection"] == ["v1", "v1alpha"]
 
 
 class SecondMajor(JsonMemory):
@@ -123,10 +161,39 @@ def test_another_major_version_is_a_clear_refusal(raw: list[RunningServer], sock
     report = on_endpoint(f"unix:{sock_dir}/v2")
     assert outcomes(report, Outcome.FAIL) == {"describe-version"}, explain(report)
     refusal = next(r for r in report.results if r.name == "describe-version")
-    assert "speaks protocol 2.3; this harness speaks 1.0" in refusal.reason
+    assert "speaks protocol 2.3; this harness speaks 1.1" in refusal.reason
     assert "protocol 1.x" in refusal.hint
     later = [
         r for r in report.results if r.name not in ("health", "reflection", "describe-version")
     ]
     assert later and all(r.outcome is Outcome.NOT_APPLICABLE for r in later)
     assert '"ok": false' in to_json(report)
+
+
+class SpeaksOneZero(Honest):
+    """A protocol 1.0 server: it reports "1.0" and never reads the 1.1 answer fields."""
+
+    def describe(self) -> SystemInfo:
+        return replace(super().describe(), protocol_version="1.0")
+
+
+def test_a_1_0_server_is_still_checked_and_evaluated(
+    raw: list[RunningServer], sock_dir: Path, mini: Path, tmp_path: Path
+) -> None:
+    address = f"unix:{sock_dir}/v10"
+    raw.append(start_server(SpeaksOneZero(), address))
+    report = on_endpoint(address)
+    assert report.ok, explain(report)
+    assert report.target["system"]["protocol_version"] == "1.0"  # type: ignore[index]
+    out = tmp_path / "run"
+    evaluate(
+        EvaluateOptions(
+            dataset=mini,
+            out=out,
+            runtime=RuntimeSpec(endpoint=address),
+            persistence=Persistence.RESET,
+        )
+    )
+    manifest = json.loads((out / "manifest.json").read_text())
+    # Both versions are on record: the harness's and the one the server speaks.
+    assert (manifest["protocol_version"], manifest["system"]["protocol_version"]) == ("1.1", "1.0")

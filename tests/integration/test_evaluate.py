@@ -77,7 +77,7 @@ def test_null_run_writes_the_run_directory(mini: Path, tmp_path: Path) -> None:
     dataset = load_dataset(mini)
     assert len(instances) == sum(len(c.probes) for c in dataset.candidates)
     sessions = [json.loads(x) for x in (out / "sessions.jsonl").read_text().splitlines()]
-    assert [s["frames"] for s in sessions] == [40, 40, 50, 30, 30]
+    assert [s["frames"] for s in sessions] == [40, 40, 50, 30, 30, 30]
     assert report["storage"]["trajectories_counted"] == 2
 
 
@@ -137,7 +137,9 @@ def test_restart_lets_only_exported_state_cross_a_gap(mini: Path, tmp_path: Path
     assert restart[est]["exported_sessions"] == ["S001", "S002"]
     assert restart[est]["hidden_sessions"] == ["S003"]
     assert trust[est]["exported_sessions"] == ["S001", "S002"]
-    assert trust[est]["hidden_sessions"][-3:] == ["S001", "S002", "S003"]
+    # The process went on: it still holds the sessions it saw before (forks of S003 ran
+    # in it too, before the main pass reached S003: the causal order).
+    assert {"S001", "S002", "S003"} <= set(trust[est]["hidden_sessions"])
 
 
 def test_forks_without_import_replay_to_the_same_memory(mini: Path, tmp_path: Path) -> None:

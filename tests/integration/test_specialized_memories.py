@@ -34,7 +34,7 @@ from apmbench.adapters.sdk import (
 )
 from apmbench.adapters.sdk.wire import manifest_for
 from apmbench.harness.protocol.client import Deadlines
-from apmbench.harness.runtimes import ProcessRuntime
+from apmbench.harness.runtimes.process import ProcessRuntime
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 pytest.importorskip("transformers", reason="the models extra is not installed")

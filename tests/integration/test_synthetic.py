@@ -61,3 +61,26 @@ def test_default_evaluation_compares_the_reference_systems(tiny: Path, tmp_path:
     manifest = json.loads((out / "text-log" / "manifest.json").read_text())
     assert manifest["system"]["name"] == "text-log"
     assert manifest["settings"]["persistence"] == "restart"
+    # The offline demo: the synthetic reference judge scores the adaptive tasks (labelled),
+    # every run has its HTML report, and the comparison has one too.
+    for name, report in reports.items():
+        assert report["scoring"]["judge"]["kind"] == "synthetic_reference", name
+        assert report["judge"]["by_status"].get("not_configured", 0) == 0, name
+        scored = [
+            t for t in ("RCR", "MPA", "PRM", "TPG") if report["tasks"][t]["score"] is not None
+        ]
+        assert scored, name
+        assert (
+            "synthetic reference judge, not the paper's LLM judge"
+            in (out / name / "report.md").read_text()
+        )
+        assert (
+            "synthetic reference judge, not the paper&#39;s LLM judge"
+            in (out / name / "report.html").read_text()
+        )
+    assert (out / "compare.html").is_file()
+    assert "synthetic reference judge, not the paper's LLM judge" in result.stdout
+    # Not a terminal: progress comes as log lines, one per finished trajectory and per system.
+    assert result.stderr.count("trajectory finished") == 4
+    assert result.stderr.count("system finished") == 4
+    assert "eta_s=" in result.stderr

@@ -166,7 +166,8 @@ def test_text_memory_through_the_api_on_the_tiny_benchmark(tmp_path: Path) -> No
         }
         result = subprocess.run(
             [sys.executable, "-m", "apmbench.harness.cli", "evaluate", "--dataset", str(tiny),
-             "--system", "vlm-text-memory", "--out", str(out), "--persistence", "reset"],
+             "--system", "vlm-text-memory", "--out", str(out), "--persistence", "reset",
+             "--sandbox-net"],
             capture_output=True, text=True, timeout=300, env=env,
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -200,7 +201,7 @@ def test_the_default_comparison_includes_the_vlm_systems_when_a_model_is_named(
         }
         result = subprocess.run(
             [sys.executable, "-m", "apmbench.harness.cli", "evaluate", "--dataset", str(tiny),
-             "--out", str(out), "--persistence", "reset"],
+             "--out", str(out), "--persistence", "reset", "--sandbox-net"],
             capture_output=True, text=True, timeout=600, env=env,
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -229,7 +230,8 @@ def test_the_protocol_checks_pass_with_a_well_behaved_model(tmp_path: Path, syst
         }
         result = subprocess.run(
             [sys.executable, "-m", "apmbench.harness.cli", "check", "--system", system,
-             "--out", str(tmp_path / "check"), "--json", str(tmp_path / "check.json")],
+             "--out", str(tmp_path / "check"), "--json", str(tmp_path / "check.json"),
+             "--sandbox-net"],
             capture_output=True, text=True, timeout=600, env=env,
         )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr

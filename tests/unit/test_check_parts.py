@@ -10,6 +10,7 @@ import pytest
 
 from apmbench.adapters.perception.reader import read_scene
 from apmbench.adapters.sdk.types import (
+    AnswerFormat,
     Capabilities,
     Frame,
     FrameEncoding,
@@ -97,7 +98,7 @@ def teststreaming_problems() -> None:
 
 
 def test_format_problems_per_kind() -> None:
-    mc, ea, decision = probes.probe_queries()
+    mc, ea, decision, era = probes.probe_queries()
     assert format_problem(mc, '{"answer":"B"}') is None
     assert format_problem(mc, "Answer: B") is None  # repaired is readable
     assert "several options" in (format_problem(mc, "(A) or maybe (C)") or "")
@@ -105,6 +106,9 @@ def test_format_problems_per_kind() -> None:
     assert "names no single option" in (format_problem(mc, '{"answer":"E"}') or "")
     assert format_problem(decision, '{"decision":"SILENT","reason":"x"}') is None
     assert "neither" in (format_problem(decision, '{"decision":"MAYBE"}') or "")
+    # The ERA checkpoint (protocol 1.1's DECISION_WITH_OPTION): an INTERVENE names an option.
+    assert format_problem(era, '{"decision":"INTERVENE","answer":"A","reason":"x"}') is None
+    assert "without a single option" in (format_problem(era, '{"decision":"INTERVENE"}') or "")
 
 
 def test_frame_sizes_keep_within_the_declared_side() -> None:
@@ -127,7 +131,10 @@ def test_the_probe_session_is_time_ordered_and_readable() -> None:
     assert (first.place, first.hand, last.hand) == ("DESK", "MUG", "")
     assert "MUG" in [s.label for s in last.slots]
     kinds = [q.kind for q in probes.probe_queries()]
-    assert kinds == [QueryKind.MULTIPLE_CHOICE, QueryKind.EVIDENCE_AVAILABILITY, QueryKind.DECISION]
+    assert kinds == [QueryKind.MULTIPLE_CHOICE, QueryKind.EVIDENCE_AVAILABILITY, QueryKind.DECISION,
+                     QueryKind.DECISION]  # fmt: skip
+    formats = [q.answer_format for q in probes.probe_queries()]
+    assert formats[2:] == [AnswerFormat.DECISION, AnswerFormat.DECISION_WITH_OPTION]
 
 
 def test_the_report_as_json_and_failure_lines() -> None:
@@ -138,7 +145,7 @@ def test_the_report_as_json_and_failure_lines() -> None:
          CheckResult("health", Outcome.PASS, RULES["HEALTH"], "SERVING")),
         1.0,
     )  # fmt: skip
-    assert not report.ok and report.counts() == {"pass": 1, "fail": 1, "n/a": 0}
+    assert not report.ok and report.counts() == {"pass": 1, "fail": 1, "n/a": 0, "warn": 0}
     data = json.loads(to_json(report))
     assert data["ok"] is False and data["checks"][0]["rule"] == "R5"
     assert data["checks"][0]["rule_text"] == rule.quote

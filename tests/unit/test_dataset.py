@@ -13,8 +13,8 @@ import pytest
 from apmbench.adapters.sdk.types import UserTurnKind
 from apmbench.harness.errors import DatasetError, VideoError
 from apmbench.harness.media.frames import FrameSettings, decode_session, frame_times
+from apmbench.harness.media.timecode import to_ms
 from apmbench.harness.suites.apmbench.dataset import load_dataset
-from apmbench.harness.suites.apmbench.timecode import to_ms
 
 
 def test_mini_loads(mini: Path) -> None:
@@ -113,3 +113,32 @@ def test_decoding_samples_the_latest_frame_at_each_second(mini: Path) -> None:
     until = session.start_ms + 10_000
     assert max(f.time_ms for f in decode_session(session, FrameSettings(), until)) == until
     assert to_ms("DAY1", "08:00:00") == session.start_ms
+
+
+@pytest.mark.parametrize(
+    ("index", "change", "message"),
+    [
+        # T01-EA-unavail asks in S004: S001's evidence is outside the replay of S002..S004.
+        (1, lambda c: c.update(evidence_available=True, correct_option_id="A"),
+         r"evidence_available=true but its evidence in S001 lies outside the replayed sessions "
+         r"S002\.\.S004"),
+        # Asked in S003 instead, the same evidence is inside the replay of S001..S003.
+        (1, lambda c: c.update(query={"day_id": "DAY2", "session_id": "S003",
+                                      "query_time": "09:15:45"}),
+         r"evidence_available=false but all its evidence lies inside the replayed sessions "
+         r"S001\.\.S003"),
+        (0, lambda c: c["evidence_moments"][0].update(start_time="09:15:45", end_time="09:15:48",
+                                                      session_id="S003", day_id="DAY2"),
+         "ends after the query at DAY2 09:15:40"),
+        (0, lambda c: c.update(evidence_moments=[]), "EA needs evidence_moments"),
+    ],
+)  # fmt: skip
+def test_evidence_availability_labels_must_match_their_evidence(
+    mini: Path, tmp_path: Path, index: int, change: Callable[[Any], None], message: str
+) -> None:
+    def edit(doc: Any) -> None:
+        change(doc[index])
+
+    root = edited(mini, tmp_path, "candidates/evidence_availability.json", edit)
+    with pytest.raises(DatasetError, match=message):
+        load_dataset(root)

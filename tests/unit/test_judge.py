@@ -165,7 +165,7 @@ def test_judge_specs_and_settings_are_checked_before_any_work(
 ) -> None:
     assert parse_judge_spec("none") == ("none", None)
     assert parse_judge_spec("transformers:/m") == ("transformers", Path("/m"))
-    with pytest.raises(ConfigError, match="use none, openai or transformers:PATH"):
+    with pytest.raises(ConfigError, match="use none, openai, transformers:PATH or synthetic"):
         parse_judge_spec("gpt")
     with pytest.raises(ConfigError, match="needs --judge-model and --judge-base-url"):
         JudgeConfig(kind="openai").check()

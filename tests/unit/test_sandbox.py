@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -47,7 +50,10 @@ def test_env_entries_set_or_pass_on() -> None:
     assert env == {"APMBENCH_VLM_MODEL": "/m", "X": "1"}
 
 
-@pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not installed")
+@pytest.mark.skipif(
+    find_bwrap() is None and os.environ.get("CI") != "true",
+    reason="bubblewrap is not installed (under CI=true this fails instead)",
+)
 def test_wrapped_process_sees_only_its_allowlist(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -76,3 +82,34 @@ def test_wrapped_process_sees_only_its_allowlist(
     assert seen["secret_dir"] is False  # tmp_path is not bound
     assert seen["hidden_files"] == [] and seen["hidden_writable"] is False
     assert str(hidden) in masked
+
+
+@pytest.mark.skipif(
+    find_bwrap() is None and os.environ.get("CI") != "true",
+    reason="bubblewrap is not installed (under CI=true this fails instead)",
+)
+def test_sandbox_net_shares_the_host_network_and_tmp_binds_stay_visible(tmp_path: Path) -> None:
+    """--sandbox-net reaches a host service; a model directory under /tmp is readable
+    although the sandbox's own /tmp is a fresh tmpfs mounted over the host's."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    probe = (
+        "import os, socket, sys\n"
+        f"print(os.path.exists({str(model / 'config.json')!r}))\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {port}), timeout=2); print('reached')\n"
+        "except OSError: print('unreachable')\n"
+    )
+    policy = python_policy("null", (), {"APMBENCH_VLM_MODEL": str(model)})
+    for share, expected in ((False, "unreachable"), (True, "reached")):
+        wrapped = Sandbox(dataclasses.replace(policy, share_net=share)).wrap(
+            [sys.executable, "-c", probe]
+        )
+        out = subprocess.run(wrapped, capture_output=True, text=True, timeout=60)
+        assert out.stdout.split() == ["True", expected], out.stderr
+    listener.close()

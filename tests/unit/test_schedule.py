@@ -72,9 +72,10 @@ def test_fork_in_the_first_session_starts_empty() -> None:
     q = Turn(0, 0, UserTurnKind.QUESTION, "which?")
     era = candidate("e", "ERA", [probe("e#neg0", 0, 10_000), probe("e#pos", 0, 20_000)], (q,))
     d = dataset([era])
-    fork = plan_trajectory(d, d.trajectories[0], can_import=True)[1]
-    assert (fork.first_session, fork.snapshot_after, fork.last_session) == (0, None, 0)
-    assert [a.instance_id for a in fork.asks] == ["e#neg0", "e#pos"]  # one fork, all probes
+    forks = plan_trajectory(d, d.trajectories[0], can_import=True)[1:]
+    assert [(f.first_session, f.snapshot_after, f.last_session) for f in forks] == [
+        (0, None, 0)
+    ] * 2
 
 
 def test_evidence_availability_replays_the_two_most_recent_sessions() -> None:
@@ -87,3 +88,30 @@ def test_evidence_availability_replays_the_two_most_recent_sessions() -> None:
         (2, 4, None),
     ]
     assert [a.instance_id for a in replays[1].asks] == ["x", "y"]
+
+
+def test_each_era_and_rcr_probe_is_its_own_instance_from_the_candidates_fork_point() -> None:
+    # Section 3.3: "each candidate contains probes at precise timestamps labeled
+    # as SILENT or INTERVENE, treating each probe as an independent runtime
+    # instance". A system must not see an earlier probe's question and its own
+    # answer when it is asked the next one.
+    q = Turn(2, 2 * HOUR, UserTurnKind.QUESTION, "which?")
+    era = candidate(
+        "e", "ERA",
+        [probe("e#neg0", 2, 10_000, positive=False), probe("e#neg1", 2, 20_000, positive=False),
+         probe("e#pos", 2, 30_000, positive=True)],
+        (q,),
+    )  # fmt: skip
+    reg = Turn(3, 3 * HOUR + 1_000, UserTurnKind.REGISTRATION, "remind me")
+    rcr = candidate(
+        "r", "RCR",
+        [probe("r#neg0", 3, 5_000, positive=False), probe("r#pos", 3, 9_000, positive=True)],
+        (reg,),
+    )  # fmt: skip
+    d = dataset([era, rcr])
+    forks = [s for s in plan_trajectory(d, d.trajectories[0], True) if s.kind == "fork"]
+    assert [[a.instance_id for a in f.asks] for f in forks] == [
+        ["e#neg0"], ["e#neg1"], ["e#pos"], ["r#neg0"], ["r#pos"]
+    ]  # fmt: skip
+    assert [(f.first_session, f.snapshot_after) for f in forks] == [(2, 1)] * 3 + [(3, 2)] * 2
+    assert all(f.turns == (q,) for f in forks[:3]) and all(f.turns == (reg,) for f in forks[3:])

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from apmbench.harness.scoring import measures
 from apmbench.harness.suites.apmbench import metrics as scoring
 
 
@@ -118,16 +119,17 @@ def test_storage_per_hour_eq2_and_peaks() -> None:
         # T3: one session, no prior state: not counted.
         session("T3", 0, 600, 99),
     ]
-    out = scoring.storage(sessions)
+    out = measures.storage(sessions)
     assert out["trajectories_counted"] == 2
     assert out["storage_per_hour_bytes"] == pytest.approx((300 / 1.0 + 600 / 0.5) / 2)
     assert out["peak_bytes_mean"] == 450 and out["peak_bytes_max"] == 600
 
 
 def test_latency_percentiles() -> None:
-    rows = [{"ttft_s": float(i), "total_s": float(i) + 1, "rtf": 0.5} for i in range(1, 101)] + [
-        {"ttft_s": None, "total_s": 2.0, "rtf": None}
-    ]
+    rows = [
+        {"task": "ER", "ttft_s": float(i), "total_s": float(i) + 1, "rtf": 0.5}
+        for i in range(1, 101)
+    ] + [{"task": "ER", "ttft_s": None, "total_s": 2.0, "rtf": None}]
     out = scoring.latency(rows, [session("T", 0, 10, 1)])
     assert out["time_to_first_token_s"]["n"] == 100
     assert out["time_to_first_token_s"]["p50"] == pytest.approx(50.5)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from apmbench.harness.errors import DatasetError
-from apmbench.harness.suites.apmbench.timecode import MS_PER_DAY, format_ms, to_ms
+from apmbench.harness.media.timecode import MS_PER_DAY, format_ms, to_ms
 
 
 def test_days_are_real_gaps_on_the_clock() -> None:

@@ -49,6 +49,9 @@ def test_chunk_limit_is_what_was_asked_or_one_mib() -> None:
     )
     assert wire_rules.chunk_problem(1, 4096, 4096) is None
     assert wire_rules.chunk_problem(1, 4097, 4096) is not None
+    # Asking for more than 2 MiB still gets chunks of at most 2 MiB (R7, protocol 1.1).
+    assert wire_rules.chunk_problem(1, 2 << 20, 8 << 20) is None
+    assert "(capped at 2 MiB)" in str(wire_rules.chunk_problem(1, (2 << 20) + 1, 8 << 20))
 
 
 def test_manifest() -> None:

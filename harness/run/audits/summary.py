@@ -46,7 +46,7 @@ def audit_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None
         dict(e, trajectory_id=r["trajectory_id"])
         for r in records
         if "audit" in r
-        for e in bought_first_tokens(r["instances"])
+        for e in bought_first_tokens(r.get("instances", ()))
     ]
     persistence = [dict(a["persistence"], trajectory_id=t) for t, a in audited]
     compared = [p for p in persistence if p["status"] == "compared"]

@@ -2,8 +2,11 @@
 
     apmbench/rootfs:latest    Debian + python3-venv by mmdebstrap, `docker import`ed:
                               nothing is pulled, so it works air-gapped
-    apmbench/base:latest      + this project in /opt/apmbench, a non-root user
+    apmbench/base:latest      + apmbench-sdk alone in /opt/apmbench (no harness), a
+                              non-root user
     apmbench/<name>:latest    one per line of containers/systems.txt
+    apmbench-test/template    containers/template as a method author builds it; its
+                              size is checked against TEMPLATE_MAX_MB
     apmbench/base-gpu:latest  + torch and transformers with the CUDA runtime from
                               PyPI wheels (only with --gpu: multi-GB, for GPU hosts)
 
@@ -16,6 +19,7 @@ engine's classic builder through the API (no buildx needed) with
 no bridge network.
 
     python -m apmbench.harness.runtimes.docker.images [--rootfs IMAGE] [--gpu] [--rebuild]
+        [--node-template]
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import docker
 import docker.errors
 
 from apmbench.adapters.sdk.errors import ApmbenchError
+from apmbench.harness.distributions import SDK_PROJECT, sdk_tree
 from apmbench.harness.errors import ImageBuildError
 from apmbench.harness.runtimes.docker.engine import connect
 
@@ -47,16 +52,22 @@ INPUTS_LABEL = "org.apmbench.inputs"
 ROOTFS = "apmbench/rootfs:latest"
 BASE = "apmbench/base:latest"
 BASE_GPU = "apmbench/base-gpu:latest"
+TEMPLATE = "apmbench-test/template:latest"
+# A method's image on the template should weigh little more than Python itself
+# (the Debian root is ~104 MB): the SDK's serving stack gets the rest.
+TEMPLATE_MAX_MB = 180
 SUITE = "bookworm"
 # libstdc++6: grpcio's extension needs it; ca-certificates: TLS for pip.
 PACKAGES = ("python3-venv", "ca-certificates", "libstdc++6")
+NODE_ROOTFS = "apmbench/rootfs-node:latest"
+NODE_PACKAGES = ("nodejs", "npm", "ca-certificates")
+NODE_TEMPLATE = "apmbench/template-node:latest"
+NODE_TEMPLATE_FILES = (
+    "Dockerfile", "package.json", "package-lock.json", "server.js", "memory_system.proto",
+)  # fmt: skip
 # Documentation and translations are a third of a minimal Debian and unused here.
 DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*", "/usr/share/info/*")
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
-# What the base image installs from the source tree (everything else stays out
-# of the build context, so unrelated edits do not rebuild it).
-SOURCE_DIRS = ("harness", "adapters", "proto/apmbench")
-SOURCE_FILES = ("pyproject.toml", "setup.py", "README.md")
 _SKIP = re.compile(r"(^|/)(__pycache__|\.mypy_cache|\.ruff_cache)(/|$)|\.pyc$")
 
 Files = Mapping[str, bytes]
@@ -130,10 +141,14 @@ def context_tar(files: Files) -> bytes:
     return buf.getvalue()
 
 
-def requirements(root: Path) -> bytes:
-    """The project's runtime dependencies and build backend, for the cached dependency layer."""
-    meta = tomllib.loads((root / "pyproject.toml").read_text())
-    deps = list(meta["project"]["dependencies"]) + list(meta["build-system"]["requires"])
+def requirements(root: Path, extras: Iterable[str] = ()) -> bytes:
+    """apmbench-sdk's dependencies (with `extras`) and build backend, for the cached
+    dependency layer of apmbench/base: the harness's own never enter an image."""
+    meta = tomllib.loads((root / SDK_PROJECT / "pyproject.toml").read_text())
+    deps = list(meta["project"]["dependencies"])
+    for extra in extras:
+        deps += meta["project"]["optional-dependencies"][extra]
+    deps += meta["build-system"]["requires"]
     return ("\n".join(deps) + "\n").encode()
 
 
@@ -226,8 +241,11 @@ class Builder:
 
     # -- the images ------------------------------------------------------------
 
-    def rootfs(self, base: str | None = None) -> str:
-        """The root filesystem under apmbench/base; `base` uses an existing image instead."""
+    def rootfs(
+        self, base: str | None = None, packages: tuple[str, ...] = PACKAGES, ref: str = ROOTFS
+    ) -> str:
+        """The root filesystem under apmbench/base; `base` uses an existing image instead.
+        `packages` and `ref` make another Debian root the same way (the Node.js template's)."""
         if base is not None:
             try:
                 return self.image_id(base)
@@ -247,26 +265,26 @@ class Builder:
             "mmdebstrap",
             "--variant=essential",
             "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
-            f"--include={','.join(PACKAGES)}",
+            f"--include={','.join(packages)}",
             *(f"--dpkgopt=path-exclude={p}" for p in DPKG_EXCLUDES),
             SUITE,
             "-",
             mirror,
         ]
         inputs = digest(*cmd)
-        existing = self.current(ROOTFS, inputs)
+        existing = self.current(ref, inputs)
         if existing is not None:
-            self.say(f"{ROOTFS}: up to date ({existing[7:19]})")
+            self.say(f"{ref}: up to date ({existing[7:19]})")
             return existing
         if shutil.which("mmdebstrap") is None:
             raise ImageBuildError(
                 "mmdebstrap is not installed: `apt-get install -y mmdebstrap` (as root), or "
                 "build on an image from a registry: `make images ROOTFS=python:3.11-slim-bookworm`"
             )
-        self.say(f"{ROOTFS}: mmdebstrap {SUITE} from {mirror}")
+        self.say(f"{ref}: mmdebstrap {SUITE} from {mirror}")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert proc.stdout is not None and proc.stderr is not None
-        repository, tag = ROOTFS.split(":")
+        repository, tag = ref.rsplit(":", 1)
         try:
             self.client.api.import_image_from_stream(
                 proc.stdout,
@@ -282,21 +300,22 @@ class Builder:
         errors = proc.stderr.read().decode(errors="replace")
         if proc.wait() != 0:
             # The import may have stored a truncated tree: never leave it tagged.
-            self.client.images.remove(ROOTFS, force=True)
+            self.client.images.remove(ref, force=True)
             raise ImageBuildError(
                 f"mmdebstrap failed (exit {proc.returncode}); it needs root (or user "
                 f"namespaces) and the Debian mirror {mirror} (set APMBENCH_DEBIAN_MIRROR):\n"
                 + "\n".join(errors.splitlines()[-15:])
             )
-        return self.image_id(ROOTFS)
+        return self.image_id(ref)
 
     def base(self, rootfs_id: str, rootfs_ref: str) -> str:
         dockerfile = (self.root / "containers" / "base" / "Dockerfile").read_bytes()
         files = {
             "Dockerfile": dockerfile,
             "ca-certificates.crt": CA_BUNDLE.read_bytes() if CA_BUNDLE.exists() else b"",
+            "prune.txt": (self.root / "containers" / "base" / "prune.txt").read_bytes(),
             "requirements.txt": requirements(self.root),
-            **tree_files(self.root, SOURCE_DIRS, SOURCE_FILES, "src"),
+            **{f"sdk/{name}": data for name, data in sdk_tree(self.root).items()},
         }
         return self.build(BASE, files, {"ROOTFS": rootfs_ref}, parent=rootfs_id)
 
@@ -305,9 +324,26 @@ class Builder:
         args = {"BASE": BASE, "SYSTEM": name}
         return self.build(image_name(name), {"Dockerfile": dockerfile}, args, parent=base_id)
 
+    def template(self, base_id: str) -> str:
+        """containers/template as-is, on apmbench/base: what a method author starts from."""
+        folder = self.root / "containers" / "template"
+        files = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+        return self.build(TEMPLATE, files, parent=base_id)
+
     def base_gpu(self, base_id: str) -> str:
         dockerfile = (self.root / "containers" / "base-gpu" / "Dockerfile").read_bytes()
         return self.build(BASE_GPU, {"Dockerfile": dockerfile}, {"BASE": BASE}, parent=base_id)
+
+    def node_template(self) -> str:
+        """containers/template-node as apmbench/template-node, on a Debian root with Node.js
+        made like apmbench/rootfs (no registry); not part of `all`, the container tests build
+        it."""
+        rootfs_id = self.rootfs(packages=NODE_PACKAGES, ref=NODE_ROOTFS)
+        folder = self.root / "containers" / "template-node"
+        files = {name: (folder / name).read_bytes() for name in NODE_TEMPLATE_FILES}
+        # npm reaches its registry through whatever TLS the host trusts (a proxy's CA too).
+        files["extra-ca.crt"] = CA_BUNDLE.read_bytes() if CA_BUNDLE.exists() else b""
+        return self.build(NODE_TEMPLATE, files, {"ROOTFS": NODE_ROOTFS}, parent=rootfs_id)
 
     def all(self, rootfs: str | None = None, gpu: bool = False) -> dict[str, str]:
         """Build everything `make images` promises; return image name -> id."""
@@ -316,6 +352,7 @@ class Builder:
         built[BASE] = base_id = self.base(rootfs_id, rootfs or ROOTFS)
         for name in systems_list(self.root):
             built[image_name(name)] = self.system(base_id, name)
+        built[TEMPLATE] = self.template(base_id)
         if gpu:
             built[BASE_GPU] = self.base_gpu(base_id)
         return built
@@ -341,16 +378,28 @@ def summary(client: docker.DockerClient, built: Mapping[str, str]) -> list[dict[
 )
 @click.option("--gpu", is_flag=True, help="Also build apmbench/base-gpu (CUDA wheels, multi-GB).")
 @click.option("--rebuild", is_flag=True, help="Build even when the inputs have not changed.")
-def main(root: Path, rootfs: str | None, gpu: bool, rebuild: bool) -> None:
+@click.option(
+    "--node-template",
+    is_flag=True,
+    help="Also build apmbench/template-node (containers/template-node on a Node.js root).",
+)
+def main(root: Path, rootfs: str | None, gpu: bool, rebuild: bool, node_template: bool) -> None:
     """Build the base image and one image per reference system."""
     try:
         client = connect()
-        built = Builder(root.resolve(), client, rebuild).all(rootfs or None, gpu)
+        builder = Builder(root.resolve(), client, rebuild)
+        built = builder.all(rootfs or None, gpu)
+        if node_template:
+            built[NODE_TEMPLATE] = builder.node_template()
     except ApmbenchError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
-    for row in summary(client, built):
+    rows = summary(client, built)
+    for row in rows:
         click.echo(f"{row['image']:<32} {row['id']}  {row['size_mb']:>5} MB")
+    template_mb = next(row["size_mb"] for row in rows if row["image"] == TEMPLATE)
+    verdict = "met" if template_mb < TEMPLATE_MAX_MB else "NOT MET"
+    click.echo(f"template image: {template_mb} MB (target < {TEMPLATE_MAX_MB} MB): {verdict}")
 
 
 if __name__ == "__main__":

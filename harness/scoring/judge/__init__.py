@@ -7,17 +7,32 @@ cache       replies on disk, keyed by judge model + settings + exact prompt
 judging     cache, bounded retry and concurrency over many probes
 openai_chat any OpenAI-compatible chat-completions endpoint (stdlib HTTP)
 local_model a local transformers model (optional `models` extra, imported lazily)
+reference   the label and checks of a suite's synthetic reference judge (--judge synthetic)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from apmbench.harness.errors import ConfigError
 from apmbench.harness.scoring.judge.backend import ChatBackend
 from apmbench.harness.scoring.judge.config import JudgeConfig
 
 
-def open_judge(config: JudgeConfig) -> ChatBackend | None:
-    """The backend for `config` (None for `--judge none`); refuses unusable settings."""
+def open_judge(
+    config: JudgeConfig, reference: Callable[[], ChatBackend] | None = None
+) -> ChatBackend | None:
+    """The backend for `config` (None for `--judge none`); refuses unusable settings.
+
+    `reference` builds the suite's synthetic reference judge for the dataset at
+    hand (`--judge synthetic`); it refuses any dataset but the suite's own
+    synthetic benchmark, and without it that judge cannot be opened at all.
+    """
     config.check()
+    if config.kind == "synthetic":
+        if reference is None:
+            raise ConfigError("--judge synthetic needs the run's suite and dataset")
+        return reference()
     if config.kind == "openai":
         from apmbench.harness.scoring.judge.openai_chat import OpenAIChatJudge
 

@@ -1,4 +1,4 @@
-"""On-disk cache of judge replies, keyed by the judge model, its settings and the exact prompt.
+"""On-disk cache of judge replies, keyed by the judge (endpoint, model, settings) and the prompt.
 
 Judges drift between versions and cost money per call; with every reply
 kept, re-scoring a run is free and gives the same numbers. Only replies are

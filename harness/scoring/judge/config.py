@@ -3,6 +3,7 @@
 --judge none                 judge-dependent numbers are reported as not computed
 --judge openai               any OpenAI-compatible chat-completions endpoint
 --judge transformers:PATH    a local model directory with a chat template (offline)
+--judge synthetic            the synthetic reference judge: the built-in synthetic benchmark only
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from typing import Any
 
 from apmbench.harness.errors import ConfigError
 
-KINDS = ("none", "openai", "transformers")
+KINDS = ("none", "openai", "transformers", "synthetic")
 
 
 @dataclass(frozen=True)
 class JudgeConfig:
     kind: str = "none"
-    """"none", "openai" or "transformers"."""
+    """"none", "openai", "transformers" or "synthetic"."""
     model: str | None = None
     """openai: the model name the endpoint serves (the paper used DeepSeek-V4-Flash)."""
     base_url: str | None = None
@@ -47,7 +48,9 @@ class JudgeConfig:
     def check(self) -> None:
         """Refuse settings that cannot work, saying what to fix, before any work is done."""
         if self.kind not in KINDS:
-            raise ConfigError(f"--judge {self.kind!r}: use none, openai or transformers:PATH")
+            raise ConfigError(
+                f"--judge {self.kind!r}: use none, openai, transformers:PATH or synthetic"
+            )
         if self.attempts < 1 or self.concurrency < 1 or self.max_tokens < 1:
             raise ConfigError(
                 "--judge-attempts, --judge-concurrency and --judge-max-tokens must be >= 1"
@@ -87,9 +90,9 @@ class JudgeConfig:
 
 
 def parse_judge_spec(spec: str) -> tuple[str, Path | None]:
-    """ "none" | "openai" | "transformers:PATH" -> (kind, path)."""
-    if spec in ("none", "openai"):
+    """ "none" | "openai" | "synthetic" | "transformers:PATH" -> (kind, path)."""
+    if spec in ("none", "openai", "synthetic"):
         return spec, None
     if spec.startswith("transformers:") and len(spec) > len("transformers:"):
         return "transformers", Path(spec.split(":", 1)[1])
-    raise ConfigError(f"--judge {spec!r}: use none, openai or transformers:PATH")
+    raise ConfigError(f"--judge {spec!r}: use none, openai, transformers:PATH or synthetic")

@@ -61,9 +61,13 @@ class OpenAIChatJudge:
         self.timeout_s = config.timeout_s
         self.retries = config.http_retries
         self.backoff_s = config.backoff_s
+        # The endpoint is part of the judge: two servers may serve different
+        # weights under one model name, so a reply cached from one must never
+        # stand in for the other.
         self.cache_identity: dict[str, Any] = {
             "kind": "openai",
             "model": self.model,
+            "base_url": config.base_url.rstrip("/"),
             "temperature": 0,
             "max_tokens": self.max_tokens,
         }

@@ -13,6 +13,7 @@ from statistics import fmean
 from typing import Any
 
 from apmbench.harness.reports.format import num, size, table
+from apmbench.harness.scoring.judge.reference import LABEL, reference_note
 from apmbench.harness.suites.apmbench import tasks
 from apmbench.harness.suites.apmbench.report import (
     TABLE3_HEADER,
@@ -80,7 +81,7 @@ def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
         "dataset_hash": runs[0].manifest.get("dataset_hash"),
         "scoring_signature": runs[0].report.get("scoring", {}).get("signature"),
         "plot_y_label": y_label,
-        "notes": notes,
+        "notes": notes + _reference_notes(runs),
         "runs": rows,
     }
 
@@ -140,3 +141,10 @@ def render_comparison(
         ]
     lines += [f"Note: {n}" for n in data["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def _reference_notes(runs: Sequence[ComparedRun]) -> list[str]:
+    judged = [r.label for r in runs if reference_note(r.report) is not None]
+    if not judged:
+        return []
+    return [f"adaptive scores and Overall of {', '.join(judged)}: {LABEL}"]

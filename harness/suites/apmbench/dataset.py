@@ -1,12 +1,19 @@
-"""The on-disk dataset format (documented in README.md, "Dataset format").
+"""The on-disk dataset formats (documented in README.md, "Dataset format").
+
+The project layout:
 
     DIR/dataset.json        trajectories and their sessions
     DIR/candidates/*.json   candidates in the paper's annotation formats (D.3-D.8),
                             each file a JSON array; every candidate names its
-                            task_type, trajectory_id and candidate_id
+                            task_type and trajectory_id (candidate_id, when
+                            absent, is "<file name>/<position>")
     DIR/videos/...          one video per session, first frame = session start
                             (or, instead of "video", a "render" spec: frames the
                             synthetic generator renders on the fly)
+
+The release layout (no dataset.json): the records exactly as the paper
+prints them, ids inferred from directories, file names and positions; see
+`release`.
 
 Loading turns the files into typed, validated objects. Labels (correct
 options, evidence, reference responses, silence reasons) stay in `Candidate`
@@ -24,12 +31,16 @@ from typing import Any
 
 from apmbench.adapters.sdk.types import Choice, UserTurnKind
 from apmbench.harness.errors import DatasetError
+from apmbench.harness.media.timecode import MS_PER_DAY, format_ms, to_ms
 from apmbench.harness.media.timeline import Session, Trajectory, Turn
 from apmbench.harness.suites.apmbench import prompts, tasks
-from apmbench.harness.suites.apmbench.timecode import format_ms, to_ms
+from apmbench.harness.suites.apmbench.release import RawCandidate, read_release
 
 FORMAT = "apmbench-dataset"
 FORMAT_VERSION = 1
+# An Evidence Availability replay holds this many completed sessions before the
+# query's own (the schedule's EA segments; paper section 3.2).
+EA_REPLAYED_SESSIONS = 2
 
 
 @dataclass(frozen=True)
@@ -63,9 +74,13 @@ class Candidate:
     turns: tuple[Turn, ...] = ()
     evidence_available: bool | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
+    original_candidate_id: str | None = None
+    """EA only: the four-option candidate this question was derived from (Table 13)."""
 
 
-@dataclass(frozen=True)
+# eq=False: identity hashing, so per-dataset lookups can be cached (the
+# candidates hold their raw annotations, which are dicts and unhashable).
+@dataclass(frozen=True, eq=False)
 class Dataset:
     root: Path
     name: str
@@ -124,11 +139,12 @@ def _load_trajectories(root: Path, doc: Mapping[str, Any]) -> tuple[Trajectory, 
             day = _req(s, "day_id", sw)
             start = to_ms(day, _req(s, "start_time", sw))
             end = to_ms(day, _req(s, "end_time", sw))
-            if end <= start:
-                raise DatasetError(
-                    f"{sw}: end_time must be after start_time on the same day "
-                    "(split a session that crosses midnight)"
-                )
+            if end < start:
+                # An end time before the start: the session runs past midnight
+                # (EgoLife recordings near 23:xx); day_id stays the start day.
+                end += MS_PER_DAY
+            if end == start:
+                raise DatasetError(f"{sw}: end_time must differ from start_time")
             if sessions and start < sessions[-1].end_ms:
                 raise DatasetError(f"{sw}: starts before the previous session ends")
             sid = _req(s, "session_id", sw)
@@ -149,12 +165,12 @@ def _load_trajectories(root: Path, doc: Mapping[str, Any]) -> tuple[Trajectory, 
 class _Builder:
     """Turns one raw candidate into a `Candidate`, checking every time against its session."""
 
-    def __init__(self, raw: Mapping[str, Any], where: str, trajectory: Trajectory) -> None:
-        self.raw = raw
-        self.where = where
+    def __init__(self, record: RawCandidate, trajectory: Trajectory) -> None:
+        self.raw = record.raw
+        self.where = record.where
         self.trajectory = trajectory
-        self.cid: str = _req(raw, "candidate_id", where)
-        self.task: str = _req(raw, "task_type", where)
+        self.cid = record.candidate_id
+        self.task = record.task
 
     def locate(self, obj: Mapping[str, Any], time_key: str, what: str) -> tuple[int, int]:
         where = f"{self.where} {what}"
@@ -168,9 +184,14 @@ class _Builder:
             ) from e
         session = self.trajectory.sessions[index]
         day = _req(obj, "day_id", where)
-        if day != session.day_id:
-            raise DatasetError(f"{where}: day_id {day!r} but session is on {session.day_id!r}")
         t = to_ms(day, _req(obj, time_key, where))
+        start_day = session.start_ms // MS_PER_DAY
+        end_day = session.end_ms // MS_PER_DAY
+        if not start_day <= t // MS_PER_DAY <= end_day:
+            raise DatasetError(f"{where}: day_id {day!r} but session is on {session.day_id!r}")
+        if t < session.start_ms and t + MS_PER_DAY <= session.end_ms:
+            # After midnight, written on the day the session started.
+            t += MS_PER_DAY
         if not session.start_ms <= t <= session.end_ms:
             raise DatasetError(
                 f"{where}: {time_key} {format_ms(t)} is outside session {session_id} "
@@ -227,14 +248,54 @@ class _Builder:
                 f"correct_option_id {correct!r} (E means the evidence is unavailable)"
             )
         index, t = self.locate(_req(self.raw, "query", self.where, dict), "query_time", "query")
+        self.check_evidence_availability(available, index, t)
         prompt = prompts.evidence_availability(question, choices)
+        original = self.raw.get("original_candidate_id")
+        if original is not None and not isinstance(original, str):
+            raise DatasetError(f"{self.where}: original_candidate_id must be a string")
         return self.candidate(
             question=question,
             choices=choices,
             correct_option_id=correct,
             probes=(Probe(self.cid, index, t, prompt),),
             evidence_available=available,
+            original_candidate_id=original,
         )
+
+    def check_evidence_availability(self, available: bool, index: int, query_ms: int) -> None:
+        """The label must agree with where the evidence lies: available exactly when every
+        evidence moment is inside what the replay shows (the two most recent completed
+        sessions and the query session up to the query)."""
+        moments = _req(self.raw, "evidence_moments", self.where, list)
+        if not moments:
+            raise DatasetError(f"{self.where}: EA needs evidence_moments to check its label")
+        first = max(0, index - EA_REPLAYED_SESSIONS)
+        sessions = self.trajectory.sessions
+        outside: list[str] = []
+        for k, moment in enumerate(moments):
+            what = f"evidence_moments[{k}]"
+            start_index, _ = self.locate(moment, "start_time", what)
+            end_index, end = self.locate(moment, "end_time", what)
+            if end_index > index or end > query_ms:
+                raise DatasetError(
+                    f"{self.where} {what}: ends after the query at {format_ms(query_ms)}; "
+                    "evidence must precede the question"
+                )
+            if start_index < first:
+                outside.append(sessions[start_index].session_id)
+        replayed = f"{sessions[first].session_id}..{sessions[index].session_id}"
+        if available and outside:
+            raise DatasetError(
+                f"{self.where}: evidence_available=true but its evidence in "
+                f"{', '.join(outside)} lies outside the replayed sessions {replayed}; "
+                "set it to false (and correct_option_id to 'E') or fix evidence_moments"
+            )
+        if not available and not outside:
+            raise DatasetError(
+                f"{self.where}: evidence_available=false but all its evidence lies inside the "
+                f"replayed sessions {replayed}; set it to true with the content answer "
+                "or fix evidence_moments"
+            )
 
     def _heartbeat_probes(self, prompt: str) -> list[Probe]:
         probes: list[Probe] = []
@@ -361,19 +422,13 @@ def _check_video_lengths(trajectories: Sequence[Trajectory]) -> None:
         raise DatasetError("videos shorter than their sessions: " + "; ".join(problems))
 
 
-def load_dataset(root: Path) -> Dataset:
-    """Read and validate a dataset directory; raise `DatasetError` naming what to fix."""
-    root = Path(root)
-    if not root.is_dir():
-        raise DatasetError(f"dataset directory {root} does not exist")
+def _project_records(root: Path) -> tuple[tuple[Trajectory, ...], list[RawCandidate], list[Path]]:
     doc = _read_json(root / "dataset.json")
     trajectories = _load_trajectories(root, doc)
-    by_id = {t.trajectory_id: t for t in trajectories}
     files = sorted((root / "candidates").glob("*.json"))
     if not files:
         raise DatasetError(f"{root / 'candidates'}: no candidate files (*.json)")
-    candidates: list[Candidate] = []
-    ids: set[str] = set()
+    records: list[RawCandidate] = []
     for path in files:
         items = _read_json(path)
         if not isinstance(items, list):
@@ -383,13 +438,60 @@ def load_dataset(root: Path) -> Dataset:
             if not isinstance(raw, dict):
                 raise DatasetError(f"{where}: a candidate must be a JSON object")
             tid = _req(raw, "trajectory_id", where)
-            if tid not in by_id:
-                raise DatasetError(f"{where}: trajectory {tid!r} is not in dataset.json")
-            candidate = _Builder(raw, where, by_id[tid]).build()
-            if candidate.candidate_id in ids:
-                raise DatasetError(f"{where}: duplicate candidate_id {candidate.candidate_id!r}")
-            ids.add(candidate.candidate_id)
-            candidates.append(candidate)
+            cid = raw.get("candidate_id", f"{path.stem}/{k}")
+            if not isinstance(cid, str):
+                raise DatasetError(f"{where}: field 'candidate_id' must be str, got {cid!r}")
+            records.append(RawCandidate(raw, where, tid, cid, _req(raw, "task_type", where)))
+    return trajectories, records, [root / "dataset.json", *files]
+
+
+def _check_links(candidates: Sequence[Candidate]) -> None:
+    """An EA candidate's original question must be a four-option candidate of its trajectory."""
+    by_id = {c.candidate_id: c for c in candidates}
+    for c in candidates:
+        if c.original_candidate_id is None:
+            continue
+        original = by_id.get(c.original_candidate_id)
+        if original is None or original.task not in tasks.MCQA_TASKS:
+            raise DatasetError(
+                f"{c.candidate_id}: original_candidate_id {c.original_candidate_id!r} is not "
+                "a four-option (MCQA) candidate of this dataset"
+            )
+        if original.trajectory_id != c.trajectory_id:
+            raise DatasetError(
+                f"{c.candidate_id}: its original question {original.candidate_id!r} is in "
+                f"another trajectory ({original.trajectory_id!r})"
+            )
+
+
+def load_dataset(root: Path) -> Dataset:
+    """Read and validate a dataset directory; raise `DatasetError` naming what to fix.
+
+    With a dataset.json: the project layout; without: the release layout
+    (`release`), the annotation records as the paper prints them.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise DatasetError(f"dataset directory {root} does not exist")
+    project = (root / "dataset.json").is_file()
+    if project:
+        trajectories, records, files = _project_records(root)
+    else:
+        trajectories, records, files = read_release(root)
+    by_id = {t.trajectory_id: t for t in trajectories}
+    candidates: list[Candidate] = []
+    ids: set[str] = set()
+    for record in records:
+        if record.trajectory_id not in by_id:
+            raise DatasetError(
+                f"{record.where}: trajectory {record.trajectory_id!r} is not in dataset.json"
+            )
+        candidate = _Builder(record, by_id[record.trajectory_id]).build()
+        if candidate.candidate_id in ids:
+            raise DatasetError(f"{record.where}: duplicate candidate_id {candidate.candidate_id!r}")
+        ids.add(candidate.candidate_id)
+        candidates.append(candidate)
+    _check_links(candidates)
     missing = sorted(
         {
             str(s.video)
@@ -400,9 +502,10 @@ def load_dataset(root: Path) -> Dataset:
     )
     if missing:
         raise DatasetError("session videos not found: " + ", ".join(missing))
-    _check_video_lengths(trajectories)
+    if project:
+        # Release sessions end where their videos end, so only these can be short.
+        _check_video_lengths(trajectories)
     videos = [s.video for t in trajectories for s in t.sessions if s.video is not None]
-    content_hash = _hash_files(root, [root / "dataset.json", *files], videos)
-    return Dataset(
-        root, str(doc.get("name", root.name)), trajectories, tuple(candidates), content_hash
-    )
+    content_hash = _hash_files(root, files, videos)
+    name = str(_read_json(root / "dataset.json").get("name", root.name)) if project else root.name
+    return Dataset(root, name, trajectories, tuple(candidates), content_hash)

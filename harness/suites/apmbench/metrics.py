@@ -20,8 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
-import numpy as np
-
+from apmbench.harness.scoring import measures
 from apmbench.harness.scoring.answers import FAILURE, REPAIRED, parse_choice, parse_decision
 from apmbench.harness.suites.apmbench import tasks
 from apmbench.harness.suites.apmbench.dataset import Candidate, Probe
@@ -44,6 +43,7 @@ def grade_instance(candidate: Candidate, probe: Probe, text: str) -> dict[str, A
             "correct_option_id": candidate.correct_option_id,
             "correct": parsed.option is not None and parsed.option == candidate.correct_option_id,
             "evidence_available": candidate.evidence_available,
+            "original_candidate_id": candidate.original_candidate_id,
         }
     is_era = candidate.task == "ERA"
     decision = parse_decision(text, choices, needs_option=is_era)
@@ -63,19 +63,6 @@ def grade_instance(candidate: Candidate, probe: Probe, text: str) -> dict[str, A
         "judge_score": None,
         # Replaced by the judging pass; a failed gate never reaches the judge (g_r = 0).
         "judge": {"status": NOT_CONFIGURED if gate else NOT_NEEDED},
-    }
-
-
-def _summary(values: Sequence[float]) -> dict[str, float | int | None]:
-    if not values:
-        return {"n": 0, "mean": None, "p50": None, "p90": None, "p99": None}
-    arr = np.asarray(values, dtype=float)
-    return {
-        "n": len(values),
-        "mean": float(arr.mean()),
-        "p50": float(np.percentile(arr, 50)),
-        "p90": float(np.percentile(arr, 90)),
-        "p99": float(np.percentile(arr, 99)),
     }
 
 
@@ -212,19 +199,41 @@ def family_scores(
 
 
 def evidence_availability(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Appendix B.7, Table 13: EA, EU, Balanced, and the Original Accuracy next to them.
+
+    Original Accuracy is the accuracy, under the main protocol, on the
+    four-option questions the EA candidates were derived from (each names
+    its `original_candidate_id`), over all EA candidates that name one.
+    """
     rows = [r for r in instances if r["task"] == tasks.EVIDENCE_AVAILABILITY]
     avail = [r for r in rows if r["evidence_available"]]
     unavail = [r for r in rows if not r["evidence_available"]]
     ea = _rate(sum(bool(r["correct"]) for r in avail), len(avail))
     eu = _rate(sum(bool(r["correct"]) for r in unavail), len(unavail))
-    return {
+    main = {r["candidate_id"]: r for r in instances if r["task"] in tasks.MCQA_TASKS}
+    linked = [r.get("original_candidate_id") for r in rows if r.get("original_candidate_id")]
+    found = [main[c] for c in linked if c in main]
+    out: dict[str, Any] = {
         "n_available": len(avail),
         "n_unavailable": len(unavail),
+        "original_accuracy": _rate(sum(bool(r["correct"]) for r in found), len(found)),
+        "n_original": len(found),
         "evidence_available_accuracy": ea,
         "evidence_unavailable_detection": eu,
         "balanced_accuracy": None if ea is None or eu is None else (ea + eu) / 2,
         "format_failures": sum(r["format"] == FAILURE for r in rows),
     }
+    if rows and not found:
+        out["original_accuracy_reason"] = (
+            "no EA candidate names an answered original four-option question "
+            "(original_candidate_id)"
+        )
+    elif len(found) < len(rows):
+        out["original_accuracy_reason"] = (
+            f"over the {len(found)} of {len(rows)} EA candidates whose original question "
+            "was answered in this run"
+        )
+    return out
 
 
 def _balanced(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -292,78 +301,46 @@ def judge_summary(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def storage(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Eq. 2 and Table 10.
-
-    Per trajectory, the prior-session states are the exports after every
-    session but the last (the last export is never carried into a later
-    session). B_peak is the largest; D_peak the cumulative session hours up to
-    the last session at which that peak is held. Trajectories with a single
-    session have no prior-session state and are not counted.
-    """
-    by_traj: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for s in sessions:
-        by_traj[s["trajectory_id"]].append(s)
-    rates: list[float] = []
-    peaks: list[int] = []
-    for rows in by_traj.values():
-        rows = sorted(rows, key=lambda r: r["index"])
-        prior = rows[:-1]
-        if not prior:
-            continue
-        peak = max(r["state_bytes"] for r in prior)
-        at = max(i for i, r in enumerate(prior) if r["state_bytes"] == peak)
-        hours = sum(r["duration_s"] for r in prior[: at + 1]) / 3600.0
-        rates.append(peak / hours)
-        peaks.append(peak)
-    mib = float(1 << 20)
-    return {
-        "trajectories_counted": len(rates),
-        "storage_per_hour_bytes": fmean(rates) if rates else None,
-        "storage_per_hour_mib": fmean(rates) / mib if rates else None,
-        "peak_bytes_mean": fmean(peaks) if peaks else None,
-        "peak_bytes_max": max(peaks) if peaks else None,
-    }
-
-
 def latency(
     instances: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
-    ttft = [r["ttft_s"] for r in instances if r["ttft_s"] is not None]
-    frames = sum(s["frames"] for s in sessions)
-    ingest = sum(s["ingest_s"] for s in sessions)
+    """Appendix B.3, Tables 3, 8 and 9: means over the main probes of the twelve tasks.
+
+    Evidence Availability replays hold only the two most recent sessions, so
+    their latencies would pull the means down; they are summarised on their
+    own under `evidence_availability`.
+    """
+    main = [r for r in instances if r["task"] in tasks.MAIN_TASKS]
+    replays = [r for r in instances if r["task"] == tasks.EVIDENCE_AVAILABILITY]
     return {
-        "time_to_first_token_s": _summary(ttft),
-        # When the streamed prefix first determined the parsed answer (no cheap first chunk).
-        "time_to_answer_s": _summary(
-            [r["time_to_answer_s"] for r in instances if r.get("time_to_answer_s") is not None]
-        ),
-        "full_response_s": _summary([r["total_s"] for r in instances]),
-        "real_time_factor": _summary([r["rtf"] for r in instances if r["rtf"] is not None]),
-        "queries_without_output": sum(r["ttft_s"] is None for r in instances),
-        "main_pass_ingest_s": ingest,
-        "main_pass_frames": frames,
-        "main_pass_frames_per_s": frames / ingest if ingest > 0 else None,
+        **measures.latency_of(main),
+        "evidence_availability": measures.latency_of(replays),
+        **measures.ingest(sessions),
     }
 
 
 def format_failures(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Appendix B.5, Tables 11-12: unrecoverable failures after deterministic repair."""
+    """Appendix B.5, Tables 11-12: unrecoverable failures after deterministic repair.
+
+    The rate divides by the probes of the twelve tasks (the paper's 5,371);
+    Evidence Availability is reported on its own, in `evidence_availability`.
+    """
     counts: dict[str, int] = defaultdict(int)
     totals: dict[str, int] = defaultdict(int)
     repaired = 0
-    for r in instances:
+    main = [r for r in instances if r["task"] in tasks.MAIN_TASKS]
+    for r in main:
         totals[r["task"]] += 1
         counts[r["task"]] += r["format"] == FAILURE
         repaired += r["format"] == REPAIRED
     total = sum(counts.values())
     return {
         "total": total,
-        "rate": total / len(instances) if instances else None,
-        "probes": len(instances),
+        "rate": total / len(main) if main else None,
+        "probes": len(main),
         "repaired": repaired,
-        "by_task": {t: counts[t] for t in tasks.ALL_TASKS if counts[t]},
-        "rate_by_task": {t: counts[t] / totals[t] for t in tasks.ALL_TASKS if totals[t]},
+        "by_task": {t: counts[t] for t in tasks.MAIN_TASKS if counts[t]},
+        "rate_by_task": {t: counts[t] / totals[t] for t in tasks.MAIN_TASKS if totals[t]},
     }
 
 
@@ -388,5 +365,5 @@ def score(
         "judge": judge_summary(instances),
         "format_failures": format_failures(instances),
         "latency": latency(instances, sessions),
-        "storage": storage(sessions),
+        "storage": measures.storage(sessions),
     }

@@ -4,11 +4,12 @@ The runner executes segments (apmbench.harness.run.plan); this module decides
 them from the task table:
 
 - main pass: every session once, every multiple-choice question at its time;
-- a fork per adaptive candidate (ERA, RCR) or per interval probe (MPA, PRM,
-  TPG, whose probes each carry their own interval marker, so that each probe
-  stays an independent runtime instance as in the paper): it starts from the
-  snapshot taken at the end of the session before its first turn, or replays
-  from the start when the system cannot import;
+- a fork per adaptive probe (ERA, RCR, MPA, PRM, TPG), so that each probe is
+  an independent runtime instance as in the paper: every probe of a candidate
+  starts from the candidate's fork point, the snapshot taken at the end of the
+  session before its first turn (or replays from the start when the system
+  cannot import), and sees the candidate's turns (ERA question, registration)
+  and its own interval marker, never another probe's question or answer;
 - per session with Evidence Availability questions: an empty memory, then the
   two most recent completed sessions and the current session's causal prefix.
 """
@@ -19,6 +20,7 @@ from apmbench.adapters.sdk.types import Query
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Ask, Segment, sorted_asks
 from apmbench.harness.suites.apmbench import prompts
+from apmbench.harness.suites.apmbench.answer_formats import format_for, schema_text
 from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe
 from apmbench.harness.suites.apmbench.tasks import Fork, Metric, spec
 
@@ -29,6 +31,9 @@ RECENT_SESSIONS = 2
 def query_for(candidate: Candidate, probe: Probe) -> Query:
     """What goes on the wire for one probe: prompts, question and options, never a label."""
     task = spec(candidate.task)
+    answer_format = format_for(task)
+    # ERA's options went out with its question turn; the schema lists their ids again.
+    answer_schema = schema_text(answer_format, candidate.choices if task.needs_option else ())
     if task.metric is Metric.GATED_JUDGE:
         # Adaptive probes: the ERA question was released at session start and is
         # not repeated here (paper section 3.3).
@@ -39,6 +44,8 @@ def query_for(candidate: Candidate, probe: Probe) -> Query:
             system_prompt=prompts.SYSTEM_PROMPT,
             prompt=probe.prompt,
             interval_start_ms=probe.interval_start_ms,
+            answer_format=answer_format,
+            answer_schema=answer_schema,
         )
     return Query(
         query_id="",
@@ -48,6 +55,8 @@ def query_for(candidate: Candidate, probe: Probe) -> Query:
         prompt=probe.prompt,
         question=candidate.question,
         choices=candidate.choices,
+        answer_format=answer_format,
+        answer_schema=schema_text(answer_format, candidate.choices),
     )
 
 
@@ -70,6 +79,12 @@ def ask_for(candidate: Candidate, probe: Probe) -> Ask:
     )
 
 
+def _fork_point(candidate: Candidate) -> int:
+    """The first session a candidate needs: its fork starts after the one before it."""
+    turns = [*candidate.turns, *(t for p in candidate.probes for t in p.turns)]
+    return min([t.session_index for t in turns] + [p.session_index for p in candidate.probes])
+
+
 def _fork(name: str, candidate: Candidate, probes: tuple[Probe, ...], can_import: bool) -> Segment:
     turns = tuple(
         sorted(
@@ -77,7 +92,7 @@ def _fork(name: str, candidate: Candidate, probes: tuple[Probe, ...], can_import
             key=lambda t: (t.time_ms, t.kind.value),
         )
     )
-    first_needed = min([t.session_index for t in turns] + [p.session_index for p in probes])
+    first_needed = _fork_point(candidate)
     if can_import:
         first, snapshot = first_needed, (first_needed - 1 if first_needed > 0 else None)
     else:

@@ -14,8 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from apmbench.harness.media.timecode import format_ms
 from apmbench.harness.suites.apmbench.dataset import Candidate, Probe
-from apmbench.harness.suites.apmbench.timecode import format_ms
 
 RUBRIC = (
     "You are an impartial evaluator for a streaming video assistant benchmark.\n\n"

@@ -16,12 +16,13 @@ from rich.table import Table
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Segment
 from apmbench.harness.scoring.answers import FAILURE
+from apmbench.harness.scoring.judge.backend import ChatBackend
 from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
 from apmbench.harness.suites.apmbench import compare, metrics, report, rubric, summary, tasks
 from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe, load_dataset
 from apmbench.harness.suites.apmbench.plan import plan_trajectory
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
-from apmbench.harness.suites.base import ComparedRun, Headline, Suite
+from apmbench.harness.suites.base import ComparedRun, Headline, Suite, ViewBars, ViewTable
 
 Item = tuple[Candidate, Probe]
 
@@ -100,6 +101,11 @@ class APMBench(Suite):
                 row["judge"] = outcome.as_dict()
                 row["judge_score"] = outcome.score
 
+    def reference_judge(self, dataset_root: Path) -> ChatBackend:
+        from apmbench.harness.suites.apmbench.reference_judge import open_reference_judge
+
+        return open_reference_judge(dataset_root)
+
     def judge_templates_sha256(self) -> str:
         return rubric.templates_sha256()
 
@@ -126,6 +132,16 @@ class APMBench(Suite):
         self, reports: Sequence[Mapping[str, Any]], names: Sequence[str]
     ) -> list[Table]:
         return summary.summary_tables(reports, names)
+
+    def view_tables(self, runs: Sequence[ComparedRun]) -> list[ViewTable]:
+        from apmbench.harness.suites.apmbench import view
+
+        return view.view_tables(runs)
+
+    def view_bars(self, report_: Mapping[str, Any]) -> list[ViewBars]:
+        from apmbench.harness.suites.apmbench import view
+
+        return view.view_bars(report_)
 
     def comparison(self, runs: Sequence[ComparedRun]) -> dict[str, Any]:
         return compare.comparison(runs)

@@ -8,6 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from apmbench.harness.reports.format import num, size
+from apmbench.harness.scoring.judge.reference import reference_note
 from apmbench.harness.suites.apmbench import tasks
 
 
@@ -15,9 +16,17 @@ def _pct(value: float | None) -> str:
     return num(value, 1)
 
 
+def _reference_caption(reports: Sequence[Mapping[str, Any]]) -> str | None:
+    notes = {n for r in reports if (n := reference_note(r)) is not None}
+    return f"AR and Overall: {' / '.join(sorted(notes))}" if notes else None
+
+
 def summary_tables(reports: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[Table]:
     """Utility, latency and storage per system (Table 3), then task scores (Table 4)."""
-    main = Table(title="Utility, latency and storage (n/c = not computed)")
+    main = Table(
+        title="Utility, latency and storage (n/c = not computed)",
+        caption=_reference_caption(reports),
+    )
     for column in ("System", "CSU", "RTP", "AR", "Overall", "EA bal", "Decision BA",
                    "TTFT mean (s)", "Storage/hr"):  # fmt: skip
         main.add_column(column, justify="left" if column == "System" else "right")

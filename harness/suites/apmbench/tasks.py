@@ -26,8 +26,11 @@ class Fork(enum.Enum):
     """Where the task's probes run (paper section 3.3)."""
 
     MAIN = "main"  # asked at its time in the main pass
-    PER_CANDIDATE = "per_candidate"  # one fork per candidate: its turns must not leak
-    PER_PROBE = "per_probe"  # one fork per window probe: each is an independent instance
+    PER_CANDIDATE = "per_candidate"  # one fork per candidate, all its probes on it
+    # One fork per probe, all from the candidate's fork point: "treating each
+    # probe as an independent runtime instance" (section 3.3), so one probe's
+    # answer cannot shape the next one's.
+    PER_PROBE = "per_probe"
     RECENT_SESSIONS = "recent_sessions"  # empty memory + the two most recent sessions
 
 
@@ -71,10 +74,10 @@ TABLE: tuple[TaskSpec, ...] = (
     _mcqa("OCR", _RTP),
     _mcqa("STU", _RTP),
     TaskSpec(
-        "ERA", _AR, Shape.HEARTBEAT, Fork.PER_CANDIDATE, Metric.GATED_JUDGE, _DEC, needs_option=True
+        "ERA", _AR, Shape.HEARTBEAT, Fork.PER_PROBE, Metric.GATED_JUDGE, _DEC, needs_option=True
     ),
     TaskSpec(
-        "RCR", _AR, Shape.HEARTBEAT, Fork.PER_CANDIDATE, Metric.GATED_JUDGE, _DEC, registration=True
+        "RCR", _AR, Shape.HEARTBEAT, Fork.PER_PROBE, Metric.GATED_JUDGE, _DEC, registration=True
     ),
     TaskSpec(
         "MPA", _AR, Shape.WINDOW, Fork.PER_PROBE, Metric.GATED_JUDGE, _DEC, interval_probe=True

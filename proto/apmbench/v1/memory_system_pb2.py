@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61pmbench/v1/memory_system.proto\x12\x0b\x61pmbench.v1\"\x11\n\x0f\x44\x65scribeRequest\"\x92\x01\n\x0c\x43\x61pabilities\x12\x33\n\x0f\x66rame_encodings\x18\x01 \x03(\x0e\x32\x1a.apmbench.v1.FrameEncoding\x12\x1a\n\x12preferred_max_side\x18\x02 \x01(\r\x12\x17\n\x0fsupports_import\x18\x03 \x01(\x08\x12\x18\n\x10streaming_ingest\x18\x04 \x01(\x08\"\xdd\x01\n\nSystemInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x18\n\x10protocol_version\x18\x03 \x01(\t\x12/\n\x0c\x63\x61pabilities\x18\x04 \x01(\x0b\x32\x19.apmbench.v1.Capabilities\x12\x35\n\x07\x64\x65tails\x18\x05 \x03(\x0b\x32$.apmbench.v1.SystemInfo.DetailsEntry\x1a.\n\x0c\x44\x65tailsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"%\n\x0cResetRequest\x12\x15\n\rtrajectory_id\x18\x01 \x01(\t\"\x0f\n\rResetResponse\"a\n\x13StartSessionRequest\x12\x15\n\rtrajectory_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x61y_id\x18\x03 \x01(\t\x12\x0f\n\x07time_ms\x18\x04 \x01(\x03\"\x16\n\x14StartSessionResponse\"s\n\x05\x46rame\x12\x0f\n\x07time_ms\x18\x01 \x01(\x03\x12,\n\x08\x65ncoding\x18\x02 \x01(\x0e\x32\x1a.apmbench.v1.FrameEncoding\x12\r\n\x05width\x18\x03 \x01(\r\x12\x0e\n\x06height\x18\x04 \x01(\r\x12\x0c\n\x04\x64\x61ta\x18\x05 \x01(\x0c\"R\n\x08UserTurn\x12\x0f\n\x07time_ms\x18\x01 \x01(\x03\x12\'\n\x04kind\x18\x02 \x01(\x0e\x32\x19.apmbench.v1.UserTurnKind\x12\x0c\n\x04text\x18\x03 \x01(\t\"e\n\nStreamItem\x12#\n\x05\x66rame\x18\x01 \x01(\x0b\x32\x12.apmbench.v1.FrameH\x00\x12*\n\tuser_turn\x18\x02 \x01(\x0b\x32\x15.apmbench.v1.UserTurnH\x00\x42\x06\n\x04item\"J\n\x12PushFramesResponse\x12\x17\n\x0f\x66rames_ingested\x18\x01 \x01(\r\x12\x1b\n\x13user_turns_ingested\x18\x02 \x01(\r\"8\n\x11\x45ndSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07time_ms\x18\x02 \x01(\x03\"\x14\n\x12\x45ndSessionResponse\")\n\x06\x43hoice\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"\xeb\x01\n\x0cQueryRequest\x12\x10\n\x08query_id\x18\x01 \x01(\t\x12\x0f\n\x07time_ms\x18\x02 \x01(\x03\x12$\n\x04kind\x18\x03 \x01(\x0e\x32\x16.apmbench.v1.QueryKind\x12\x15\n\rsystem_prompt\x18\x04 \x01(\t\x12\x0e\n\x06prompt\x18\x05 \x01(\t\x12\x10\n\x08question\x18\x06 \x01(\t\x12$\n\x07\x63hoices\x18\x07 \x03(\x0b\x32\x13.apmbench.v1.Choice\x12\x19\n\x11interval_start_ms\x18\x08 \x01(\x03\x12\x18\n\x10max_output_chars\x18\t \x01(\r\"\x1a\n\nQueryChunk\x12\x0c\n\x04text\x18\x01 \x01(\t\"-\n\x12\x45xportStateRequest\x12\x17\n\x0fmax_chunk_bytes\x18\x01 \x01(\r\"b\n\rStateManifest\x12\x13\n\x0btotal_bytes\x18\x01 \x01(\x04\x12\x0e\n\x06sha256\x18\x02 \x01(\t\x12\x14\n\x0c\x63ontent_type\x18\x03 \x01(\t\x12\x16\n\x0e\x66ormat_version\x18\x04 \x01(\r\"U\n\nStateChunk\x12.\n\x08manifest\x18\x01 \x01(\x0b\x32\x1a.apmbench.v1.StateManifestH\x00\x12\x0e\n\x04\x64\x61ta\x18\x02 \x01(\x0cH\x00\x42\x07\n\x05\x63hunk\"-\n\x13ImportStateResponse\x12\x16\n\x0e\x62ytes_imported\x18\x01 \x01(\x04*b\n\rFrameEncoding\x12\x1e\n\x1a\x46RAME_ENCODING_UNSPECIFIED\x10\x00\x12\x17\n\x13\x46RAME_ENCODING_JPEG\x10\x01\x12\x18\n\x14\x46RAME_ENCODING_RGB24\x10\x02*\x90\x01\n\x0cUserTurnKind\x12\x1e\n\x1aUSER_TURN_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17USER_TURN_KIND_QUESTION\x10\x01\x12\x1f\n\x1bUSER_TURN_KIND_REGISTRATION\x10\x02\x12\"\n\x1eUSER_TURN_KIND_INTERVAL_MARKER\x10\x03*\x86\x01\n\tQueryKind\x12\x1a\n\x16QUERY_KIND_UNSPECIFIED\x10\x00\x12\x1e\n\x1aQUERY_KIND_MULTIPLE_CHOICE\x10\x01\x12$\n QUERY_KIND_EVIDENCE_AVAILABILITY\x10\x02\x12\x17\n\x13QUERY_KIND_DECISION\x10\x03\x32\xd5\x04\n\x0cMemorySystem\x12\x41\n\x08\x44\x65scribe\x12\x1c.apmbench.v1.DescribeRequest\x1a\x17.apmbench.v1.SystemInfo\x12>\n\x05Reset\x12\x19.apmbench.v1.ResetRequest\x1a\x1a.apmbench.v1.ResetResponse\x12S\n\x0cStartSession\x12 .apmbench.v1.StartSessionRequest\x1a!.apmbench.v1.StartSessionResponse\x12H\n\nPushFrames\x12\x17.apmbench.v1.StreamItem\x1a\x1f.apmbench.v1.PushFramesResponse(\x01\x12M\n\nEndSession\x12\x1e.apmbench.v1.EndSessionRequest\x1a\x1f.apmbench.v1.EndSessionResponse\x12=\n\x05Query\x12\x19.apmbench.v1.QueryRequest\x1a\x17.apmbench.v1.QueryChunk0\x01\x12I\n\x0b\x45xportState\x12\x1f.apmbench.v1.ExportStateRequest\x1a\x17.apmbench.v1.StateChunk0\x01\x12J\n\x0bImportState\x12\x17.apmbench.v1.StateChunk\x1a .apmbench.v1.ImportStateResponse(\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x61pmbench/v1/memory_system.proto\x12\x0b\x61pmbench.v1\"\x11\n\x0f\x44\x65scribeRequest\"\x92\x01\n\x0c\x43\x61pabilities\x12\x33\n\x0f\x66rame_encodings\x18\x01 \x03(\x0e\x32\x1a.apmbench.v1.FrameEncoding\x12\x1a\n\x12preferred_max_side\x18\x02 \x01(\r\x12\x17\n\x0fsupports_import\x18\x03 \x01(\x08\x12\x18\n\x10streaming_ingest\x18\x04 \x01(\x08\"\xdd\x01\n\nSystemInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x18\n\x10protocol_version\x18\x03 \x01(\t\x12/\n\x0c\x63\x61pabilities\x18\x04 \x01(\x0b\x32\x19.apmbench.v1.Capabilities\x12\x35\n\x07\x64\x65tails\x18\x05 \x03(\x0b\x32$.apmbench.v1.SystemInfo.DetailsEntry\x1a.\n\x0c\x44\x65tailsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"%\n\x0cResetRequest\x12\x15\n\rtrajectory_id\x18\x01 \x01(\t\"\x0f\n\rResetResponse\"a\n\x13StartSessionRequest\x12\x15\n\rtrajectory_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x61y_id\x18\x03 \x01(\t\x12\x0f\n\x07time_ms\x18\x04 \x01(\x03\"\x16\n\x14StartSessionResponse\"s\n\x05\x46rame\x12\x0f\n\x07time_ms\x18\x01 \x01(\x03\x12,\n\x08\x65ncoding\x18\x02 \x01(\x0e\x32\x1a.apmbench.v1.FrameEncoding\x12\r\n\x05width\x18\x03 \x01(\r\x12\x0e\n\x06height\x18\x04 \x01(\r\x12\x0c\n\x04\x64\x61ta\x18\x05 \x01(\x0c\"R\n\x08UserTurn\x12\x0f\n\x07time_ms\x18\x01 \x01(\x03\x12\'\n\x04kind\x18\x02 \x01(\x0e\x32\x19.apmbench.v1.UserTurnKind\x12\x0c\n\x04text\x18\x03 \x01(\t\"e\n\nStreamItem\x12#\n\x05\x66rame\x18\x01 \x01(\x0b\x32\x12.apmbench.v1.FrameH\x00\x12*\n\tuser_turn\x18\x02 \x01(\x0b\x32\x15.apmbench.v1.UserTurnH\x00\x42\x06\n\x04item\"J\n\x12PushFramesResponse\x12\x17\n\x0f\x66rames_ingested\x18\x01 \x01(\r\x12\x1b\n\x13user_turns_ingested\x18\x02 \x01(\r\"8\n\x11\x45ndSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07time_ms\x18\x02 \x01(\x03\"\x14\n\x12\x45ndSessionResponse\")\n\x06\x43hoice\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"\xe1\x02\n\x0cQueryRequest\x12\x10\n\x08query_id\x18\x01 \x01(\t\x12\x0f\n\x07time_ms\x18\x02 \x01(\x03\x12$\n\x04kind\x18\x03 \x01(\x0e\x32\x16.apmbench.v1.QueryKind\x12\x15\n\rsystem_prompt\x18\x04 \x01(\t\x12\x0e\n\x06prompt\x18\x05 \x01(\t\x12\x10\n\x08question\x18\x06 \x01(\t\x12$\n\x07\x63hoices\x18\x07 \x03(\x0b\x32\x13.apmbench.v1.Choice\x12\x19\n\x11interval_start_ms\x18\x08 \x01(\x03\x12\x18\n\x10max_output_chars\x18\t \x01(\r\x12\x30\n\ranswer_format\x18\n \x01(\x0e\x32\x19.apmbench.v1.AnswerFormat\x12\x15\n\ranswer_schema\x18\x0b \x01(\t\x12+\n\x08\x64ialogue\x18\x0c \x03(\x0b\x32\x19.apmbench.v1.DialogueTurn\"@\n\x0c\x44ialogueTurn\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\x10\n\x08question\x18\x02 \x01(\t\x12\x0e\n\x06\x61nswer\x18\x03 \x01(\t\"\x1a\n\nQueryChunk\x12\x0c\n\x04text\x18\x01 \x01(\t\"-\n\x12\x45xportStateRequest\x12\x17\n\x0fmax_chunk_bytes\x18\x01 \x01(\r\"b\n\rStateManifest\x12\x13\n\x0btotal_bytes\x18\x01 \x01(\x04\x12\x0e\n\x06sha256\x18\x02 \x01(\t\x12\x14\n\x0c\x63ontent_type\x18\x03 \x01(\t\x12\x16\n\x0e\x66ormat_version\x18\x04 \x01(\r\"U\n\nStateChunk\x12.\n\x08manifest\x18\x01 \x01(\x0b\x32\x1a.apmbench.v1.StateManifestH\x00\x12\x0e\n\x04\x64\x61ta\x18\x02 \x01(\x0cH\x00\x42\x07\n\x05\x63hunk\"-\n\x13ImportStateResponse\x12\x16\n\x0e\x62ytes_imported\x18\x01 \x01(\x04*b\n\rFrameEncoding\x12\x1e\n\x1a\x46RAME_ENCODING_UNSPECIFIED\x10\x00\x12\x17\n\x13\x46RAME_ENCODING_JPEG\x10\x01\x12\x18\n\x14\x46RAME_ENCODING_RGB24\x10\x02*\x90\x01\n\x0cUserTurnKind\x12\x1e\n\x1aUSER_TURN_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17USER_TURN_KIND_QUESTION\x10\x01\x12\x1f\n\x1bUSER_TURN_KIND_REGISTRATION\x10\x02\x12\"\n\x1eUSER_TURN_KIND_INTERVAL_MARKER\x10\x03*\x86\x01\n\tQueryKind\x12\x1a\n\x16QUERY_KIND_UNSPECIFIED\x10\x00\x12\x1e\n\x1aQUERY_KIND_MULTIPLE_CHOICE\x10\x01\x12$\n QUERY_KIND_EVIDENCE_AVAILABILITY\x10\x02\x12\x17\n\x13QUERY_KIND_DECISION\x10\x03*\x8b\x01\n\x0c\x41nswerFormat\x12\x1d\n\x19\x41NSWER_FORMAT_UNSPECIFIED\x10\x00\x12\x18\n\x14\x41NSWER_FORMAT_OPTION\x10\x01\x12\x1a\n\x16\x41NSWER_FORMAT_DECISION\x10\x02\x12&\n\"ANSWER_FORMAT_DECISION_WITH_OPTION\x10\x03\x32\xd5\x04\n\x0cMemorySystem\x12\x41\n\x08\x44\x65scribe\x12\x1c.apmbench.v1.DescribeRequest\x1a\x17.apmbench.v1.SystemInfo\x12>\n\x05Reset\x12\x19.apmbench.v1.ResetRequest\x1a\x1a.apmbench.v1.ResetResponse\x12S\n\x0cStartSession\x12 .apmbench.v1.StartSessionRequest\x1a!.apmbench.v1.StartSessionResponse\x12H\n\nPushFrames\x12\x17.apmbench.v1.StreamItem\x1a\x1f.apmbench.v1.PushFramesResponse(\x01\x12M\n\nEndSession\x12\x1e.apmbench.v1.EndSessionRequest\x1a\x1f.apmbench.v1.EndSessionResponse\x12=\n\x05Query\x12\x19.apmbench.v1.QueryRequest\x1a\x17.apmbench.v1.QueryChunk0\x01\x12I\n\x0b\x45xportState\x12\x1f.apmbench.v1.ExportStateRequest\x1a\x17.apmbench.v1.StateChunk0\x01\x12J\n\x0bImportState\x12\x17.apmbench.v1.StateChunk\x1a .apmbench.v1.ImportStateResponse(\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,12 +33,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_SYSTEMINFO_DETAILSENTRY']._loaded_options = None
   _globals['_SYSTEMINFO_DETAILSENTRY']._serialized_options = b'8\001'
-  _globals['_FRAMEENCODING']._serialized_start=1669
-  _globals['_FRAMEENCODING']._serialized_end=1767
-  _globals['_USERTURNKIND']._serialized_start=1770
-  _globals['_USERTURNKIND']._serialized_end=1914
-  _globals['_QUERYKIND']._serialized_start=1917
-  _globals['_QUERYKIND']._serialized_end=2051
+  _globals['_FRAMEENCODING']._serialized_start=1853
+  _globals['_FRAMEENCODING']._serialized_end=1951
+  _globals['_USERTURNKIND']._serialized_start=1954
+  _globals['_USERTURNKIND']._serialized_end=2098
+  _globals['_QUERYKIND']._serialized_start=2101
+  _globals['_QUERYKIND']._serialized_end=2235
+  _globals['_ANSWERFORMAT']._serialized_start=2238
+  _globals['_ANSWERFORMAT']._serialized_end=2377
   _globals['_DESCRIBEREQUEST']._serialized_start=48
   _globals['_DESCRIBEREQUEST']._serialized_end=65
   _globals['_CAPABILITIES']._serialized_start=68
@@ -70,17 +72,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHOICE']._serialized_start=1079
   _globals['_CHOICE']._serialized_end=1120
   _globals['_QUERYREQUEST']._serialized_start=1123
-  _globals['_QUERYREQUEST']._serialized_end=1358
-  _globals['_QUERYCHUNK']._serialized_start=1360
-  _globals['_QUERYCHUNK']._serialized_end=1386
-  _globals['_EXPORTSTATEREQUEST']._serialized_start=1388
-  _globals['_EXPORTSTATEREQUEST']._serialized_end=1433
-  _globals['_STATEMANIFEST']._serialized_start=1435
-  _globals['_STATEMANIFEST']._serialized_end=1533
-  _globals['_STATECHUNK']._serialized_start=1535
-  _globals['_STATECHUNK']._serialized_end=1620
-  _globals['_IMPORTSTATERESPONSE']._serialized_start=1622
-  _globals['_IMPORTSTATERESPONSE']._serialized_end=1667
-  _globals['_MEMORYSYSTEM']._serialized_start=2054
-  _globals['_MEMORYSYSTEM']._serialized_end=2651
+  _globals['_QUERYREQUEST']._serialized_end=1476
+  _globals['_DIALOGUETURN']._serialized_start=1478
+  _globals['_DIALOGUETURN']._serialized_end=1542
+  _globals['_QUERYCHUNK']._serialized_start=1544
+  _globals['_QUERYCHUNK']._serialized_end=1570
+  _globals['_EXPORTSTATEREQUEST']._serialized_start=1572
+  _globals['_EXPORTSTATEREQUEST']._serialized_end=1617
+  _globals['_STATEMANIFEST']._serialized_start=1619
+  _globals['_STATEMANIFEST']._serialized_end=1717
+  _globals['_STATECHUNK']._serialized_start=1719
+  _globals['_STATECHUNK']._serialized_end=1804
+  _globals['_IMPORTSTATERESPONSE']._serialized_start=1806
+  _globals['_IMPORTSTATERESPONSE']._serialized_end=1851
+  _globals['_MEMORYSYSTEM']._serialized_start=2380
+  _globals['_MEMORYSYSTEM']._serialized_end=2977
 # @@protoc_insertion_point(module_scope)

@@ -139,7 +139,7 @@ class MemorySystemServicer:
 
     def ImportState(self, request_iterator, context):
         """Replace the whole memory with an exported state: the first chunk is the
-        manifest, the rest are data (R8). Only outside a session.
+        manifest, the rest are data (R7). Only outside a session.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -11,12 +11,12 @@ from __future__ import annotations
 import itertools
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from apmbench.harness.media.timecode import MS_PER_DAY
 from apmbench.harness.suites.apmbench.synth.world import FIXTURES, Event, SessionPlan
-from apmbench.harness.suites.apmbench.timecode import MS_PER_DAY
 
 UNAVAILABLE = "Not answerable now: the evidence needed is not available"
 Candidate = dict[str, Any]
@@ -71,6 +71,7 @@ class Builder:
         self.facts = facts
         self.rng = rng
         self.counter = 0
+        self._trigger_cache: dict[str, list[int]] = {}
 
     def new_id(self, task: str) -> str:
         self.counter += 1
@@ -244,9 +245,13 @@ class Builder:
         state = self.facts.sessions[index].state_at(t)
         place = state.places[state.here]
         n = place.item_count
-        pool = [str(v) for v in range(max(1, n - 4), n + 5)]
+        # Four consecutive counts with the answer at a uniformly drawn rank: distractors
+        # drawn around the answer would make "the middle option" a shortcut.
+        low = n - self.rng.randrange(4)
+        if low < 0:
+            return None
         question = f"How many {place.item} are at the {place.name} right now?"
-        return self.mcqa("CT", index, t, question, str(n), pool, [])
+        return self.mcqa("CT", index, t, question, str(n), [str(low + k) for k in range(4)], [])
 
     def ocr(self, index: int) -> Candidate | None:
         t = self.query_time(index, 4)
@@ -271,50 +276,99 @@ class Builder:
 
     # -- evidence availability ----------------------------------------------------------
 
-    def ea(self, index: int, available: bool) -> Candidate | None:
-        t = self.query_time(index)
-        found = self._putdown_recall(index, t)
-        tries = 0
-        while found is not None and (found[1].session_index >= index - 2) != available:
-            tries += 1
-            if tries > 30:
+    def _last_putdown_at(self, place: str, t: int) -> Event | None:
+        puts = [
+            e
+            for e in self.facts.events
+            if e.kind == "putdown" and e.place == place and e.time_ms + 2000 <= t
+        ]
+        return puts[-1] if puts else None
+
+    def ea(self, index: int, available: bool, t: int) -> Candidate | None:
+        """A question about the last put-down at a place, whose evidence lies inside
+        the replay (the two most recent completed sessions and the current prefix) or
+        before it. The question's text and time are the same for both labels: naming
+        the day of the evidence would tell its age, and so its label, without a frame."""
+        places = self.facts.places()
+        self.rng.shuffle(places)
+        for place in places:
+            e = self._last_putdown_at(place, t)
+            if e is None or (e.session_index >= index - 2) != available:
+                continue
+            opts = self.options(e.subject, self.facts.objects(), extra=UNAVAILABLE)
+            if opts is None:
                 return None
-            found = self._putdown_recall(index, t)
-        if found is None:
-            return None
-        question, e = found
-        opts = self.options(e.subject, self.facts.objects(), extra=UNAVAILABLE)
-        if opts is None:
-            return None
-        choices, letter = opts
-        return {
-            "task_type": "EA",
-            "trajectory_id": self.facts.trajectory_id,
-            "candidate_id": self.new_id("EA"),
-            "question": question,
-            "choices": choices,
-            "correct_option_id": letter if available else "E",
-            "evidence_available": available,
-            "query": self.facts.at(index, t),
-            "evidence_moments": [self.facts.evidence(e)],
-        }
+            choices, letter = opts
+            return {
+                "task_type": "EA",
+                "trajectory_id": self.facts.trajectory_id,
+                "candidate_id": self.new_id("EA"),
+                "question": f"The last time I put something down at the {place}, what was it?",
+                "choices": choices,
+                "correct_option_id": letter if available else "E",
+                "evidence_available": available,
+                "query": self.facts.at(index, t),
+                "evidence_moments": [self.facts.evidence(e)],
+            }
+        return None
 
     # -- adaptive response ----------------------------------------------------------------
+    #
+    # A decision probe is labelled by what happens in the frames only. Every value
+    # a system receives without frames (probe times from the session start, from
+    # the registration and from the previous probe, interval lengths and offsets,
+    # the number of probes asked so far) is drawn from one distribution for
+    # positives and negatives alike.
+
+    def _interval(self, around_ms: int) -> tuple[int, int]:
+        """An interval of 3-6 s placed so that `around_ms` lies at least 2 s before its end."""
+        length = self.rng.randint(3, 6)
+        start = around_ms - self.rng.randint(0, length - 2) * 1000
+        return start, start + length * 1000
+
+    def _negative_interval(
+        self, index: int, targets: list[int], quiet: Callable[[int, int], bool]
+    ) -> tuple[int, int] | None:
+        """A silence interval placed like a positive one: around a trigger offset drawn from
+        the same task's triggers (`targets`, ms from session start), moved to the nearest
+        place where `quiet` holds."""
+        session = self.facts.sessions[index]
+        start, end = self._interval(session.start_ms + self.rng.choice(targets))
+        for shift in itertools.chain.from_iterable((s, -s) for s in range(0, 40)):
+            a, b = start + shift * 1000, end + shift * 1000
+            if a >= session.start_ms + 1000 and b <= session.end_ms - 1000 and quiet(a, b):
+                return a, b
+        return None
+
+    def _none_near(self, index: int, a: int, b: int, match: Callable[[Event], bool]) -> bool:
+        """No matching event from 2 s before the interval to 2 s after it."""
+        return not any(
+            a - 2000 <= e.time_ms < b + 2000 and match(e) for e in self.facts.sessions[index].events
+        )
 
     def era(self, index: int) -> Candidate | None:
+        """Checkpoints at a renewal process from the session start; the first one after the
+        first pick-up is positive, the earlier ones negative. The pick-up comes at a
+        roughly constant rate, so a checkpoint's rank and time do not tell which it is."""
         session = self.facts.sessions[index]
         pickups = [e for e in session.events if e.kind == "pickup"]
-        if not pickups or pickups[0].time_ms - session.start_ms < 12_000:
+        if not pickups:
             return None
         e = pickups[0]
         opts = self.options(e.subject, self.facts.objects())
         if opts is None:
             return None
         choices, letter = opts
-        neg = (
-            session.start_ms
-            + self.rng.randint(3, (e.time_ms - session.start_ms) // 1000 - 4) * 1000
-        )
+        times: list[int] = []
+        t = session.start_ms + self.rng.randint(3, 9) * 1000
+        while t < e.time_ms + 1000:
+            if t >= e.time_ms:  # the pick-up is on screen for less than a second
+                t = e.time_ms + 1000
+                break
+            times.append(t)
+            t += self.rng.randint(3, 9) * 1000
+        if t > session.end_ms - 1000 or len(times) > 8:
+            return None
         return {
             "task_type": "ERA",
             "trajectory_id": self.facts.trajectory_id,
@@ -324,33 +378,65 @@ class Builder:
             "correct_option_id": letter,
             "answer_evidence_moments": [self.facts.evidence(e)],
             "positive_heartbeat": {
-                **self.facts.at(index, e.time_ms + 2000),
+                **self.facts.at(index, t),
                 "response_reason": f"The wearer has just {e.describe()}.",
             },
             "negative_heartbeats": [
-                {**self.facts.at(index, neg), "silence_reason": "Nothing has been picked up yet."}
+                {**self.facts.at(index, n), "silence_reason": "Nothing has been picked up yet."}
+                for n in times
             ],
             "ideal_response_window": self.facts.window(index, e.time_ms, e.time_ms + 4000),
         }
 
     def rcr(self, index: int) -> Candidate | None:
+        """The positive comes 1-3 s after the pick-up; the negative at a time since the
+        registration drawn from the same distribution, before the pick-up or after the
+        object is put down again. A pair is kept only when the two times are at least
+        the object's holding time apart, a rule symmetric in the two, so that neither the
+        time since the registration nor the order of the probes tells them apart."""
         session = self.facts.sessions[index]
-        pickups = [
-            e
-            for e in session.events
-            if e.kind == "pickup" and e.time_ms - session.start_ms >= 20_000
-        ]
+        pickups = [e for e in session.events if e.kind == "pickup"]
         if not pickups:
             return None
         e = self.rng.choice(pickups)
-        tr = e.time_ms - self.rng.randint(10, 15) * 1000
-        if any(
-            x.kind == "pickup" and x.subject == e.subject and tr <= x.time_ms < e.time_ms
+        later_puts = [
+            x.time_ms for x in session.events if x.subject == e.subject and x.time_ms > e.time_ms
+        ]
+        # A second pick-up of the same object would be a second trigger.
+        repicks = [
+            x.time_ms
             for x in session.events
-        ):
+            if x.kind == "pickup" and x.subject == e.subject and x.time_ms > e.time_ms
+        ]
+        released = min(later_puts) if later_puts else session.end_ms
+        hold = released - e.time_ms + 2000
+        longest = min(60, session.seconds // 2)
+        for _ in range(20):
+            since_pos = (self.rng.randint(6, longest) + self.rng.randint(1, 3)) * 1000
+            since_neg = (self.rng.randint(6, longest) + self.rng.randint(1, 3)) * 1000
+            if abs(since_pos - since_neg) < hold:
+                continue
+            pos = e.time_ms + self.rng.randint(1, 3) * 1000
+            tr = pos - since_pos
+            neg = tr + since_neg
+            if tr < session.start_ms + 2000 or max(pos, neg) > session.end_ms - 1000:
+                continue
+            if (
+                any(
+                    x.kind == "pickup" and x.subject == e.subject and tr <= x.time_ms < e.time_ms
+                    for x in session.events
+                )
+                or session.state_at(tr).hand == e.subject
+            ):
+                continue
+            if any(r <= max(pos, neg) for r in repicks):
+                continue
+            break
+        else:
             return None
         fixture = self.rng.choice(sorted(FIXTURES))
         registration = f"Remind me to check the {fixture} when I pick up the {e.subject}."
+        after = neg > pos
         return {
             "task_type": "RCR",
             "trajectory_id": self.facts.trajectory_id,
@@ -362,36 +448,45 @@ class Builder:
                 "registration_text": registration,
             },
             "positive_heartbeat": {
-                **self.facts.at(index, e.time_ms + 1000),
+                **self.facts.at(index, pos),
                 "proactive_response": f"Check the {fixture}.",
                 "reason": f"The wearer has just picked up the {e.subject}.",
             },
             "negative_heartbeats": [
                 {
-                    **self.facts.at(index, tr + 3000),
-                    "silence_reason": f"The {e.subject} has not been picked up.",
+                    **self.facts.at(index, neg),
+                    "silence_reason": (
+                        f"The {e.subject} was put down again; the trigger has passed."
+                        if after
+                        else f"The {e.subject} has not been picked up."
+                    ),
                 }
             ],
             "ideal_response_window": self.facts.window(index, e.time_ms, e.time_ms + 3000),
         }
 
-    def _quiet_window(
-        self, index: int, before_ms: int, kinds: tuple[str, ...]
-    ) -> tuple[int, int] | None:
-        session = self.facts.sessions[index]
-        for _ in range(30):
-            start = session.start_ms + self.rng.randint(2, 40) * 1000
-            end = start + 5000
-            if end > before_ms - 1000:
-                continue
-            if not any(start - 1000 <= e.time_ms < end and e.kind in kinds for e in session.events):
-                return start, end
-        return None
+    def _triggers(self, task: str) -> list[int]:
+        """Offsets (ms from session start) of the events this task's positives are built on,
+        over the whole trajectory: where its silence intervals are placed."""
+        found = self._trigger_cache.get(task)
+        if found is None:
+            finder: dict[str, Callable[[int], Sequence[tuple[Any, ...]]]] = {
+                "MPA": self._mpa_triggers,
+                "PRM": self._prm_triggers,
+                "TPG": self._tpg_triggers,
+            }
+            events: list[Event] = [
+                found_at[0]
+                for i in range(1, len(self.facts.sessions))
+                for found_at in finder[task](i)
+            ]
+            found = [e.time_ms - self.facts.sessions[e.session_index].start_ms for e in events]
+            self._trigger_cache[task] = found
+        return found
 
-    def mpa(self, index: int) -> Candidate | None:
-        if index == 0:
-            return None
+    def _mpa_triggers(self, index: int) -> list[tuple[Event, str, Event]]:
         session = self.facts.sessions[index]
+        out = []
         for g in (e for e in session.events if e.kind == "goto"):
             state = session.state_at(g.time_ms)
             place = state.places[g.place]
@@ -403,45 +498,59 @@ class Builder:
                 abs(e.time_ms - g.time_ms) < 4000 and e is not g for e in session.events
             ):
                 continue
-            remembered = [
-                (o, self._last_putdown(o, session.start_ms)) for o in place.objects.values()
-            ]
-            remembered = [
-                (o, e)
-                for o, e in remembered
-                if e is not None
-                and e.place == g.place
-                and not any(x.subject == o for x in session.events if x.time_ms < g.time_ms)
-            ]
-            if not remembered:
-                continue
-            quiet = self._quiet_window(index, g.time_ms, ("goto",))
-            if quiet is None:
-                continue
-            obj, put = remembered[0]
-            assert put is not None
-            day = self.facts.sessions[put.session_index].day_id
-            return {
-                "task_type": "MPA",
-                "trajectory_id": self.facts.trajectory_id,
-                "candidate_id": self.new_id("MPA"),
-                "evidence_moments": [self.facts.evidence(put)],
-                "response_window_rationale": (
-                    f"The wearer arrives at the {g.place}, where the {obj} was left on {day}."
-                ),
-                "reference_proactive_response": (
-                    f"Your {obj} is here at the {g.place}; you left it here on {day}."
-                ),
-                "ideal_response_window": self.facts.window(index, g.time_ms, g.time_ms + 4000),
-                "negative_or_silence_windows": [
-                    self.facts.window(
-                        index,
-                        *quiet,
-                        silence_reason="The wearer stays where they are; nothing calls for help.",
-                    )
-                ],
-            }
-        return None
+            for o in sorted(place.objects.values()):
+                put = self._last_putdown(o, session.start_ms)
+                if (
+                    put is not None
+                    and put.place == g.place
+                    and not any(x.subject == o for x in session.events if x.time_ms < g.time_ms)
+                ):
+                    out.append((g, o, put))
+                    break
+        return out
+
+    def mpa(self, index: int) -> Candidate | None:
+        if index == 0:
+            return None
+        found = self._mpa_triggers(index)
+        if not found:
+            return None
+        g, obj, put = self.rng.choice(found)
+        session = self.facts.sessions[index]
+
+        def quiet(a: int, b: int) -> bool:
+            # Not arriving anywhere, and not at the place where the object waits.
+            return self._none_near(index, a, b, lambda e: e.kind == "goto") and all(
+                session.state_at(t).here != g.place for t in range(a, b, 1000)
+            )
+
+        negative = self._negative_interval(index, self._triggers("MPA"), quiet)
+        if negative is None:
+            return None
+        start, end = self._interval(g.time_ms)
+        if start < session.start_ms + 1000 or end > session.end_ms - 1000:
+            return None
+        day = self.facts.sessions[put.session_index].day_id
+        return {
+            "task_type": "MPA",
+            "trajectory_id": self.facts.trajectory_id,
+            "candidate_id": self.new_id("MPA"),
+            "evidence_moments": [self.facts.evidence(put)],
+            "response_window_rationale": (
+                f"The wearer arrives at the {g.place}, where the {obj} was left on {day}."
+            ),
+            "reference_proactive_response": (
+                f"Your {obj} is here at the {g.place}; you left it here on {day}."
+            ),
+            "ideal_response_window": self.facts.window(index, start, end),
+            "negative_or_silence_windows": [
+                self.facts.window(
+                    index,
+                    *negative,
+                    silence_reason="The wearer stays where they are; nothing calls for help.",
+                )
+            ],
+        }
 
     def _last_putdown(self, obj: str, before_ms: int) -> Event | None:
         puts = [
@@ -451,56 +560,68 @@ class Builder:
         ]
         return puts[-1] if puts else None
 
+    def _prm_triggers(self, index: int) -> list[tuple[Event]]:
+        session = self.facts.sessions[index]
+        return [
+            (e,)
+            for e in session.events
+            if e.kind == "toggle"
+            and e.after in ("ON", "OPEN")
+            and not any(0 < x.time_ms - e.time_ms < 4000 for x in session.events)
+        ]
+
     def prm(self, index: int) -> Candidate | None:
         if index == 0:
             return None
         session = self.facts.sessions[index]
-        for e in session.events:
-            if e.kind != "toggle" or e.after not in ("ON", "OPEN"):
-                continue
-            earlier = self.facts.sessions[self.rng.randrange(index)]
-            reg_ms = earlier.start_ms + self.rng.randint(5, earlier.seconds - 10) * 1000
-            if any(
-                x.kind == "toggle"
-                and x.subject == e.subject
-                and x.after == e.after
-                and reg_ms < x.time_ms < e.time_ms
-                for x in self.facts.events
-            ):
-                continue
-            if any(0 < x.time_ms - e.time_ms < 4000 for x in session.events):
-                continue
-            quiet = self._quiet_window(index, e.time_ms, ("toggle",))
-            if quiet is None:
-                continue
-            verb = "open" if e.after == "OPEN" else "switch on"
-            thing = self.rng.choice(self.facts.objects())
-            registration = f"Next time I {verb} the {e.subject}, remind me to take the {thing}."
-            return {
-                "task_type": "PRM",
-                "trajectory_id": self.facts.trajectory_id,
-                "candidate_id": self.new_id("PRM"),
-                "registration_event": {
-                    "day_id": earlier.day_id,
-                    "session_id": earlier.session_id,
-                    "registration_time": clock(reg_ms),
-                    "registration_text": registration,
-                },
-                "trigger_match_reason": f"The wearer {e.describe()}.",
-                "reference_proactive_response": f"Remember to take the {thing}.",
-                "ideal_response_window": self.facts.window(index, e.time_ms, e.time_ms + 3000),
-                "negative_or_silence_windows": [
-                    self.facts.window(
-                        index, *quiet, silence_reason=f"The {e.subject} is not being {verb}ed now."
-                    )
-                ],
-            }
-        return None
-
-    def tpg(self, index: int) -> Candidate | None:
-        if index == 0:
+        found = self._prm_triggers(index)
+        if not found:
             return None
+        (e,) = self.rng.choice(found)
+        earlier = self.facts.sessions[self.rng.randrange(index)]
+        reg_ms = earlier.start_ms + self.rng.randint(5, earlier.seconds - 10) * 1000
+        if any(
+            x.kind == "toggle"
+            and x.subject == e.subject
+            and x.after == e.after
+            and reg_ms < x.time_ms < e.time_ms
+            for x in self.facts.events
+        ):
+            return None
+        negative = self._negative_interval(
+            index,
+            self._triggers("PRM"),
+            lambda a, b: self._none_near(index, a, b, lambda x: x.kind == "toggle"),
+        )
+        start, end = self._interval(e.time_ms)
+        if negative is None or start < session.start_ms + 1000 or end > session.end_ms - 1000:
+            return None
+        verb = "open" if e.after == "OPEN" else "switch on"
+        thing = self.rng.choice(self.facts.objects())
+        registration = f"Next time I {verb} the {e.subject}, remind me to take the {thing}."
+        return {
+            "task_type": "PRM",
+            "trajectory_id": self.facts.trajectory_id,
+            "candidate_id": self.new_id("PRM"),
+            "registration_event": {
+                "day_id": earlier.day_id,
+                "session_id": earlier.session_id,
+                "registration_time": clock(reg_ms),
+                "registration_text": registration,
+            },
+            "trigger_match_reason": f"The wearer {e.describe()}.",
+            "reference_proactive_response": f"Remember to take the {thing}.",
+            "ideal_response_window": self.facts.window(index, start, end),
+            "negative_or_silence_windows": [
+                self.facts.window(
+                    index, *negative, silence_reason=f"The {e.subject} is not being {verb}ed now."
+                )
+            ],
+        }
+
+    def _tpg_triggers(self, index: int) -> list[tuple[Event, list[Event]]]:
         session = self.facts.sessions[index]
+        out = []
         for e in session.events:
             if e.kind != "count" or int(e.after) <= int(e.before):
                 continue
@@ -522,36 +643,50 @@ class Builder:
                 continue
             if any(0 < x.time_ms - e.time_ms < 4000 for x in session.events):
                 continue
-            quiet = self._quiet_window(index, e.time_ms, ("count",))
-            if quiet is None:
-                continue
-            return {
-                "task_type": "TPG",
-                "trajectory_id": self.facts.trajectory_id,
-                "candidate_id": self.new_id("TPG"),
-                "evidence_moments": [self.facts.evidence(x) for x in history],
-                "memory_relevance": (
-                    f"The wearer keeps restocking {e.subject} at the {e.place} across sessions."
-                ),
-                "ideal_response_windows": [
-                    self.facts.window(
-                        index,
-                        e.time_ms,
-                        e.time_ms + 3000,
-                        response_window_rationale=f"The wearer resumes restocking {e.subject}.",
-                        reference_proactive_response=(
-                            f"You are restocking {e.subject} at the {e.place}: "
-                            f"there are {e.after} now."
-                        ),
-                    )
-                ],
-                "negative_or_silence_windows": [
-                    self.facts.window(
-                        index, *quiet, silence_reason="No restocking is happening in this interval."
-                    )
-                ],
-            }
-        return None
+            out.append((e, history))
+        return out
+
+    def tpg(self, index: int) -> Candidate | None:
+        if index == 0:
+            return None
+        session = self.facts.sessions[index]
+        found = self._tpg_triggers(index)
+        if not found:
+            return None
+        e, history = self.rng.choice(found)
+        negative = self._negative_interval(
+            index,
+            self._triggers("TPG"),
+            lambda a, b: self._none_near(index, a, b, lambda x: x.kind == "count"),
+        )
+        start, end = self._interval(e.time_ms)
+        if negative is None or start < session.start_ms + 1000 or end > session.end_ms - 1000:
+            return None
+        return {
+            "task_type": "TPG",
+            "trajectory_id": self.facts.trajectory_id,
+            "candidate_id": self.new_id("TPG"),
+            "evidence_moments": [self.facts.evidence(x) for x in history],
+            "memory_relevance": (
+                f"The wearer keeps restocking {e.subject} at the {e.place} across sessions."
+            ),
+            "ideal_response_windows": [
+                self.facts.window(
+                    index,
+                    start,
+                    end,
+                    response_window_rationale=f"The wearer resumes restocking {e.subject}.",
+                    reference_proactive_response=(
+                        f"You are restocking {e.subject} at the {e.place}: there are {e.after} now."
+                    ),
+                )
+            ],
+            "negative_or_silence_windows": [
+                self.facts.window(
+                    index, *negative, silence_reason="No restocking is happening in this interval."
+                )
+            ],
+        }
 
 
 def generate(facts: TrajectoryFacts, rng: random.Random, per_task: int) -> list[Candidate]:
@@ -584,16 +719,15 @@ def generate(facts: TrajectoryFacts, rng: random.Random, per_task: int) -> list[
             if candidate is not None:
                 out.append(candidate)
                 made += 1
-    # Evidence Availability: as many questions with the evidence inside the two
-    # most recent sessions as outside them.
+    # Evidence Availability: pairs of one available and one unavailable question at
+    # the same session and query time, so that neither tells the label.
     ea_sessions = list(range(3, n))
-    found: dict[bool, list[Candidate]] = {True: [], False: []}
-    for available in (True, False):
-        for attempt in range(per_task * 12):
-            if len(found[available]) == per_task or not ea_sessions:
-                break
-            candidate = b.ea(ea_sessions[attempt % len(ea_sessions)], available)
-            if candidate is not None:
-                found[available].append(candidate)
-    pairs = min(len(found[True]), len(found[False]))
-    return out + found[True][:pairs] + found[False][:pairs]
+    for _ in range(per_task * 12):
+        if not ea_sessions or sum(c["task_type"] == "EA" for c in out) >= 2 * per_task:
+            break
+        index = b.rng.choice(ea_sessions)
+        t = b.query_time(index)
+        pair = [b.ea(index, available, t) for available in (True, False)]
+        if pair[0] is not None and pair[1] is not None:
+            out += [pair[0], pair[1]]
+    return out

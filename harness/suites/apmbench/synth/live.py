@@ -17,23 +17,56 @@ import numpy as np
 import numpy.typing as npt
 
 from apmbench.harness.errors import DatasetError
+from apmbench.harness.suites.apmbench import tasks
+from apmbench.harness.suites.apmbench.synth.candidates import Candidate, TrajectoryFacts, generate
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
 from apmbench.harness.suites.apmbench.synth.render import render
 from apmbench.harness.suites.apmbench.synth.world import SessionPlan, apply, plan_sessions
 
 GENERATOR = "apmbench-synth"
-GENERATOR_VERSION = 3
+# 4: decision probe times, intervals, EA questions and CT options drawn independently of
+# the label; every trajectory covers every task.
+GENERATOR_VERSION = 4
+ATTEMPTS = 200
 
 
 def trajectory_rng(preset: str, seed: int, trajectory: int, purpose: str) -> random.Random:
     return random.Random(f"{GENERATOR}/{GENERATOR_VERSION}/{preset}/{seed}/{trajectory}/{purpose}")
 
 
+def covers_everything(candidates: Sequence[Candidate]) -> bool:
+    """Every task has a candidate and EA has both labels: otherwise a family has no score."""
+    present = {c["task_type"] for c in candidates}
+    labels = {c["evidence_available"] for c in candidates if c["task_type"] == "EA"}
+    return set(tasks.ALL_TASKS) <= present and labels == {True, False}
+
+
 @functools.lru_cache(maxsize=4)
-def trajectory_plan(preset: str, seed: int, trajectory: int) -> tuple[SessionPlan, ...]:
+def trajectory_world(
+    preset: str, seed: int, trajectory: int
+) -> tuple[tuple[SessionPlan, ...], tuple[Candidate, ...]]:
+    """The sessions and candidates of one trajectory. A simulated life that does not allow
+    a candidate of every task is drawn again from the next random stream, deterministically,
+    so that live rendering re-simulates exactly what the writer wrote."""
     p = PRESETS[preset]
-    rng = trajectory_rng(preset, seed, trajectory, "world")
-    return tuple(plan_sessions(rng, p.sessions, p.session_seconds))
+    for attempt in range(ATTEMPTS):
+        suffix = f"/{attempt}" if attempt else ""
+        rng = trajectory_rng(preset, seed, trajectory, "world" + suffix)
+        plans = tuple(plan_sessions(rng, p.sessions, p.session_seconds))
+        facts = TrajectoryFacts(f"T{trajectory + 1:03d}", list(plans))
+        candidates = generate(
+            facts, trajectory_rng(preset, seed, trajectory, "candidates" + suffix), p.per_task
+        )
+        if covers_everything(candidates):
+            return plans, tuple(candidates)
+    raise DatasetError(
+        f"preset {preset!r} seed {seed}: trajectory {trajectory + 1} has no candidate of some "
+        f"task after {ATTEMPTS} simulated lives; its sessions are too short for every task"
+    )
+
+
+def trajectory_plan(preset: str, seed: int, trajectory: int) -> tuple[SessionPlan, ...]:
+    return trajectory_world(preset, seed, trajectory)[0]
 
 
 def session_spec(preset: str, seed: int, trajectory: int, session: int) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from apmbench.adapters.perception.events import describe
 from apmbench.adapters.perception.layout import Scene, SlotView
-from apmbench.harness.suites.apmbench.timecode import MS_PER_DAY, format_ms
+from apmbench.harness.media.timecode import MS_PER_DAY, format_ms
 
 PLACES = ("KITCHEN", "DESK", "SHELF", "HALLWAY", "PANTRY", "GARAGE", "BALCONY")
 FIXTURES = {
@@ -131,7 +131,7 @@ def initial_world(rng: random.Random) -> WorldState:
             fixtures[i],
             rng.choice(FIXTURES[fixtures[i]]),
             items[i],
-            rng.randint(2, 9),
+            rng.randint(3, 9),
             screen_text(rng),
             fixture_slot=fixture_slot,
             item_slot=item_slot,
@@ -230,7 +230,8 @@ def _next_event(
         return Event(at_ms, index, "toggle", here.name, here.fixture, here.fixture_state, after)
     if kind == "count":
         delta = rng.choice([-2, -1, 1, 1, 2, 3])
-        count = min(20, max(1, here.item_count + delta))
+        # At least 3, so that CT's four consecutive options can put the answer at any rank.
+        count = min(20, max(3, here.item_count + delta))
         if count == here.item_count:
             return None
         return Event(at_ms, index, "count", here.name, here.item, str(here.item_count), str(count))

@@ -11,13 +11,12 @@ import av
 
 from apmbench.adapters.perception import layout
 from apmbench.harness.suites.apmbench.dataset import FORMAT, FORMAT_VERSION
-from apmbench.harness.suites.apmbench.synth.candidates import TrajectoryFacts, clock, generate
+from apmbench.harness.suites.apmbench.synth.candidates import clock
 from apmbench.harness.suites.apmbench.synth.live import (
     GENERATOR,
     GENERATOR_VERSION,
     session_spec,
-    trajectory_plan,
-    trajectory_rng,
+    trajectory_world,
 )
 from apmbench.harness.suites.apmbench.synth.presets import Preset
 from apmbench.harness.suites.apmbench.synth.render import render
@@ -67,7 +66,7 @@ def build(preset: Preset, seed: int, out: Path) -> dict[str, int]:
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for i in range(preset.trajectories):
         tid = f"T{i + 1:03d}"
-        plans = trajectory_plan(preset.name, seed, i)
+        plans, candidates = trajectory_world(preset.name, seed, i)
         sessions = []
         for k, plan in enumerate(plans):
             entry: dict[str, Any] = {
@@ -85,8 +84,7 @@ def build(preset: Preset, seed: int, out: Path) -> dict[str, int]:
         trajectories.append(
             {"trajectory_id": tid, "title": f"Synthetic life {tid}", "sessions": sessions}
         )
-        rng = trajectory_rng(preset.name, seed, i, "candidates")
-        for candidate in generate(TrajectoryFacts(tid, list(plans)), rng, preset.per_task):
+        for candidate in candidates:
             by_task[candidate["task_type"]].append(candidate)
     manifest: dict[str, Any] = {
         "format": FORMAT,

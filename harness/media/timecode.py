@@ -1,4 +1,7 @@
-"""The trajectory clock: ("DAY4", "18:39:09") <-> milliseconds since DAY1 00:00:00."""
+"""The annotations' clock: ("DAY4", "18:39:09") <-> ms since DAY1 00:00:00.
+
+Shared by every suite's dataset loader.
+"""
 
 from __future__ import annotations
 

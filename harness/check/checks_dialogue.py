@@ -1,0 +1,70 @@
+"""Dialogue (protocol 1.1): a follow-up that carries the earlier turn is answered, and read-only."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from apmbench.adapters.sdk.types import Choice, DialogueTurn, QueryKind
+from apmbench.harness.check import probes
+from apmbench.harness.check.checks_query import format_problem, open_probe_session
+from apmbench.harness.check.context import CheckContext
+from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
+from apmbench.harness.check.probes import SESSION_2
+
+YES_NO = (Choice("A", "Yes"), Choice("B", "No"))
+FIRST = "Did I put something down at the DESK?"
+
+
+@check(
+    "query-dialogue",
+    "DIALOGUE",
+    "a follow-up carrying the earlier turn and its actual answer parses and changes no state",
+)
+def query_dialogue(ctx: CheckContext) -> Passed:
+    open_probe_session(ctx, "dialogue")
+    before = ctx.export()
+    if ctx.export().data != before.data:
+        raise NotApplicable(
+            "two exports with nothing in between differ, so a change cannot be put down to "
+            "the dialogue (see export-deterministic)",
+            "make export_state byte-identical for the same memory",
+        )
+    first = probes.query(
+        QueryKind.MULTIPLE_CHOICE,
+        f"Answer yes or no.\n\nQuestion:\n{FIRST}\n\nChoices:\nA. Yes\nB. No\n\n"
+        'Return:\n{"answer":"A|B"}',
+        FIRST,
+        YES_NO,
+    )
+    r1 = ctx.client.query(first)
+    base = next(q for q in probes.probe_queries() if q.kind is QueryKind.MULTIPLE_CHOICE)
+    follow = replace(
+        probes.renewed(base, first.time_ms),
+        dialogue=(DialogueTurn(first.prompt, first.question, r1.text),),
+    )
+    r2 = ctx.client.query(follow)
+    after = ctx.export()
+    probes.end(ctx.client, SESSION_2)
+    problems = [
+        f"{name}: {p}"
+        for name, q, text in (("R1", first, r1.text), ("R2", follow, r2.text))
+        if (p := format_problem(q, text)) is not None
+    ]
+    if problems:
+        raise CheckFailed(
+            "; ".join(problems),
+            'answer each round with the JSON the prompt asks for ({"answer":"A|B"} for a '
+            "yes/no round); the dialogue field only adds context",
+        )
+    if after.data != before.data:
+        raise CheckFailed(
+            f"the exported state changed across a two-round dialogue ({len(before.data)} -> "
+            f"{len(after.data)} bytes)",
+            "answer each round on an isolated branch: a dialogue's turns are context for the "
+            "query that carries them, never memory",
+        )
+    return Passed(f"R1 and a follow-up quoting R1's answer both parsed; state unchanged "
+                  f"({len(before.data)} bytes)")  # fmt: skip
+
+
+CHECKS = (query_dialogue,)

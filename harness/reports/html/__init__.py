@@ -1,0 +1,1 @@
+"""The self-contained HTML report and run viewer (`apmbench-grpc view`)."""

@@ -1,0 +1,177 @@
+"""`--command 'node server.js {address}'`: any executable as a restartable, sandboxed server.
+
+A method written in another language runs like a `--system` one: each start
+gets a fresh socket directory, `{address}` in the command becomes
+`unix:/that/dir/sock` (the form `serve` and the SDK accept), and the process
+runs in the same bubblewrap sandbox (no network, an empty private /tmp, only
+allowlisted environment). What it may read is bound read-only: the system
+directories, the working directory the command is started from (the
+template's directory, normally), the executable's directory, and any other
+path named on the command line; the dataset, the run directory and the
+synthetic cache stay masked even there. It can therefore be restarted for
+`restart` persistence exactly as a Python system is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from apmbench.harness.errors import ConfigError
+from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.runtimes.process import ProcessRuntime
+from apmbench.harness.runtimes.sandbox import (
+    SYSTEM_DIRS,
+    Sandbox,
+    SandboxPolicy,
+    allowed_env,
+    parse_env,
+)
+
+ADDRESS = "{address}"
+"""Replaced in the command by the server's gRPC address, `unix:/path/to/sock`."""
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def parse_command(command: str, cwd: Path) -> tuple[list[str], Path]:
+    """The command's words and its executable's absolute path; a ConfigError says what to fix."""
+    try:
+        words = shlex.split(command)
+    except ValueError as e:
+        raise ConfigError(f"--command {command!r}: {e}") from e
+    if not words:
+        raise ConfigError("--command is empty: give the server's command line, e.g. "
+                          f"'node server.js {ADDRESS}'")  # fmt: skip
+    if not any(ADDRESS in w for w in words):
+        raise ConfigError(
+            f"--command {command!r} has no {ADDRESS}: put {ADDRESS} where the server reads the "
+            "address to listen on; the harness replaces it with unix:/path/to/sock"
+        )
+    exe = words[0]
+    found = shutil.which(exe, path=str(cwd)) if "/" in exe else shutil.which(exe)
+    if found is None and "/" in exe:
+        candidate = (cwd / exe) if not os.path.isabs(exe) else Path(exe)
+        found = str(candidate) if os.access(candidate, os.X_OK) else None
+    if found is None:
+        raise ConfigError(
+            f"--command: {exe!r} is not an executable on PATH or under {cwd}: install it or "
+            "give its path"
+        )
+    # Not resolved: a venv's python finds its packages only when started by its own path.
+    return words, Path(os.path.abspath(found))
+
+
+def command_policy(
+    words: list[str],
+    executable: Path,
+    cwd: Path,
+    hidden: Iterable[Path],
+    env: Mapping[str, str],
+) -> SandboxPolicy:
+    """Read-only: the working directory, the executable's directory and every existing path
+    the command names; hidden paths are masked wherever they lie under those."""
+    real_exe = Path(os.path.realpath(executable))
+    roots = {
+        Path(os.path.realpath(cwd)),
+        Path(os.path.realpath(executable.parent)),
+        real_exe.parent,
+    }
+    for word in words[1:]:
+        if ADDRESS in word or word.startswith("-"):
+            continue
+        path = Path(word) if os.path.isabs(word) else cwd / word
+        if path.exists():
+            roots.add(Path(os.path.realpath(path)))
+    if Path("/") in roots:
+        raise ConfigError(
+            "--command would need / bound into the sandbox: start it from the server's own "
+            "directory (its working directory is what the sandbox can read)"
+        )
+    kept = sorted(r for r in roots if not any(o != r and _under(r, o) for o in roots))
+    kept = [r for r in kept if not any(_under(r, Path(d)) for d in SYSTEM_DIRS)]
+    bin_dir = str(executable.parent)
+    return SandboxPolicy(
+        read_only=tuple(kept),
+        hidden=tuple(sorted({Path(os.path.realpath(h)) for h in hidden})),
+        env=dict(env),
+        path=f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+        cwd=Path(os.path.realpath(cwd)),
+    )
+
+
+class CommandRuntime(ProcessRuntime):
+    """Runs an arbitrary server command; restartable like `--system` processes."""
+
+    kind = "command"
+
+    def __init__(
+        self,
+        command: str,
+        log_path: Path,
+        deadlines: Deadlines,
+        startup_timeout_s: float = 60.0,
+        *,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        sandbox: Sandbox | None = None,
+    ) -> None:
+        super().__init__(command, log_path, deadlines, startup_timeout_s, env=env, sandbox=sandbox)
+        self.command = command
+        self.cwd = Path(os.path.realpath(cwd or Path.cwd()))
+        self.words, self.executable = parse_command(command, self.cwd)
+
+    def argv(self) -> list[str]:
+        return [
+            self.executable.as_posix(),
+            *(w.replace(ADDRESS, self.address) for w in self.words[1:]),
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        facts = super().describe()
+        facts.pop("python", None)
+        facts.pop("system", None)
+        return {
+            **facts,
+            "command": self.command,
+            "executable": str(self.executable),
+            "cwd": str(self.cwd),
+        }
+
+
+def command_process(
+    command: str,
+    log_path: Path,
+    deadlines: Deadlines,
+    startup_timeout_s: float,
+    *,
+    sandbox: bool,
+    env: tuple[str, ...] = (),
+    hidden: tuple[Path, ...] = (),
+    cwd: Path | None = None,
+    share_net: bool = False,
+) -> CommandRuntime:
+    """`--command` as `evaluate` and `check` start it: sandboxed like `--system` (see
+    `sandboxed_process`), or unconfined with `--no-sandbox`, which every report then says."""
+    from apmbench.harness.paths import cache_root
+
+    where = Path(os.path.realpath(cwd or Path.cwd()))
+    extra = parse_env(env)
+    if not sandbox:
+        return CommandRuntime(
+            command, log_path, deadlines, startup_timeout_s, cwd=where,
+            env={**os.environ, **extra},
+        )  # fmt: skip
+    words, executable = parse_command(command, where)
+    policy = command_policy(words, executable, where, (*hidden, cache_root()), allowed_env(extra))
+    policy = dataclasses.replace(policy, share_net=share_net)
+    return CommandRuntime(
+        command, log_path, deadlines, startup_timeout_s, cwd=where, sandbox=Sandbox(policy)
+    )

@@ -1,0 +1,115 @@
+"""Measures every suite reports the same way: latency, ingest and storage (APM-Bench B.3, Eq. 2).
+
+Each suite decides which records a measure runs over (APM-Bench, for one,
+keeps Evidence Availability replays out of the latency means); the formulas
+live here once.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from statistics import fmean
+from typing import Any
+
+import numpy as np
+
+
+def summary(values: Sequence[float]) -> dict[str, float | int | None]:
+    if not values:
+        return {"n": 0, "mean": None, "p50": None, "p90": None, "p99": None}
+    arr = np.asarray(values, dtype=float)
+    return {
+        "n": len(values),
+        "mean": float(arr.mean()),
+        "p50": float(np.percentile(arr, 50)),
+        "p90": float(np.percentile(arr, 90)),
+        "p99": float(np.percentile(arr, 99)),
+    }
+
+
+def latency_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {
+        "time_to_first_token_s": summary([r["ttft_s"] for r in rows if r["ttft_s"] is not None]),
+        # When the streamed prefix first determined the parsed answer (no cheap first chunk).
+        "time_to_answer_s": summary(
+            [r["time_to_answer_s"] for r in rows if r.get("time_to_answer_s") is not None]
+        ),
+        "full_response_s": summary([r["total_s"] for r in rows]),
+        "real_time_factor": summary([r["rtf"] for r in rows if r["rtf"] is not None]),
+        "queries_without_output": sum(r["ttft_s"] is None for r in rows),
+    }
+
+
+def ingest(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The main pass's frames and ingest time, and the rate they give."""
+    frames = sum(s["frames"] for s in sessions)
+    seconds = sum(s["ingest_s"] for s in sessions)
+    return {
+        "main_pass_ingest_s": seconds,
+        "main_pass_frames": frames,
+        "main_pass_frames_per_s": frames / seconds if seconds > 0 else None,
+    }
+
+
+PEAK_RULE = "last"
+PEAK_RULE_TEXT = (
+    "D_peak = cumulative prior-session hours up to the last completed session at which "
+    "the peak state size is held (a memory that stays at its peak is charged for all "
+    "the hours it covers)"
+)
+
+
+def storage(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Eq. 2 and Table 10.
+
+    Per trajectory, the prior-session states are the exports after every
+    session but the last (the last export is never carried into a later
+    session). B_peak is the largest. The paper does not say which occurrence
+    defines D_peak when the peak repeats; `PEAK_RULE_TEXT` is the rule used,
+    and every trajectory's prior states are recorded (`trajectories`) so the
+    number can be recomputed under another rule. Trajectories with a single
+    session have no prior-session state and are not counted.
+    """
+    by_traj: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for s in sessions:
+        by_traj[s["trajectory_id"]].append(s)
+    rates: list[float] = []
+    peaks: list[int] = []
+    per_trajectory: list[dict[str, Any]] = []
+    for tid, rows in by_traj.items():
+        rows = sorted(rows, key=lambda r: r["index"])
+        prior = rows[:-1]
+        if not prior:
+            continue
+        peak = max(r["state_bytes"] for r in prior)
+        at = max(i for i, r in enumerate(prior) if r["state_bytes"] == peak)
+        hours = sum(r["duration_s"] for r in prior[: at + 1]) / 3600.0
+        rates.append(peak / hours)
+        peaks.append(peak)
+        cumulative = 0.0
+        states = []
+        for r in prior:
+            cumulative += r["duration_s"] / 3600.0
+            states.append({"bytes": r["state_bytes"], "cumulative_hours": cumulative})
+        per_trajectory.append(
+            {
+                "trajectory_id": tid,
+                "B_peak_bytes": peak,
+                "D_peak_hours": hours,
+                "peak_after_session": at,
+                "bytes_per_hour": peak / hours,
+                "prior_states": states,
+            }
+        )
+    mib = float(1 << 20)
+    return {
+        "trajectories_counted": len(rates),
+        "storage_per_hour_bytes": fmean(rates) if rates else None,
+        "storage_per_hour_mib": fmean(rates) / mib if rates else None,
+        "peak_bytes_mean": fmean(peaks) if peaks else None,
+        "peak_bytes_max": max(peaks) if peaks else None,
+        "peak_rule": PEAK_RULE,
+        "peak_rule_text": PEAK_RULE_TEXT,
+        "trajectories": sorted(per_trajectory, key=lambda t: str(t["trajectory_id"])),
+    }

@@ -1,0 +1,187 @@
+"""The synthetic reference judge: a deterministic stand-in for the A.3 LLM judge.
+
+Only for the built-in synthetic benchmark, whose candidates were written from
+the simulated events: every reference response, reason and silence reason
+names the objects, places and states that decide the probe. The judge reads
+the same request an LLM judge gets (the reference annotations and the raw
+response), takes the content words of the probe's reference texts as the facts
+a good answer must state, and scores the share the response states:
+
+    no fact-bearing text at all       1   (the decision is right, nothing else is usable)
+    share 0, 1/3, 2/3, 1 (rounded)    2, 3, 4, 5
+    no reference text in the probe    3   (nothing to check against: never more)
+
+It answers in the rubric's JSON, so its verdicts go through the same strict
+parsing, cache and Eq. 1 / Eq. 3 arithmetic as an LLM's. It never sees the
+gate: only gate-passing probes are sent to any judge. The numbers measure
+whether a response names the generated facts, not its quality as a person or
+the paper's judge would rate it; every report says so (`LABEL`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from apmbench.harness.errors import ConfigError
+from apmbench.harness.scoring.judge.backend import Messages
+from apmbench.harness.scoring.judge.reference import KIND, LABEL
+from apmbench.harness.suites.apmbench.synth.live import GENERATOR
+
+VERSION = 2
+"""Bumped whenever a verdict could change for the same request."""
+
+# Fields of the annotations (the probe's own label first) whose text states
+# what a response should say when it intervenes, or why it stays silent.
+_POSITIVE_FIELDS = (
+    "proactive_response",
+    "reference_proactive_response",
+    "response_reason",
+    "reason",
+    "trigger_match_reason",
+    "response_window_rationale",
+)
+_NEGATIVE_FIELDS = ("silence_reason",)
+
+_STOPWORD_TEXT = """
+    a an the and or but of to in on at by for from with as is are was were be been being has
+    have had do does did not no nor this that these those it its there here now just yet
+    then than so very you your yours i me my we our they them their he she his her wearer
+    user who what which when where while will would can could should may might must
+    about into onto over under up down out off again still any some all each every
+    decision intervene silent reason proactive response answer null true false
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _stem(word: str) -> str:
+    """Enough stemming that "picked" meets "pick" and "boxes" meets "box"."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """The fact-bearing words of `text`, stemmed, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        if word not in _STOPWORDS and (len(word) > 2 or word.isdigit()):
+            seen.setdefault(_stem(word), None)
+    return list(seen)
+
+
+def reference_texts(annotations: Mapping[str, Any]) -> list[str]:
+    """The reference texts of the judged probe: its own label first, then the candidate's."""
+    probe = annotations.get("this_probe") or {}
+    positive = probe.get("polarity") == "positive"
+    fields = _POSITIVE_FIELDS if positive else _NEGATIVE_FIELDS
+    out = [str(probe[f]) for f in fields if isinstance(probe.get(f), str)]
+    if positive:
+        out += [str(annotations[f]) for f in fields if isinstance(annotations.get(f), str)]
+        registration = annotations.get("registration_event") or {}
+        if isinstance(registration.get("registration_text"), str) and not out:
+            out.append(registration["registration_text"])
+    return out
+
+
+def score_of(share: float, stated_any: bool) -> int:
+    if not stated_any:
+        return 1
+    return 2 + round(3 * share)
+
+
+def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[str, Any]:
+    """The rubric's JSON object for one gate-passing probe."""
+    wanted = terms(" ".join(reference_texts(annotations)))
+    said = set(terms(response))
+    stated = [t for t in wanted if t in said]
+    missing = [t for t in wanted if t not in said]
+    share = len(stated) / len(wanted) if wanted else 0.0
+    # No reference text to check against (an annotation format this judge does not
+    # know): the rubric's "basically correct but generic", never a full score.
+    score = score_of(share, bool(said)) if wanted else min(3, score_of(0.0, bool(said)) + 1)
+    level = "pass" if share >= 2 / 3 else "partial" if share > 0 else "fail"
+    positive = (annotations.get("this_probe") or {}).get("polarity") == "positive"
+    checks = {
+        "task_fidelity": "pass",
+        "historical_or_registration_grounding": level
+        if task != "ERA" and positive
+        else "not_applicable",
+        "current_trigger_or_silence_grounding": level,
+        "factual_support": level,
+        "usefulness": level if positive else "not_applicable",
+    }
+    issues = [] if not missing else ["does not state: " + ", ".join(missing)]
+    if not wanted:
+        issues = ["the annotations hold no reference text for this probe"]
+    if not said:
+        issues = ["no explanation or response beyond the decision"]
+    justification = (
+        f"{LABEL}: the response states {len(stated)} of {len(wanted)} reference terms"
+        + (f" ({', '.join(stated)})" if stated else "")
+        + "."
+    )
+    return {
+        "score": score,
+        "criterion_checks": checks,
+        "critical_issues": issues,
+        "justification": justification,
+    }
+
+
+def parse_request(messages: Messages) -> tuple[str, dict[str, Any], str]:
+    """(task, reference annotations, model response) from the rubric's request message."""
+    # A retry appends a correction turn; the request itself is the first user message.
+    user = next(m["content"] for m in messages if m.get("role") == "user")
+    head, _, rest = user.partition("\n")
+    task = head.removeprefix("Task: ").strip()
+    _, _, after = rest.partition("Reference annotations:\n")
+    annotations_text, sep, response = after.partition("\n\nModel response:\n")
+    if not sep:
+        raise ValueError("the judge request has no 'Model response:' section")
+    return task, json.loads(annotations_text), response
+
+
+def generator_of(root: Path) -> Mapping[str, Any] | None:
+    try:
+        manifest = json.loads((root / "dataset.json").read_text())
+    except (OSError, ValueError):
+        return None
+    generator = manifest.get("generator") if isinstance(manifest, dict) else None
+    return generator if isinstance(generator, dict) else None
+
+
+class SyntheticReferenceJudge:
+    """A ChatBackend whose replies are `verdict`; no model, no network."""
+
+    max_concurrency = 4
+
+    def __init__(self, generator: Mapping[str, Any]) -> None:
+        self.cache_identity: dict[str, Any] = {"kind": KIND, "version": VERSION, "label": LABEL}
+        self.identity: dict[str, Any] = {**self.cache_identity, "generator": dict(generator)}
+        self.calls = 0
+
+    def complete(self, messages: Messages) -> str:
+        self.calls += 1
+        task, annotations, response = parse_request(messages)
+        return json.dumps(verdict(task, annotations, response))
+
+    def close(self) -> None:
+        pass
+
+
+def open_reference_judge(root: Path) -> SyntheticReferenceJudge:
+    """The reference judge for the dataset at `root`; refuses anything but the generator's."""
+    generator = generator_of(root)
+    if generator is None or generator.get("name") != GENERATOR:
+        raise ConfigError(
+            f"--judge synthetic scores only the built-in synthetic benchmark (dataset.json "
+            f"naming generator {GENERATOR!r}); {root} is another dataset. Use --judge openai "
+            "or --judge transformers:PATH for it"
+        )
+    return SyntheticReferenceJudge(generator)

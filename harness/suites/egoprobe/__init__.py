@@ -1,0 +1,1 @@
+"""EgoProbe (long-range and exact memory in streaming egocentric video) as a suite."""

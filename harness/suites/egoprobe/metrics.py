@@ -1,0 +1,168 @@
+"""EgoProbe's scoring (sections 4.1, 4.3, 4.4 and appendix D.4).
+
+- single-turn accuracy over the fixed question list (Base, Echo, both);
+- accuracy per recall bucket (the paper reads its bucket table on Base,
+  whose intervals hold no related event; Echo and both are shown beside it);
+- R1 accuracy over all dialogues; two-turn accuracy over all dialogues, where
+  a dialogue counts only when both rounds are right (one that never reached
+  R2 counts zero); the three-way outcome split;
+- event-linked errors on Echo by number of event-grounded distractors k:
+  accuracy, event-linked error rate, other-option error rate, and the
+  uniform-choice reference 100 * sum(k_i / 4) / N;
+- chance references: 25 % (four options), 50 % (R1), 12.5 % (two turns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from apmbench.harness.scoring import measures
+from apmbench.harness.scoring.answers import FAILURE, REPAIRED, parse_choice
+from apmbench.harness.suites.egoprobe import prompts
+from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES
+from apmbench.harness.suites.egoprobe.plan import R1, R2, SINGLE, Item
+
+SCHEMA_VERSION = 1
+CHANCE = {"single_turn": 25.0, "r1": 50.0, "two_turn": 12.5}
+K_GROUPS = ("1", "2", ">=3")
+
+
+def grade(item: Item, text: str) -> dict[str, Any]:
+    q = item.question
+    if item.round == R1:
+        parsed = parse_choice(text, [(c.option_id, c.text) for c in prompts.YES_NO])
+        yes = parsed.option == "A" if parsed.option is not None else None
+        return {
+            "answer": parsed.option,
+            "format": parsed.status,
+            "format_reason": parsed.reason,
+            "affirmative": yes,
+            "correct": yes is True,
+        }
+    parsed = parse_choice(text, list(q.options))
+    linked = parsed.option is not None and parsed.option in q.distractors
+    correct = parsed.option is not None and parsed.option == q.answer
+    return {
+        "answer": parsed.option,
+        "format": parsed.status,
+        "format_reason": parsed.reason,
+        "correct_option_id": q.answer,
+        "correct": correct,
+        "event_linked_error": linked,
+        "other_error": not correct and not linked,
+    }
+
+
+def _pct(hits: int, n: int) -> float | None:
+    return 100.0 * hits / n if n else None
+
+
+def accuracy(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    rows = list(rows)
+    return {"n": len(rows), "accuracy": _pct(sum(bool(r["correct"]) for r in rows), len(rows))}
+
+
+def _k_group(k: int) -> str:
+    return "1" if k == 1 else "2" if k == 2 else ">=3"
+
+
+def event_linked(singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    echo = [r for r in singles if r["subset"] == "echo"]
+    groups: dict[str, Any] = {}
+    for name in K_GROUPS:
+        rows = [r for r in echo if _k_group(int(r["event_distractors"])) == name]
+        n = len(rows)
+        event_ref = _pct(sum(int(r["event_distractors"]) for r in rows), 4 * n)
+        groups[name] = {
+            "n": n,
+            "accuracy": _pct(sum(bool(r["correct"]) for r in rows), n),
+            "event_error": _pct(sum(bool(r["event_linked_error"]) for r in rows), n),
+            "other_error": _pct(sum(bool(r["other_error"]) for r in rows), n),
+            "random": {
+                "accuracy": 25.0 if n else None,
+                "event_error": event_ref,
+                "other_error": None if event_ref is None else 75.0 - event_ref,
+            },
+        }
+    wrong = [r for r in singles if not r["correct"]]
+    wrong_echo = [r for r in echo if not r["correct"]]
+    return {
+        "by_event_count": groups,
+        # Of the wrong answers, how many chose a detail of another real event.
+        "wrong_answers": len(wrong),
+        "wrong_echo_answers": len(wrong_echo),
+        "share_event_linked": _pct(
+            sum(bool(r["event_linked_error"]) for r in wrong_echo), len(wrong_echo)
+        ),
+        "share_other": _pct(sum(bool(r["other_error"]) for r in wrong_echo), len(wrong_echo)),
+    }
+
+
+def dialogues(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    firsts = [r for r in instances if r["round"] == R1]
+    seconds = {r["dialogue_id"]: r for r in instances if r["round"] == R2}
+    n = len(firsts)
+    r1_right = [r for r in firsts if r["correct"]]
+    both = [r for r in r1_right if seconds.get(r["dialogue_id"], {}).get("correct")]
+    reached = sum(r["dialogue_id"] in seconds for r in firsts)
+    return {
+        "n": n,
+        "r1_accuracy": _pct(len(r1_right), n),
+        "two_turn_accuracy": _pct(len(both), n),
+        "reached_r2": reached,
+        "outcomes": {
+            "r1_wrong": _pct(n - len(r1_right), n),
+            "r1_right_r2_wrong": _pct(len(r1_right) - len(both), n),
+            "both_right": _pct(len(both), n),
+        },
+    }
+
+
+def buckets(singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for b in BUCKET_NAMES:
+        rows = [r for r in singles if r["bucket"] == b]
+        out[b] = {
+            "all": accuracy(rows),
+            "base": accuracy(r for r in rows if r["subset"] == "base"),
+            "echo": accuracy(r for r in rows if r["subset"] == "echo"),
+        }
+    return out
+
+
+def format_failures(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {
+        "total": sum(r["format"] == FAILURE for r in instances),
+        "repaired": sum(r["format"] == REPAIRED for r in instances),
+        "queries": len(instances),
+        "by_round": {
+            k: sum(r["format"] == FAILURE for r in instances if r["round"] == k)
+            for k in (SINGLE, R1, R2)
+        },
+    }
+
+
+def score(
+    instances: Sequence[Mapping[str, Any]],
+    sessions: Sequence[Mapping[str, Any]],
+    scoring: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    singles = [r for r in instances if r["round"] == SINGLE]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "benchmark": "egoprobe",
+        "scoring": dict(scoring or {}),
+        "single_turn": {
+            "all": accuracy(singles),
+            "base": accuracy(r for r in singles if r["subset"] == "base"),
+            "echo": accuracy(r for r in singles if r["subset"] == "echo"),
+        },
+        "buckets": buckets(singles),
+        "dialogues": dialogues(instances),
+        "event_linked": event_linked(singles),
+        "chance": CHANCE,
+        "format_failures": format_failures(instances),
+        "latency": {**measures.latency_of(instances), **measures.ingest(sessions)},
+        "storage": measures.storage(sessions),
+    }

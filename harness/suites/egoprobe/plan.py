@@ -1,0 +1,126 @@
+"""A video's plan: one chronological pass, every question and dialogue at its query time.
+
+Queries are read-only (protocol rule R5), so each is its own isolated branch
+of the state the stream has built so far; the runner pushes exactly the
+frames up to the query time and no later one. A dialogue is an R1 ask whose
+follow-up, R2, the runner asks right after it only when R1 parsed as "yes",
+with R1's actual answer in R2's dialogue and no frame in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from apmbench.adapters.sdk.types import Choice, Query, QueryKind
+from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.run.plan import Ask, FollowUp, Segment, sorted_asks
+from apmbench.harness.suites.egoprobe import prompts
+from apmbench.harness.suites.egoprobe.dataset import Dataset, Dialogue, Question
+
+SINGLE, R1, R2 = "single", "R1", "R2"
+
+
+@dataclass(frozen=True)
+class Item:
+    """What grades one ask: the round and its question (for R1 and R2, the parent's)."""
+
+    round: str
+    question: Question
+    dialogue: Dialogue | None = None
+
+
+def _choices(q: Question) -> tuple[Choice, ...]:
+    return tuple(Choice(o, text) for o, text in q.options)
+
+
+def _fields(item: Item) -> dict[str, Any]:
+    q = item.question
+    return {
+        "video_id": q.video_id,
+        "trajectory_id": q.video_id,
+        "round": item.round,
+        "question_id": q.question_id,
+        "dialogue_id": item.dialogue.dialogue_id if item.dialogue else None,
+        "subset": q.subset,
+        "bucket": q.bucket,
+        "recall_s": q.recall_s,
+        "event_distractors": len(q.distractors),
+    }
+
+
+def _ask(instance_id: str, item: Item, query: Query, follow_up: FollowUp | None = None) -> Ask:
+    q = item.question
+    return Ask(instance_id, q.session_index, q.time_ms, query, item, _fields(item), follow_up)
+
+
+def single_ask(q: Question) -> Ask:
+    choices = _choices(q)
+    query = Query(
+        "",
+        q.time_ms,
+        QueryKind.MULTIPLE_CHOICE,
+        prompts.SYSTEM_PROMPT,
+        prompts.single(q.question, choices),
+        q.question,
+        choices,
+    )
+    return _ask(q.question_id, Item(SINGLE, q), query)
+
+
+def affirmative(graded: Mapping[str, Any]) -> bool:
+    """R2 follows only a parsed "yes"; a "no" or an unparsable R1 ends the dialogue."""
+    return graded.get("affirmative") is True
+
+
+def dialogue_asks(d: Dialogue) -> Ask:
+    q = d.parent
+    choices = _choices(q)
+    r2 = Query(
+        "",
+        q.time_ms,
+        QueryKind.MULTIPLE_CHOICE,
+        prompts.SYSTEM_PROMPT,
+        prompts.second_round(d.r2_question, choices),
+        d.r2_question,
+        choices,
+    )
+    r1 = Query(
+        "",
+        q.time_ms,
+        QueryKind.MULTIPLE_CHOICE,
+        prompts.SYSTEM_PROMPT,
+        prompts.first_round(d.r1_question),
+        d.r1_question,
+        prompts.YES_NO,
+    )
+    second = _ask(f"{d.dialogue_id}:R2", Item(R2, q, d), r2)
+    follow_up = FollowUp(second, affirmative, prompts.with_dialogue)
+    return _ask(f"{d.dialogue_id}:R1", Item(R1, q, d), r1, follow_up)
+
+
+def items(dataset: Dataset) -> dict[str, Item]:
+    out: dict[str, Item] = {q.question_id: Item(SINGLE, q) for q in dataset.questions}
+    for d in dataset.dialogues:
+        out[f"{d.dialogue_id}:R1"] = Item(R1, d.parent, d)
+        out[f"{d.dialogue_id}:R2"] = Item(R2, d.parent, d)
+    return out
+
+
+def plan_video(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
+    vid = trajectory.trajectory_id
+    asks = [single_ask(q) for q in dataset.questions_of(vid)]
+    asks += [dialogue_asks(d) for d in dataset.dialogues_of(vid)]
+    return [
+        Segment(
+            kind="main",
+            name="main",
+            first_session=0,
+            last_session=len(trajectory.sessions) - 1,
+            snapshot_after=None,
+            turns=(),
+            asks=sorted_asks(asks),
+            stop_after_last_ask=False,
+        )
+    ]

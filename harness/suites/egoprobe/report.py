@@ -1,0 +1,215 @@
+"""EgoProbe's report.md, summary tables, compare.md and the accuracy-by-bucket plot."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from apmbench.harness.reports.format import num, size, table
+from apmbench.harness.suites.base import ComparedRun
+from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES
+from apmbench.harness.suites.egoprobe.metrics import K_GROUPS
+
+BUCKET_PLOT = "accuracy_by_bucket.png"
+COMPARE_HEADER = ("System", "Base", "Echo", *BUCKET_NAMES, "R1", "Two-turn")
+
+
+def _p(value: float | None) -> str:
+    return num(value, 1)
+
+
+def _acc(cell: Mapping[str, Any]) -> str:
+    return f"{_p(cell['accuracy'])} (n={cell['n']})"
+
+
+def bucket_table(report: Mapping[str, Any]) -> list[str]:
+    rows = [
+        [b, _acc(report["buckets"][b]["base"]), _acc(report["buckets"][b]["echo"]),
+         _acc(report["buckets"][b]["all"])]
+        for b in BUCKET_NAMES
+    ]  # fmt: skip
+    return table(["Recall bucket", "Base", "Echo", "All"], rows)
+
+
+def two_turn_table(report: Mapping[str, Any]) -> list[str]:
+    d = report["dialogues"]
+    o = d["outcomes"]
+    return table(
+        ["Dialogues", "R1 acc.", "Two-turn acc.", "R1 wrong", "R1 right, R2 wrong", "Both right"],
+        [[str(d["n"]), _p(d["r1_accuracy"]), _p(d["two_turn_accuracy"]), _p(o["r1_wrong"]),
+          _p(o["r1_right_r2_wrong"]), _p(o["both_right"])]],
+    )  # fmt: skip
+
+
+def event_table(report: Mapping[str, Any]) -> list[str]:
+    groups = report["event_linked"]["by_event_count"]
+    rows = []
+    for k in K_GROUPS:
+        g = groups[k]
+        rows.append([f"{k} event(s)", str(g["n"]), _p(g["accuracy"]), _p(g["event_error"]),
+                     _p(g["other_error"])])  # fmt: skip
+        r = g["random"]
+        rows.append([f"{k}: random choice", str(g["n"]), _p(r["accuracy"]),
+                     _p(r["event_error"]), _p(r["other_error"])])  # fmt: skip
+    return table(["Echo group", "n", "Acc.", "Event err.", "Other err."], rows)
+
+
+def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+    st = report["single_turn"]
+    lat = report["latency"]["time_to_first_token_s"]
+    linked = report["event_linked"]
+    ff = report["format_failures"]
+    lines = [
+        f"# EgoProbe report: {manifest.get('system', {}).get('name', '?')}",
+        "",
+        f"Dataset `{manifest.get('dataset', '?')}`; chance: {report['chance']['single_turn']}% "
+        f"single-turn, {report['chance']['r1']}% R1, {report['chance']['two_turn']}% two-turn.",
+        "",
+        "## Single-turn accuracy (%)",
+        "",
+        *table(["Base", "Echo", "All"], [[_acc(st["base"]), _acc(st["echo"]), _acc(st["all"])]]),
+        "",
+        "## Accuracy by recall bucket (%)",
+        "",
+        "Recall interval = query time - end of the target evidence. Base intervals hold no "
+        "related event, so its column isolates how far back the recall reaches.",
+        "",
+        *bucket_table(report),
+        "",
+        "## Two-turn probing (%)",
+        "",
+        "Over all dialogues; R2 counts only when both rounds are right, and a dialogue whose "
+        "R1 was not a parsed yes never reaches R2 and counts zero.",
+        "",
+        *two_turn_table(report),
+        "",
+        "## Event-linked errors on Echo (% of questions)",
+        "",
+        *event_table(report),
+        "",
+        f"Of {linked['wrong_echo_answers']} wrong Echo answers, "
+        f"{_p(linked['share_event_linked'])}% chose an event-grounded distractor (a detail of "
+        f"another real event) and {_p(linked['share_other'])}% another option.",
+        "",
+        "## Cost",
+        "",
+        f"Time to first token: mean {num(lat['mean'], 3)} s, p90 {num(lat['p90'], 3)} s; "
+        f"storage/hr {size(report['storage']['storage_per_hour_bytes'])}; "
+        f"format failures {ff['total']} of {ff['queries']} queries ({ff['repaired']} repaired).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def summary_tables(reports: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[Table]:
+    main = Table(title="EgoProbe accuracy (%)")
+    columns = ("System", "Base", "Echo", *BUCKET_NAMES, "R1", "Two-turn", "Event err.",
+               "TTFT mean (s)", "Storage/hr")  # fmt: skip
+    for column in columns:
+        main.add_column(column, justify="left" if column == "System" else "right")
+    for name, r in zip(names, reports, strict=True):
+        ttft = r["latency"]["time_to_first_token_s"]["mean"]
+        events = [g for g in r["event_linked"]["by_event_count"].values() if g["n"]]
+        n = sum(g["n"] for g in events)
+        event_err = sum(g["event_error"] * g["n"] for g in events) / n if n else None
+        main.add_row(
+            name,
+            _p(r["single_turn"]["base"]["accuracy"]),
+            _p(r["single_turn"]["echo"]["accuracy"]),
+            *(_p(r["buckets"][b]["all"]["accuracy"]) for b in BUCKET_NAMES),
+            _p(r["dialogues"]["r1_accuracy"]),
+            _p(r["dialogues"]["two_turn_accuracy"]),
+            _p(event_err),
+            "n/c" if ttft is None else f"{ttft:.3f}",
+            size(r["storage"]["storage_per_hour_bytes"]),
+        )
+    return [main]
+
+
+def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
+    rows = []
+    for r in runs:
+        rep = r.report
+        rows.append(
+            {
+                "label": r.label,
+                "run_dir": str(r.root),
+                "system": r.manifest["system"]["name"],
+                "plot_y": rep["single_turn"]["all"]["accuracy"],
+                "single_turn": rep["single_turn"],
+                "buckets": {b: rep["buckets"][b]["all"]["accuracy"] for b in BUCKET_NAMES},
+                "r1_accuracy": rep["dialogues"]["r1_accuracy"],
+                "two_turn_accuracy": rep["dialogues"]["two_turn_accuracy"],
+                "share_event_linked": rep["event_linked"]["share_event_linked"],
+            }
+        )
+    return {
+        "benchmark": "egoprobe",
+        "plot_y_label": "Single-turn accuracy (%)",
+        "notes": [],
+        "runs": rows,
+        "plots": [BUCKET_PLOT],
+    }
+
+
+def plot_buckets(data: Mapping[str, Any], path: Path) -> None:
+    """Accuracy by recall bucket, one line per system, with the 25 % chance line."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4.2), dpi=120)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    xs = list(range(len(BUCKET_NAMES)))
+    for row in data["runs"]:
+        ys = [row["buckets"][b] for b in BUCKET_NAMES]
+        points = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None]
+        if points:
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=row["label"])
+    ax.axhline(25.0, color="grey", linestyle="--", linewidth=1, label="chance (25%)")
+    ax.set_xticks(xs, list(BUCKET_NAMES))
+    ax.set_ylim(0, 105)  # a system at 100% stays visible above the frame
+    ax.set_xlabel("Recall interval")
+    ax.set_ylabel("Single-turn accuracy (%)")
+    ax.set_title("EgoProbe: accuracy by recall bucket")
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(str(path))
+
+
+def render_comparison(
+    runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None
+) -> str:
+    rows = [
+        [r["label"], _p(r["single_turn"]["base"]["accuracy"]),
+         _p(r["single_turn"]["echo"]["accuracy"]), *(_p(r["buckets"][b]) for b in BUCKET_NAMES),
+         _p(r["r1_accuracy"]), _p(r["two_turn_accuracy"]), _p(r["share_event_linked"])]
+        for r in data["runs"]
+    ]  # fmt: skip
+    lines = [
+        "# EgoProbe comparison",
+        "",
+        *table(
+            [
+                "System",
+                "Base",
+                "Echo",
+                *BUCKET_NAMES,
+                "R1",
+                "Two-turn",
+                "Wrong Echo answers on an event distractor",
+            ],
+            rows,
+        ),
+        "",
+        "Chance: 25% single-turn, 50% R1, 12.5% two-turn.",
+        "",
+        f"![accuracy by recall bucket]({BUCKET_PLOT})",
+    ]
+    if plot:
+        lines += ["", f"![accuracy, latency and storage]({plot})"]
+    lines += [f"- {n}" for n in data["notes"]]
+    return "\n".join(lines) + "\n"

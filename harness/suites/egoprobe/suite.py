@@ -1,0 +1,99 @@
+"""EgoProbe (long-range and exact memory in streaming egocentric video) as a suite.
+
+Everything delegates to the suite's modules: dataset (the format), plan
+(one chronological pass; dialogues as R1 asks with an R2 follow-up), metrics
+(sections 4.3-4.4, appendix D.4), report (tables, compare, bucket plot) and
+synth (the synthetic generator).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.table import Table
+
+from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.run.plan import Segment
+from apmbench.harness.scoring.answers import FAILURE
+from apmbench.harness.suites.base import ComparedRun, Headline, Suite
+from apmbench.harness.suites.egoprobe import metrics, report
+from apmbench.harness.suites.egoprobe.dataset import Dataset, load_dataset
+from apmbench.harness.suites.egoprobe.plan import Item, items, plan_video
+from apmbench.harness.suites.egoprobe.synth import PRESETS
+
+
+class EgoProbe(Suite):
+    name: ClassVar[str] = "egoprobe"
+    title: ClassVar[str] = "EgoProbe"
+    scoring_schema: ClassVar[int] = metrics.SCHEMA_VERSION
+
+    synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
+
+    def __init__(self) -> None:
+        self._indexed: tuple[Dataset, dict[str, Item]] | None = None
+
+    def synthetic(self, preset: str, seed: int) -> Path:
+        from apmbench.harness.suites.egoprobe.synth import synthetic_dataset
+
+        self.check_preset(preset)
+        return synthetic_dataset(preset, seed)
+
+    def write_synthetic(self, preset: str, seed: int, out: Path) -> dict[str, int]:
+        from apmbench.harness.suites.egoprobe.synth import build
+
+        self.check_preset(preset)
+        return build(PRESETS[preset], seed, out)
+
+    def load(self, root: Path) -> Dataset:
+        return load_dataset(root)
+
+    def plan(self, dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
+        return plan_video(dataset, trajectory)
+
+    def grade(self, item: Item, text: str) -> Mapping[str, Any]:
+        return metrics.grade(item, text)
+
+    def answer_key(self, graded: Mapping[str, Any]) -> object:
+        return None if graded.get("format") == FAILURE else graded.get("answer")
+
+    def item_of(self, dataset: Dataset, instance_id: str) -> Item | None:
+        if self._indexed is None or self._indexed[0] is not dataset:
+            self._indexed = (dataset, items(dataset))
+        return self._indexed[1].get(instance_id)
+
+    def score(
+        self,
+        instances: Sequence[Mapping[str, Any]],
+        sessions: Sequence[Mapping[str, Any]],
+        scoring: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        return metrics.score(instances, sessions, scoring)
+
+    def headline(self, report_: Mapping[str, Any]) -> Headline:
+        return Headline(
+            utility=report_["single_turn"]["all"]["accuracy"],
+            utility_label="Single-turn accuracy",
+            ttft_mean_s=report_["latency"]["time_to_first_token_s"]["mean"],
+            storage_per_hour_bytes=report_["storage"]["storage_per_hour_bytes"],
+        )
+
+    def render(self, report_: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+        return report.render_markdown(report_, manifest)
+
+    def summary_tables(
+        self, reports: Sequence[Mapping[str, Any]], names: Sequence[str]
+    ) -> list[Table]:
+        return report.summary_tables(reports, names)
+
+    def comparison(self, runs: Sequence[ComparedRun]) -> dict[str, Any]:
+        return report.comparison(runs)
+
+    def write_plots(self, data: Mapping[str, Any], out: Path) -> None:
+        report.plot_buckets(data, out / report.BUCKET_PLOT)
+
+    def render_comparison(
+        self, runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None
+    ) -> str:
+        return report.render_comparison(runs, data, plot)

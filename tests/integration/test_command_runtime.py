@@ -1,0 +1,164 @@
+"""`--command`: any executable as a sandboxed, restartable server. The Node.js template passes
+`check` and evaluates in restart mode; a cheater run by command is confined like `--system`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apmbench.harness.check import Outcome, run_suite, select
+from apmbench.harness.check.render import failures
+from apmbench.harness.errors import ConfigError
+from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes.command import CommandRuntime, command_process
+from apmbench.harness.runtimes.sandbox import find_bwrap
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATE = REPO / "containers" / "template-node"
+MINI = REPO / "tests" / "fixtures" / "mini"
+NODE_COMMAND = "node server.js {address}"
+DEADLINES = Deadlines(control=30, push=60, query=30, state=120, end_session=60)
+
+needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap (bwrap) is missing")
+
+
+def _missing(what: str) -> None:
+    """Skip where a tool is missing, but fail in CI, which must have it (.ci/run)."""
+    message = f"{what} is not installed (apt-get install -y nodejs npm)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def node_template() -> Path:
+    """The template directory with its npm dependencies installed (npm ci, once)."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        _missing("node")
+    if not (TEMPLATE / "node_modules" / "@grpc" / "grpc-js").is_dir():
+        done = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"],
+            cwd=TEMPLATE,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    return TEMPLATE
+
+
+def test_the_template_carries_the_proto_it_serves() -> None:
+    ours = REPO / "proto" / "apmbench" / "v1" / "memory_system.proto"
+    assert (TEMPLATE / "memory_system.proto").read_text() == ours.read_text(), (
+        "containers/template-node/memory_system.proto differs from proto/: run `npm run proto` "
+        "in containers/template-node"
+    )
+
+
+@needs_bwrap
+def test_the_node_template_passes_every_check_by_command(
+    node_template: Path, tmp_path: Path
+) -> None:
+    runtime = command_process(
+        NODE_COMMAND, tmp_path / "system.log", DEADLINES, 30, sandbox=True, cwd=node_template
+    )
+    with runtime:
+        report = run_suite(runtime, select())
+    assert report.ok, "\n".join(failures(report))
+    outcomes = {r.name: r.outcome for r in report.results}
+    # Nothing is skipped for want of a restart: the command runtime restarts the server.
+    assert outcomes["persistence-restart"] is Outcome.PASS
+    assert outcomes["reflection"] is Outcome.PASS
+    assert report.target["system"]["protocol_version"] == "1.1"  # type: ignore[index]
+    facts = report.target["runtime"]
+    assert facts["kind"] == "command" and facts["sandbox"]["confined"] is True  # type: ignore[index]
+    assert (tmp_path / "system.log").read_text().count("--- start") == 2
+
+
+@needs_bwrap
+def test_the_node_template_evaluates_in_restart_mode(
+    node_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(node_template)
+    out = tmp_path / "run"
+    evaluate(
+        EvaluateOptions(
+            dataset=MINI,
+            out=out,
+            runtime=RuntimeSpec(command=NODE_COMMAND),
+            persistence=Persistence.RESTART,
+        )
+    )
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["runtime"]["kind"] == "command"
+    assert manifest["system"]["protocol_version"] == "1.1"
+    rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]
+    assert rows and all(r["raw_output"] for r in rows)
+    starts = (out / "logs" / "system.log").read_text().count("--- start")
+    sessions = sum(len(t["sessions"]) for t in json.loads((MINI / "dataset.json").read_text())[
+        "trajectories"
+    ])  # fmt: skip
+    assert starts >= sessions  # a fresh process per session at least (restart persistence)
+    report = json.loads((out / "report.json").read_text())
+    assert report["sandbox"]["confined"] is True
+
+
+def test_a_command_without_the_address_is_refused_with_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"has no \{address\}: put \{address\} where"):
+        CommandRuntime("node server.js", tmp_path / "log", DEADLINES, cwd=tmp_path)
+    with pytest.raises(ConfigError, match="is not an executable"):
+        CommandRuntime("no-such-server-xyz {address}", tmp_path / "log", DEADLINES)
+
+
+def _stash_rows(tmp_path: Path, sandbox: bool, tag: str) -> list[dict[str, Any]]:
+    out = tmp_path / f"run-{sandbox}"
+    command = f"{sys.executable} -m apmbench.adapters tests.helpers.cheaters:DiskStash "
+    evaluate(
+        EvaluateOptions(
+            dataset=MINI,
+            out=out,
+            runtime=RuntimeSpec(
+                command=command + "--address {address}",
+                sandbox=sandbox,
+                env=(f"APMBENCH_CHEAT_TAG={tag}", f"PYTHONPATH={REPO}"),
+            ),
+            persistence=Persistence.RESTART,
+        )
+    )
+    lines = (out / "instances.jsonl").read_text().splitlines()
+    return [json.loads(json.loads(line)["raw_output"]) for line in lines]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandboxed", "unconfined"])
+def test_a_command_that_stashes_memory_on_disk_finds_nothing_when_sandboxed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox: bool
+) -> None:
+    tag = uuid.uuid4().hex[:12]
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(REPO)
+    try:
+        said = _stash_rows(tmp_path, sandbox, tag)
+    finally:
+        # Unconfined, it also stashes in its working directory, the repository.
+        for place in ("/tmp", "/dev/shm", str(REPO)):
+            Path(place, f"apm-cheat-{tag}").unlink(missing_ok=True)
+    assert any(s["written"] for s in said)
+    recalled = [s["recalled"] for s in said]
+    if sandbox:
+        assert not any(recalled), "a restarted command found what an earlier one stashed"
+    else:
+        assert any(recalled)  # the cheat works unconfined: the test can see it

@@ -1,0 +1,175 @@
+"""The HTML viewer: written by evaluate, self-contained, every query drilled down, escaped,
+and checked in a real headless Chromium (Debian's `chromium`, driven by Playwright)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers.runs import TESTS, mini_runs
+from helpers.view_systems import INJECTION
+
+from apmbench.harness.reports.html.view import VIEW_NAME, ViewOptions, write_view
+from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
+
+pytestmark = pytest.mark.integration
+
+ARTEFACTS = Path(os.environ.get("APMBENCH_TEST_ARTEFACTS", TESTS.parent / "test-artefacts"))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    root = tmp_path_factory.mktemp("view")
+    made = mini_runs(root)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PYTHONPATH", str(TESTS))
+        evaluate(
+            EvaluateOptions(
+                dataset=TESTS / "fixtures" / "mini",
+                out=root / "inject",
+                runtime=RuntimeSpec(system="helpers.view_systems:HtmlInjector"),
+                persistence=Persistence.RESET,
+            )
+        )
+    return [made["null"], made["intervene"], root / "inject"]
+
+
+@pytest.fixture(scope="module")
+def comparison(runs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_view(runs, tmp_path_factory.mktemp("cmp") / "compare.html")
+
+
+def _instances(run: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (run / "instances.jsonl").read_text().splitlines()]
+
+
+def test_evaluate_writes_a_report_html_into_each_run(runs: list[Path]) -> None:
+    for run in runs:
+        html = (run / VIEW_NAME).read_text()
+        assert "paper Table 3" in html and "<svg" in html
+        for row in _instances(run):
+            assert f"· {row['instance_id']} ·" in html
+
+
+def test_the_file_is_self_contained(comparison: Path) -> None:
+    html = comparison.read_text()
+    assert "<link" not in html
+    assert not re.search(r"<script[^>]*\bsrc=", html)
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "url(http" not in html and "@import" not in html
+
+
+def test_every_query_has_its_prompt_frames_answer_and_parse(
+    runs: list[Path], comparison: Path
+) -> None:
+    html = comparison.read_text()
+    queries = html.count('<details class="query"')
+    assert queries == sum(len(_instances(r)) for r in runs)
+    assert html.count('<pre class="prompt">') == queries
+    images = json.loads(re.search(r'id="frames-data">(.*?)</script>', html, re.S).group(1))  # type: ignore[union-attr]
+    keys = set(re.findall(r'data-frame="([^"]+)"', html))
+    assert keys and keys <= set(images), "every thumbnail a query names is in the file"
+    assert "format_reason" in html and "gate_passed" in html
+
+
+def test_a_systems_output_is_shown_as_text_never_run(comparison: Path) -> None:
+    html = comparison.read_text()
+    assert INJECTION not in html
+    assert "&lt;script&gt;window.pwned" in html
+
+
+def test_without_the_dataset_the_records_still_show_and_the_page_says_why(
+    runs: list[Path], tmp_path: Path
+) -> None:
+    moved = tmp_path / "run"
+    shutil.copytree(runs[0], moved)
+    manifest = json.loads((moved / "manifest.json").read_text())
+    manifest["dataset"]["path"] = str(tmp_path / "gone")
+    (moved / "manifest.json").write_text(json.dumps(manifest))
+    html = write_view([moved], tmp_path / "v.html", ViewOptions()).read_text()
+    assert "prompts and frames are not shown" in html
+    assert html.count('<details class="query"') == len(_instances(moved))
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_renders_in_headless_chromium_without_console_errors(comparison: Path) -> None:
+    executable = _chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        executable = None
+    if executable is None:
+        message = "needs Debian's chromium (apt-get install -y chromium) and playwright (pip)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=executable, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(comparison.as_uri())
+            title = page.title()
+            assert page.locator("table.results").count() >= 4
+            assert page.locator("table.results tbody tr").count() >= 4 * 3
+            assert page.locator("#tradeoff svg").count() == 1
+            total = page.locator("details.query").count()
+            assert page.locator("#shown").inner_text() == f"{total} of {total} queries"
+            page.select_option("#filter-run", "null")
+            shown = page.locator("details.query:not([hidden])")
+            assert 0 < shown.count() < total
+            assert page.locator("#shown").inner_text() == f"{shown.count()} of {total} queries"
+            first = shown.first
+            first.locator("summary").click()
+            assert first.locator("pre.prompt").is_visible()
+            assert first.locator("pre.answer").is_visible()
+            img = first.locator("img[data-frame]").first
+            assert (img.get_attribute("src") or "").startswith("data:image/jpeg;base64,")
+            page.wait_for_function(
+                "img => img.complete && img.naturalWidth > 0", arg=img.element_handle()
+            )
+            page.select_option("#filter-run", "html-injector")
+            page.locator("details.query:not([hidden]) summary").first.click()
+            assert page.evaluate("typeof window.pwned") == "undefined"
+            assert page.title() == title
+            page.screenshot(path=str(ARTEFACTS / "view-compare.png"), full_page=True)
+        finally:
+            browser.close()
+    assert errors == []
+
+
+def test_view_command_and_the_thumbnail_limit(runs: list[Path], tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "one.html"
+    result = subprocess.run(
+        [sys.executable, "-m", "apmbench.harness.cli", "view", str(runs[0]), "--out", str(out),
+         "--max-thumbnail-queries", "1"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert out.as_uri() in result.stdout
+    html = out.read_text()
+    assert "frame thumbnails are left out" in html and "data-frame=" not in html
+    missing = subprocess.run(
+        [sys.executable, "-m", "apmbench.harness.cli", "view", str(tmp_path / "nothing")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert missing.returncode != 0 and "no manifest.json" in missing.stderr

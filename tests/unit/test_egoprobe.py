@@ -1,0 +1,193 @@
+"""EgoProbe's dataset format, scoring rules and the dialogue field on the wire."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apmbench.adapters.sdk import wire
+from apmbench.adapters.sdk.types import Choice, DialogueTurn, Query, QueryKind
+from apmbench.harness.errors import DatasetError
+from apmbench.harness.suites.egoprobe import metrics
+from apmbench.harness.suites.egoprobe.dataset import bucket_of, load_dataset
+from apmbench.harness.suites.egoprobe.plan import R1, R2, SINGLE, Item
+
+
+def _doc() -> dict[str, Any]:
+    return {
+        "benchmark": "egoprobe",
+        "format_version": 1,
+        "videos": [
+            {
+                "video_id": "V1",
+                "segments": [
+                    {"segment_id": "S1", "file": "a.mp4", "start": "DAY1 08:00:00",
+                     "end": "DAY1 08:01:00"},
+                    {"segment_id": "S2", "file": "b.mp4", "start": "DAY2 09:00:00",
+                     "end": "DAY2 09:01:00"},
+                ],
+            }
+        ],
+        "questions": [
+            {
+                "question_id": "Q1",
+                "subset": "echo",
+                "video_id": "V1",
+                "query_time": "DAY2 09:00:30",
+                "question": "On DAY1, I put one object down at the DESK. Which object was it?",
+                "options": {"A": "MUG", "B": "KEYS", "C": "BOOK", "D": "PHONE"},
+                "answer": "B",
+                "target": {"start": "DAY1 08:00:10", "end": "DAY1 08:00:11"},
+                "related_events": [
+                    {"event_id": "E1", "start": "DAY2 09:00:05", "end": "DAY2 09:00:06",
+                     "option": "C"}
+                ],
+            }
+        ],
+        "dialogues": [
+            {"dialogue_id": "D1", "parent": "Q1",
+             "r1": {"question": "Did I put something down at the DESK?", "answer": "yes"},
+             "r2": {"question": "Which object was it, that day?"}}
+        ],
+    }  # fmt: skip
+
+
+def _write(tmp_path: Path, doc: dict[str, Any]) -> Path:
+    for name in ("a.mp4", "b.mp4"):
+        (tmp_path / name).write_bytes(b"\0")
+    (tmp_path / "dataset.json").write_text(json.dumps(doc))
+    return tmp_path
+
+
+def test_a_valid_dataset_loads(tmp_path: Path) -> None:
+    ds = load_dataset(_write(tmp_path, _doc()))
+    (q,) = ds.questions
+    assert q.session_index == 1 and q.recall_s == 25 * 3600 - 11 + 30
+    assert q.bucket == "Ultra-long" and q.distractors == ("C",)
+    assert ds.dialogues[0].parent is q
+    assert [s.session_id for s in ds.trajectories[0].sessions] == ["S1", "S2"]
+
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _set(path: str, value: Any) -> Edit:
+    def edit(doc: dict[str, Any]) -> None:
+        *head, last = path.split(".")
+        node: Any = doc
+        for key in head:
+            node = node[int(key)] if key.isdigit() else node[key]
+        if value is KeyError:
+            del node[last]
+        else:
+            node[int(last) if last.isdigit() else last] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (_set("benchmark", "apmbench"), "'benchmark' must be 'egoprobe'"),
+        (_set("videos.0.segments.1.start", "DAY1 08:00:30"), "before the previous segment ends"),
+        (_set("videos.0.segments.0.file", "missing.mp4"), "does not exist"),
+        (_set("videos.0.segments.0.end", "8am"), "is not a time of the form"),
+        (_set("questions.0.query_time", "DAY1 12:00:00"), "is not inside a recorded segment"),
+        (_set("questions.0.options", {"A": "X", "B": "Y", "C": "Z"}), "exactly A, B, C, D"),
+        (_set("questions.0.options.D", "MUG"), "two options have the same text"),
+        (_set("questions.0.answer", "E"), "answer 'E' must be one of A, B, C, D"),
+        (_set("questions.0.subset", "other"), "subset 'other' must be one of base, echo"),
+        (_set("questions.0.target.end", "DAY2 09:00:40"), "must end before the query time"),
+        (_set("questions.0.related_events.0.option", "B"), "must be an incorrect option id"),
+        (_set("questions.0.related_events.0.end", "DAY2 09:00:50"), "before the query time"),
+        (_set("questions.0.related_events", []), "echo question needs a related event"),
+        (_set("questions.0.question", KeyError), "missing field 'question'"),
+        (_set("dialogues.0.parent", "Q9"), "parent 'Q9' is not a question id"),
+        (_set("dialogues.0.r1.answer", "no"), "r1 answer must be 'yes'"),
+        (_set("dialogues.0.r2", KeyError), "missing field 'r2'"),
+    ],
+)
+def test_each_malformed_field_is_named(tmp_path: Path, edit: Edit, message: str) -> None:
+    doc = copy.deepcopy(_doc())
+    edit(doc)
+    with pytest.raises(DatasetError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_dataset(_write(tmp_path, doc))
+
+
+def test_buckets_follow_the_paper() -> None:
+    assert [bucket_of(s) for s in (31.6, 179.9, 180, 1799, 1800, 12 * 3600 - 1, 12 * 3600)] == [
+        "Short", "Short", "Medium", "Medium", "Long", "Long", "Ultra-long"
+    ]  # fmt: skip
+
+
+def test_scoring_two_turn_and_event_linked(tmp_path: Path) -> None:
+    ds = load_dataset(_write(tmp_path, _doc()))
+    q, d = ds.questions[0], ds.dialogues[0]
+
+    def row(item: Item, text: str, **extra: Any) -> dict[str, Any]:
+        base = {"round": item.round, "subset": q.subset, "bucket": q.bucket,
+                "event_distractors": len(q.distractors), "dialogue_id": d.dialogue_id,
+                "ttft_s": 0.1, "total_s": 0.1, "rtf": None, "time_to_answer_s": None}  # fmt: skip
+        return {**base, **metrics.grade(item, text), **extra}
+
+    single = Item(SINGLE, q)
+    assert metrics.grade(single, '{"answer":"C"}')["event_linked_error"] is True
+    assert metrics.grade(single, '{"answer":"D"}')["other_error"] is True
+    assert metrics.grade(Item(R1, q, d), '{"answer":"B"}')["affirmative"] is False
+    assert metrics.grade(Item(R1, q, d), "no idea")["affirmative"] is None
+    # Dialogue 1: R1 yes, R2 right. Dialogue 2: R1 yes, R2 wrong. Dialogue 3: R1 no, no R2.
+    rows = [
+        row(single, '{"answer":"C"}'),
+        row(Item(R1, q, d), '{"answer":"A"}', dialogue_id="D1"),
+        row(Item(R2, q, d), '{"answer":"B"}', dialogue_id="D1"),
+        row(Item(R1, q, d), '{"answer":"A"}', dialogue_id="D2"),
+        row(Item(R2, q, d), '{"answer":"A"}', dialogue_id="D2"),
+        row(Item(R1, q, d), '{"answer":"B"}', dialogue_id="D3"),
+    ]
+    report = metrics.score(rows, [])
+    dl = report["dialogues"]
+    assert dl["n"] == 3 and dl["reached_r2"] == 2
+    assert dl["r1_accuracy"] == pytest.approx(200 / 3)
+    assert dl["two_turn_accuracy"] == pytest.approx(100 / 3)
+    assert dl["outcomes"] == pytest.approx(
+        {"r1_wrong": 100 / 3, "r1_right_r2_wrong": 100 / 3, "both_right": 100 / 3}
+    )
+    one = report["event_linked"]["by_event_count"]["1"]
+    assert one["n"] == 1 and one["event_error"] == 100.0 and one["other_error"] == 0.0
+    assert one["random"] == {"accuracy": 25.0, "event_error": 25.0, "other_error": 50.0}
+    assert report["event_linked"]["share_event_linked"] == 100.0
+    assert report["single_turn"]["echo"] == {"n": 1, "accuracy": 0.0}
+
+
+def test_dialogue_turns_cross_the_wire() -> None:
+    turn = DialogueTurn("Did I?\nA. Yes\nB. No", "Did I?", '{"answer": "A", "why": "seen"}')
+    query = Query("q1", 5, QueryKind.MULTIPLE_CHOICE, "sys", "p", "Which?",
+                  (Choice("A", "MUG"),), dialogue=(turn,))  # fmt: skip
+    back = wire.query_from_pb(wire.query_to_pb(query))
+    assert back == query
+    plain = Query("q2", 5, QueryKind.MULTIPLE_CHOICE, "sys", "p")
+    assert wire.query_from_pb(wire.query_to_pb(plain)).dialogue == ()
+
+
+def test_tables_render_from_a_scored_report(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from apmbench.harness.suites.egoprobe import report
+
+    ds = load_dataset(_write(tmp_path, _doc()))
+    q = ds.questions[0]
+    row = {"round": SINGLE, "subset": q.subset, "bucket": q.bucket, "event_distractors": 1,
+           "dialogue_id": None, "ttft_s": None, "total_s": 0.1, "rtf": None,
+           **metrics.grade(Item(SINGLE, q), '{"answer":"B"}')}  # fmt: skip
+    scored = metrics.score([row], [])
+    text = report.render_markdown(scored, {"system": {"name": "x"}, "dataset": "d"})
+    assert "| Ultra-long | n/c (n=0) | 100.0 (n=1) | 100.0 (n=1) |" in text
+    console = Console(record=True, width=200)
+    for table in report.summary_tables([scored], ["x"]):
+        console.print(table)
+    assert "Ultra-long" in console.export_text()

@@ -1,0 +1,99 @@
+"""The synthetic EgoProbe benchmark: every recall bucket, sound labels, nothing on the wire
+that answers a question without the video."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from apmbench.adapters.sdk import Choice, Query, QueryKind
+from apmbench.adapters.systems.text_only import TextOnly
+from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES, bucket_of, parse_time
+from apmbench.harness.suites.egoprobe.synth import SCHEDULES, _questions, build, simulate
+
+
+def generated(n: int, seed: str = "t") -> list[tuple[Any, list[dict[str, Any]]]]:
+    out = []
+    counter, asked = [0], {}  # type: ignore[var-annotated]
+    for i in range(n):
+        rng = random.Random(f"{seed}/{i}")
+        plans, downs, objects = simulate(rng, SCHEDULES["full"], 40)
+        questions, _ = _questions(rng, f"V{i}", plans, downs, objects, 3, counter, asked)
+        out.append((plans, questions))
+    return out
+
+
+def test_every_bucket_and_both_subsets_are_covered() -> None:
+    questions = [q for _, qs in generated(3) for q in qs]
+    seen = Counter(
+        (q["subset"], bucket_of((parse_time(q["query_time"], "") - parse_time(q["target"]["end"],
+         "")) / 1000)) for q in questions
+    )  # fmt: skip
+    for bucket in BUCKET_NAMES:
+        assert seen["base", bucket] + seen["echo", bucket] > 0, (bucket, seen)
+    assert sum(v for (s, _), v in seen.items() if s == "base") > 5
+    assert sum(v for (s, _), v in seen.items() if s == "echo") > 5
+
+
+def test_the_answer_is_the_object_the_video_shows_put_down() -> None:
+    for plans, questions in generated(2):
+        for q in questions:
+            end = parse_time(q["target"]["end"], "")
+            plan = next(p for p in plans if p.start_ms <= end < p.end_ms)
+            before, after = plan.state_at(end - 1000), plan.state_at(end)
+            answer = q["options"][q["answer"]]
+            place = q["question"].split(" at the ")[1].split(".")[0]
+            assert before.hand == answer and after.hand == ""
+            assert answer in after.places[place].objects.values()
+            for e in q["related_events"]:
+                t = parse_time(e["end"], "")
+                p = next(p for p in plans if p.start_ms <= t < p.end_ms)
+                state = p.state_at(t - 1000)
+                assert p.state_at(t).hand == "" and state.hand
+                if e["option"] is not None:
+                    assert state.hand == q["options"][e["option"]]  # a real event's detail
+
+
+def test_nothing_on_the_wire_answers_without_the_video() -> None:
+    """Position, option text, the option set across a video's questions, and a text-only
+    system all stay near chance."""
+    questions = [q for _, qs in generated(40, "leak") for q in qs]
+    n = len(questions)
+    assert n > 400
+    letters = Counter(q["answer"] for q in questions)
+    assert all(0.2 < letters[x] / n < 0.3 for x in "ABCD"), letters
+    # An option offered often for a place (or in a video) is no likelier the answer.
+    by_video: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for q in questions:
+        by_video[q["video_id"]].append(q)
+    hits = 0
+    for q in questions:
+        freq = Counter(
+            t for o in by_video[q["video_id"]] if o is not q for t in o["options"].values()
+        )
+        hits += max(q["options"], key=lambda k: (freq[q["options"][k]], k)) == q["answer"]
+    assert hits / n < 0.32, hits / n
+    # Every question of a video offers the same four objects.
+    for qs in by_video.values():
+        assert len({frozenset(q["options"].values()) for q in qs}) == 1
+    system = TextOnly()
+    right = 0
+    for q in questions:
+        choices = tuple(Choice(k, v) for k, v in q["options"].items())
+        query = Query("q", 0, QueryKind.MULTIPLE_CHOICE, "", "", q["question"], choices)
+        right += json.loads("".join(system.query(query)))["answer"] == q["answer"]
+    assert right / n < 0.32, right / n
+
+
+def test_generation_is_deterministic(tmp_path: Path) -> None:
+    from apmbench.harness.suites.egoprobe.synth import PRESETS
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    build(PRESETS["tiny"], 3, a)
+    build(PRESETS["tiny"], 3, b)
+    assert (a / "dataset.json").read_text().replace("/a/", "/b/") == (
+        b / "dataset.json"
+    ).read_text()

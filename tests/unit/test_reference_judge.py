@@ -1,0 +1,133 @@
+"""The synthetic reference judge: rubric verdicts from the generated facts, and nowhere else."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from apmbench.harness.errors import ConfigError
+from apmbench.harness.scoring.judge import JudgeConfig, open_judge
+from apmbench.harness.scoring.judge.reference import LABEL
+from apmbench.harness.scoring.judge.verdict import parse_verdict
+from apmbench.harness.suites.apmbench import rubric, tasks
+from apmbench.harness.suites.apmbench.dataset import load_dataset
+from apmbench.harness.suites.apmbench.suite import APMBench
+from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
+
+
+@pytest.fixture(scope="module")
+def tiny() -> Path:
+    return synthetic_dataset("tiny", 0)
+
+
+def _probes(root: Path) -> list[tuple[object, object]]:
+    dataset = load_dataset(root)
+    return [(c, p) for c in dataset.candidates if c.task in tasks.ADAPTIVE_TASKS for p in c.probes]
+
+
+def _answer(candidate: object, probe: object, text: str) -> str:
+    decision = "INTERVENE" if probe.positive else "SILENT"  # type: ignore[attr-defined]
+    body: dict[str, str] = {"decision": decision, "reason": text}
+    if probe.positive and candidate.correct_option_id:  # type: ignore[attr-defined]
+        body["answer"] = candidate.correct_option_id  # type: ignore[attr-defined]
+    return json.dumps(body)
+
+
+def _score(judge: object, candidate: object, probe: object, raw: str) -> int:
+    messages = rubric.request_messages(candidate, probe, {"raw_output": raw})  # type: ignore[arg-type]
+    reply = judge.complete(messages)  # type: ignore[attr-defined]
+    verdict = parse_verdict(reply)  # the rubric's strict reader: no leniency for this judge
+    assert LABEL in verdict.justification
+    return verdict.score
+
+
+def test_the_facts_score_five_a_generic_answer_two_and_nothing_one(tiny: Path) -> None:
+    judge = APMBench().reference_judge(tiny)
+    probes = _probes(tiny)
+    assert probes
+    for candidate, probe in probes:
+        label = dict(probe.label)  # type: ignore[attr-defined]
+        raw = candidate.raw  # type: ignore[attr-defined]
+        facts = " ".join(
+            str(v)
+            for source in (label, raw)
+            for k, v in source.items()
+            if isinstance(v, str)
+            and k
+            in (
+                "proactive_response",
+                "reference_proactive_response",
+                "response_reason",
+                "reason",
+                "trigger_match_reason",
+                "response_window_rationale",
+                "silence_reason",
+            )
+        )
+        assert _score(judge, candidate, probe, _answer(candidate, probe, facts)) == 5
+        generic = _answer(candidate, probe, "Okay.")
+        assert _score(judge, candidate, probe, generic) == 2
+        assert _score(judge, candidate, probe, _answer(candidate, probe, "")) == 1
+
+
+def test_naming_the_wrong_object_scores_below_naming_the_right_one(tiny: Path) -> None:
+    judge = APMBench().reference_judge(tiny)
+    candidate, probe = next(
+        (c, p)
+        for c, p in _probes(tiny)
+        if p.positive and c.task == "RCR"  # type: ignore[attr-defined]
+    )
+    right = probe.label["proactive_response"]  # type: ignore[attr-defined]
+    wrong = "Check the WARDROBE."
+    assert right != wrong
+    assert _score(judge, candidate, probe, _answer(candidate, probe, right)) > _score(
+        judge, candidate, probe, _answer(candidate, probe, wrong)
+    )
+
+
+def test_refused_on_any_other_dataset(mini: Path, tiny: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="only the built-in synthetic benchmark"):
+        APMBench().reference_judge(mini)
+    # A copy of the synthetic dataset whose manifest no longer names the generator.
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny, copy)
+    manifest = json.loads((copy / "dataset.json").read_text())
+    del manifest["generator"]
+    (copy / "dataset.json").write_text(json.dumps(manifest))
+    with pytest.raises(ConfigError, match="only the built-in synthetic benchmark"):
+        APMBench().reference_judge(copy)
+
+
+def test_open_judge_needs_the_suite_and_dataset() -> None:
+    with pytest.raises(ConfigError, match="--judge synthetic"):
+        open_judge(JudgeConfig(kind="synthetic"))
+
+
+def test_identity_carries_the_label(tiny: Path) -> None:
+    judge = APMBench().reference_judge(tiny)
+    assert judge.cache_identity["label"] == LABEL
+    assert judge.identity["generator"]["name"] == "apmbench-synth"
+
+
+def test_a_named_judge_overrides_auto_and_auto_needs_the_generator(mini: Path, tiny: Path) -> None:
+    from apmbench.harness.commands.evaluate import _has_reference_judge
+    from apmbench.harness.commands.judge_options import resolve_auto
+
+    assert _has_reference_judge(tiny, None)
+    assert not _has_reference_judge(mini, None)
+    assert resolve_auto("auto", lambda: True) == "synthetic"
+    assert resolve_auto("auto", lambda: False) == "none"
+    for named in ("openai", "transformers:/m", "none", "synthetic"):
+        assert resolve_auto(named, lambda: True) == named
+
+
+def test_without_reference_text_no_answer_scores_above_three() -> None:
+    from apmbench.harness.suites.apmbench.reference_judge import verdict
+
+    bare = {"this_probe": {"polarity": "positive", "reference_decision": "INTERVENE"}}
+    v = verdict("RCR", bare, '{"decision": "INTERVENE", "reason": "anything at all"}')
+    assert v["score"] == 3
+    assert v["critical_issues"] == ["the annotations hold no reference text for this probe"]
