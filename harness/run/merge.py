@@ -180,7 +180,7 @@ def merge(run_dirs: Sequence[Path], out: Path, dataset: Path | None = None) -> d
         }
     records.atomic_write(run.manifest_path, records.dump(manifest))
     config = recorded_judge(first)
-    backend = open_judge(config)
+    backend = open_judge(config, lambda: suite.reference_judge(data.root))
     try:
         report = score_run(run, suite, data, config, backend)
     finally:

@@ -79,6 +79,26 @@ def test_shards_in_one_shared_directory_and_apart_merge_to_the_single_run(
     assert [p["shard"]["name"] for p in manifest["merged_from"]] == ["0-of-2", "1-of-2"]
 
 
+def test_shards_of_the_synthetic_benchmark_merge_with_its_reference_judge(tmp_path: Path) -> None:
+    """`--synthetic` runs are judged by the suite's reference judge by default: the merge
+    judges the joined parts with it too, and gives the single run's scores. One of the two
+    shards of `tiny` (one trajectory) is empty, which must work as well."""
+
+    def synthetic(out: Path, *extra: str) -> None:
+        subprocess.run(
+            [sys.executable, "-m", "apmbench.harness.cli", "evaluate", "--synthetic", "tiny",
+             "--system", "null", "--persistence", "reset", "--out", str(out), *extra],
+            check=True, capture_output=True,
+        )  # fmt: skip
+
+    synthetic(tmp_path / "whole")
+    for i in range(2):
+        synthetic(tmp_path / "shards", "--shard", f"{i}/2")
+    report = merge([tmp_path / "shards"], tmp_path / "merged")
+    assert report["judge"] == scores(tmp_path / "whole")["judge"]
+    assert scores(tmp_path / "merged") == scores(tmp_path / "whole")
+
+
 def test_a_shard_leaves_the_other_shards_files_alone(mini: Path, tmp_path: Path) -> None:
     """Starting a shard cleans up only its own leftovers: another shard's record being
     written and its work area survive (a plain run cleans the whole directory)."""
