@@ -193,4 +193,8 @@ def merge(run_dirs: Sequence[Path], out: Path, dataset: Path | None = None) -> d
         run.update_manifest(finished_at=finished, audit=audit_headline(report["audit"]))
     else:
         run.update_manifest(finished_at=finished)
+    from apmbench.harness.reports.html.view import VIEW_NAME, ViewOptions, write_view
+
+    # Like a single run's directory: the viewer's page beside the report.
+    write_view([run.root], run.root / VIEW_NAME, ViewOptions(dataset=dataset))
     return report

@@ -71,6 +71,7 @@ def test_shards_in_one_shared_directory_and_apart_merge_to_the_single_run(
     merge(apart, tmp_path / "merged-apart")
     assert scores(tmp_path / "merged-shared") == scores(whole)
     assert scores(tmp_path / "merged-apart") == scores(whole)
+    assert (tmp_path / "merged-apart" / "report.html").is_file()
     lines = (tmp_path / "merged-apart" / "instances.jsonl").read_text().splitlines()
     ids = [json.loads(line)["instance_id"] for line in lines]
     whole_lines = (whole / "instances.jsonl").read_text().splitlines()
