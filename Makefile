@@ -16,7 +16,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml setup.py packaging/sdk/pyproject.toml packaging/sdk/setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e packaging/sdk -e '.[dev,models]'
+	$(BIN)/python -m pip install -q -e packaging/sdk -e '.[dev,models,ray]'
 	touch $(STAMP)
 	@command -v bwrap >/dev/null || echo "note: --system runs in a bubblewrap sandbox;" \
 		"install it with: apt-get install -y bubblewrap (as root)"

@@ -8,6 +8,7 @@ from apmbench.harness import logs
 from apmbench.harness.commands.check import check
 from apmbench.harness.commands.compare import compare
 from apmbench.harness.commands.evaluate import evaluate
+from apmbench.harness.commands.merge import merge
 from apmbench.harness.commands.score import score
 from apmbench.harness.commands.serve import serve
 from apmbench.harness.commands.synth import synth
@@ -30,6 +31,7 @@ main.add_command(compare)
 main.add_command(synth)
 main.add_command(check)
 main.add_command(view)
+main.add_command(merge)
 
 if __name__ == "__main__":
     main()

@@ -7,6 +7,8 @@ match each cell to the nearest glyph.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import numpy.typing as npt
 
@@ -66,6 +68,14 @@ def advance(scale: int) -> int:
     return (GLYPH_W + 1) * scale
 
 
+@functools.cache
+def _scaled(ch: str, scale: int) -> npt.NDArray[np.bool_]:
+    # The paper-scale synthetic run draws millions of characters: scale each glyph once.
+    big = np.kron(GLYPHS[ch], np.ones((scale, scale), dtype=bool))
+    big.flags.writeable = False
+    return big
+
+
 def draw_text(
     image: npt.NDArray[np.uint8],
     x: int,
@@ -76,10 +86,9 @@ def draw_text(
 ) -> None:
     """Draw `text` (characters of CHARSET) with its top-left corner at (x, y)."""
     for i, ch in enumerate(text):
-        glyph = GLYPHS.get(ch)
-        if glyph is None:
+        if ch not in GLYPHS:
             raise ValueError(f"character {ch!r} is not in the font")
-        big = np.kron(glyph, np.ones((scale, scale), dtype=bool))
+        big = _scaled(ch, scale)
         left = x + i * advance(scale)
         region = image[y : y + big.shape[0], left : left + big.shape[1]]
         region[big[: region.shape[0], : region.shape[1]]] = color

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -142,6 +143,35 @@ if TYPE_CHECKING:
     show_default=True,
     help="With --audit: trajectories rerun in restart mode (when the run's mode is not restart).",
 )
+@click.option(
+    "--shard",
+    default=None,
+    metavar="I/N",
+    help="Run only part I of N (0-based) of the trajectories, for a scheduler to place "
+    "(Slurm array, Kubernetes Indexed Job); join the parts with `apmbench-grpc merge`. "
+    "Several shards may share one --out.",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="ray: one Ray task per trajectory on a Ray cluster, merged into --out (needs the "
+    "'ray' extra).",
+)
+@click.option(
+    "--ray-address",
+    default=None,
+    help="With --backend ray: the cluster (e.g. 10.0.0.1:6379); default: RAY_ADDRESS, else a "
+    "local one.",
+)
+@click.option(
+    "--ray-gpus",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="With --backend ray: GPUs each trajectory's task reserves.",
+)
 @judge_options(default_judge=AUTO)
 @process_options
 @container_options
@@ -164,6 +194,10 @@ def evaluate(
     audit: bool,
     audit_queries: int,
     audit_trajectories: int,
+    shard: str | None,
+    backend: str,
+    ray_address: str | None,
+    ray_gpus: float,
     image: str | None,
     container: ContainerSettings,
     sandbox: bool,
@@ -179,6 +213,7 @@ def evaluate(
     from apmbench.harness.run.audits.queries import AuditSettings
     from apmbench.harness.run.evaluate import EvaluateOptions
     from apmbench.harness.run.progress_log import eta_s
+    from apmbench.harness.run.shards import Shard
 
     if min(audit_queries, audit_trajectories) < 0:
         raise click.BadParameter("must not be negative", param_hint="--audit-queries/-trajectories")
@@ -192,6 +227,14 @@ def evaluate(
             "give one of --system NAME, --command 'CMD {address}', --endpoint ADDRESS, "
             "--image IMAGE"
         )
+    try:
+        part = Shard.parse(shard) if shard is not None else None
+    except ConfigError as e:
+        raise click.BadParameter(str(e), param_hint="--shard") from e
+    if backend == "ray" and part is not None:
+        raise click.UsageError("--backend ray places every trajectory itself: drop --shard")
+    if ray_address is not None and backend != "ray":
+        raise click.UsageError("--ray-address: only with --backend ray")
     if fps <= 0:
         raise click.BadParameter("must be positive", param_hint="--fps")
     if dataset is None:
@@ -230,8 +273,10 @@ def evaluate(
             startup_timeout_s=startup_timeout,
             judge=judge_settings,
             audit=audit_settings,
+            shard=part,
         )
-        results.append(_run(opts, quiet=embedded, judge_optional=judge_optional))
+        ray = (ray_address, ray_gpus) if backend == "ray" else None
+        results.append(_run(opts, quiet=embedded, judge_optional=judge_optional, ray=ray))
         if embedded:
             headline = _suite(dataset, benchmark).headline(results[-1].report)
             demo_log.info(
@@ -291,18 +336,34 @@ def _synthetic(benchmark: str | None, preset: str, seed: int) -> Path:
         sys.exit(EXIT_USAGE)
 
 
-def _run(opts: EvaluateOptions, quiet: bool, judge_optional: bool = False) -> Evaluation:
+def _runner(ray: tuple[str | None, float] | None) -> Callable[..., Evaluation]:
+    """`evaluate(opts, progress)` here, or with every trajectory a task on a Ray cluster."""
+    if ray is None:
+        from apmbench.harness.run.evaluate import evaluate as run_evaluation
+
+        return run_evaluation
+    from apmbench.harness.run.ray_backend import evaluate_ray
+
+    address, gpus = ray
+    return lambda opts, progress: evaluate_ray(opts, address, progress, gpus_per_task=gpus)
+
+
+def _run(
+    opts: EvaluateOptions,
+    quiet: bool,
+    judge_optional: bool = False,
+    ray: tuple[str | None, float] | None = None,
+) -> Evaluation:
     """One evaluation with a progress display; exits with a code a person can act on.
 
     On a terminal, rich progress bars; otherwise (CI logs, nohup, a pipe) log lines,
     at least one a minute.
     """
-    from apmbench.harness.run.evaluate import evaluate as run_evaluation
-
+    run_evaluation = _runner(ray)
     out = opts.out
     try:
         if console.is_terminal:
-            result = _run_with_bar(opts)
+            result = _run_with_bar(opts, run_evaluation)
         else:
             from apmbench.harness.run.progress_log import LogProgress
 
@@ -319,6 +380,12 @@ def _run(opts: EvaluateOptions, quiet: bool, judge_optional: bool = False) -> Ev
     except KeyboardInterrupt:
         console.print(f"interrupted: finished trajectories are kept in {out}; rerun with --resume")
         sys.exit(EXIT_INTERRUPTED)
+    if opts.shard is not None:
+        click.echo(
+            f"shard {opts.shard.name}: its trajectories are recorded in {result.run_dir}; when "
+            "every shard is done: apmbench-grpc merge DIR... --out MERGED"
+        )
+        return result
     if not quiet:
         click.echo((result.run_dir / "report.md").read_text())
         click.echo(f"run directory: {result.run_dir}")
@@ -337,10 +404,9 @@ def _run(opts: EvaluateOptions, quiet: bool, judge_optional: bool = False) -> Ev
     return result
 
 
-def _run_with_bar(opts: EvaluateOptions) -> Evaluation:
+def _run_with_bar(opts: EvaluateOptions, run_evaluation: Callable[..., Evaluation]) -> Evaluation:
     """The rich progress display, for a terminal."""
     from apmbench.harness.run.evaluate import Progress as RunProgress
-    from apmbench.harness.run.evaluate import evaluate as run_evaluation
 
     log = logs.get("evaluate")
     columns = (

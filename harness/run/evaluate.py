@@ -45,6 +45,7 @@ from apmbench.harness.run.executor import (
     describe_info,
 )
 from apmbench.harness.run.plan import Segment
+from apmbench.harness.run.shards import Shard, ShardRunDir, selected
 from apmbench.harness.runtimes import Runtime, RuntimeSpec, make_runtime
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig, open_judge
 from apmbench.harness.scoring.pipeline import score_run, scoring_record
@@ -70,6 +71,8 @@ class EvaluateOptions:
     """The LLM judge of the judged tasks; `none` leaves judge-dependent numbers uncomputed."""
     audit: AuditSettings | None = None
     """Audit a sample of queries and trajectories (`--audit`); None: no audits."""
+    shard: Shard | None = None
+    """Run only this part's trajectories (`--shard i/N`), unscored until `merge`."""
 
 
 @dataclass
@@ -107,7 +110,11 @@ class Prepared:
     """Trajectories the audit reruns in restart mode."""
 
     def todo(self) -> list[Trajectory]:
-        return [t for t in self.dataset.trajectories if not self.run.is_done(t.trajectory_id)]
+        return [
+            t
+            for t in self.dataset.trajectories
+            if self.run.owns(t.trajectory_id) and not self.run.is_done(t.trajectory_id)
+        ]
 
 
 def _host() -> dict[str, Any]:
@@ -148,7 +155,15 @@ def _manifest(p: Prepared) -> dict[str, Any]:
         "scoring": scoring_record(p.suite, opts.judge, p.judge),
         "host": _host(),
         "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        **_shard_entry(p),
     }
+
+
+def _shard_entry(p: Prepared) -> dict[str, Any]:
+    if p.opts.shard is None:
+        return {}
+    owned = [t.trajectory_id for t in p.dataset.trajectories if p.run.owns(t.trajectory_id)]
+    return {"shard": {**p.opts.shard.as_dict(), "trajectories": owned}}
 
 
 @contextmanager
@@ -156,13 +171,23 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
     """Start the system and ready the run directory; the system stops on leaving."""
     suite = suite_of_dataset(opts.dataset, opts.benchmark)
     dataset = suite.load(opts.dataset)
-    run = records.RunDir(opts.out)
+    run = (
+        records.RunDir(opts.out)
+        if opts.shard is None
+        else ShardRunDir(
+            opts.out, opts.shard, selected(opts.shard, dataset.content_hash, dataset.trajectories)
+        )
+    )
     run.check_usable(opts.resume)
     # Opened before the system starts, so a judge that cannot work stops the run at once.
     judge = open_judge(opts.judge, lambda: suite.reference_judge(dataset.root))
     try:
         runtime = make_runtime(
-            opts.runtime, run.root, opts.deadlines, opts.startup_timeout_s, (opts.dataset,)
+            opts.runtime,
+            run.runtime_dir,
+            opts.deadlines,
+            opts.startup_timeout_s,
+            (opts.dataset, run.root),
         )
         with runtime as rt:
             client = rt.start()
@@ -241,6 +266,7 @@ def isolation(p: Prepared) -> dict[str, Any]:
         (
             p.run.load_trajectory(t.trajectory_id).get("max_lookahead_s", 0.0)
             for t in p.dataset.trajectories
+            if p.run.owns(t.trajectory_id)
         ),
         default=0.0,
     )
@@ -256,6 +282,11 @@ def finish(p: Prepared, progress: Progress) -> Evaluation:
     """Score the finished records and complete the manifest."""
     p.run.finish()
     p.run.update_manifest(isolation=isolation(p))
+    if p.opts.shard is not None:  # scored once, by `merge`, from all the parts
+        if p.judge is not None:
+            p.judge.close()
+        p.run.update_manifest(finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+        return Evaluation(p.run.root, {})
     try:
         report = score_run(p.run, p.suite, p.dataset, p.opts.judge, p.judge, progress.judged)
     finally:

@@ -13,11 +13,12 @@ decides what may cross the gap:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import itertools
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,8 +35,9 @@ from apmbench.adapters.sdk.types import (
     UserTurn,
 )
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.media.frame_cache import SessionFrames
 from apmbench.harness.media.frames import FrameProducer, FrameSettings
-from apmbench.harness.media.timeline import Trajectory, Turn
+from apmbench.harness.media.timeline import Session, Trajectory, Turn
 from apmbench.harness.protocol.client import QueryResult, SystemClient
 from apmbench.harness.run.plan import Ask, Segment
 from apmbench.harness.run.records import SessionRecord, TrajectoryRecord
@@ -183,6 +185,7 @@ class TrajectoryRunner:
         # The latest time_ms pushed into the current process since it started: what it may
         # still hold. Only a restart clears it; a Reset is the system's own word.
         self.held_ms: int | None = None
+        self.frame_cache: SessionFrames | None = None
 
     # -- memory across gaps ------------------------------------------------------
 
@@ -212,11 +215,15 @@ class TrajectoryRunner:
     def run(self, segments: list[Segment]) -> TrajectoryRecord:
         can_import = self.info.capabilities.supports_import
         main_started = False
-        for segment in causal_order(segments, can_import):
-            if segment.kind != "main" or not main_started:  # one tick for the whole main pass
-                self.on_segment(segment)
-            main_started = main_started or segment.kind == "main"
-            self._run_segment(segment)
+        # Forks and replays push the sessions the main pass pushes: produce each once.
+        with SessionFrames(self.frames, self.work_dir / "frames") as cache:
+            self.frame_cache = cache
+            for segment in causal_order(segments, can_import):
+                if segment.kind != "main" or not main_started:  # one tick for the main pass
+                    self.on_segment(segment)
+                main_started = main_started or segment.kind == "main"
+                self._run_segment(segment)
+            self.frame_cache = None
         lookahead = [r["lookahead_s"] for r in self.instances]
         return {
             "trajectory_id": self.trajectory.trajectory_id,
@@ -274,8 +281,12 @@ class TrajectoryRunner:
                 turns += pushed.user_turns
                 batch.clear()
 
-        with FrameProducer(session, self.frames, until_ms=stop_at) as producer:
-            items = _merge(iter(producer), segment.turns_in(index), segment.asks_in(index))
+        if self.frame_cache is not None:
+            source = self.frame_cache.frames(index, session, stop_at)
+        else:
+            source = decode_in_background(session, self.frames, stop_at)
+        with contextlib.closing(source):
+            items = _merge(source, segment.turns_in(index), segment.asks_in(index))
             for item in items:
                 if isinstance(item, Ask):
                     flush()
@@ -376,6 +387,14 @@ class TrajectoryRunner:
         )
         self.instances.append(record)
         return record
+
+
+def decode_in_background(
+    session: Session, settings: FrameSettings, until_ms: int | None
+) -> Generator[Frame]:
+    """A session's frames from a background producer, for a replay outside `run`."""
+    with FrameProducer(session, settings, until_ms=until_ms) as producer:
+        yield from producer
 
 
 def causal_order(segments: list[Segment], can_import: bool) -> list[Segment]:

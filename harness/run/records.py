@@ -98,6 +98,19 @@ class RunDir:
         self.trajectories = self.root / "trajectories"
         self.work = self.root / "work"
         self.logs = self.root / "logs"
+        # A shard of a shared directory has its own (run.shards.ShardRunDir).
+        self.manifest_path = self.root / "manifest.json"
+        self.runtime_dir = self.root
+        """Where the runtime keeps its logs and names its containers by."""
+
+    def owns(self, trajectory_id: str) -> bool:
+        """Whether this run (or shard) runs `trajectory_id`."""
+        return True
+
+    def clean_stale(self) -> None:
+        """Remove the temporary files of records a killed run was writing."""
+        for stale in self.trajectories.glob(".*.tmp"):
+            stale.unlink()
 
     def check_usable(self, resume: bool) -> None:
         """Refuse to overwrite: a run needs --resume, anything else another --out."""
@@ -112,7 +125,7 @@ class RunDir:
 
     def prepare(self, manifest: Mapping[str, Any], resume: bool) -> None:
         """Create the directory, or check it against `manifest` when resuming."""
-        existing = self.root / "manifest.json"
+        existing = self.manifest_path
         if existing.exists():
             old = json.loads(existing.read_text())
             changes = [
@@ -129,8 +142,7 @@ class RunDir:
         for d in (self.trajectories, self.logs):
             d.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.work, ignore_errors=True)
-        for stale in self.trajectories.glob(".*.tmp"):
-            stale.unlink()
+        self.clean_stale()
         if not existing.exists():
             atomic_write(existing, dump(manifest))
 
@@ -158,7 +170,7 @@ class RunDir:
         return path
 
     def update_manifest(self, **fields: Any) -> None:
-        path = self.root / "manifest.json"
+        path = self.manifest_path
         manifest = json.loads(path.read_text())
         manifest.update(fields)
         atomic_write(path, dump(manifest))

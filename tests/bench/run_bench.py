@@ -24,12 +24,18 @@ Three measurements, each against a baseline measured in the same run:
    to health SERVING of `python -m apmbench.adapters null` and of the
    `apmbench/null` container (tests/bench/startup.py). `--only startup`.
 
+7. paper: the paper-scale dry run, `evaluate --synthetic paper --system null` (104
+   trajectories, forks and EA replays), wall and CPU time, main-pass frames and queries;
+   then `--shard 0/2` and `1/2` in two processes at once, merged (targets: under 10
+   minutes; the shards' summed wall times within 10 % of the single run's). See
+   paper_bench.py; `--only paper` runs just this.
+
 Servers run as subprocesses on Unix sockets, the same way for the echo
 baseline (`run_bench.py --echo-server ADDRESS`) and for the harness
 (`apmbench-grpc serve null`). This is a measurement, not a test: nothing
 fails on speed; each target is reported as a boolean.
 
-    .venv/bin/python tests/bench/run_bench.py [--only query,push,rss,sandbox,frames,startup]
+    .venv/bin/python tests/bench/run_bench.py [--only query,push,rss,sandbox,frames,startup,paper]
 """
 
 from __future__ import annotations
@@ -79,6 +85,7 @@ from apmbench.harness.suites.apmbench.synth.writer import build
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers.frame_videos import write_indexed_video
+from paper_bench import bench_paper
 from startup import bench_startup
 
 ECHO_SERVICE = "apmbench.bench.Echo"
@@ -750,6 +757,8 @@ def run_all(only: set[str]) -> dict[str, Any]:
             report["sandbox"] = bench_sandbox(tmp)
         if "startup" in only:
             report["startup"] = bench_startup(tmp)
+        if "paper" in only:
+            report["paper"] = bench_paper(tmp)
     finally:
         if channel is not None:
             channel.close()
@@ -765,7 +774,7 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "--echo-server":
         echo_server(argv[1])
         return 0
-    sections = {"query", "push", "rss", "frames", "sandbox", "startup"}
+    sections = {"query", "push", "rss", "frames", "sandbox", "startup", "paper"}
     only = sections
     if len(argv) == 2 and argv[0] == "--only":
         only = set(argv[1].split(","))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import numpy as np
@@ -13,6 +14,7 @@ from apmbench.adapters.perception.font import draw_text
 Image = npt.NDArray[np.uint8]
 
 
+@functools.cache
 def colour_of(label: str) -> tuple[int, int, int]:
     """A stable, saturated colour per object name, far from the panel grey."""
     digest = hashlib.sha256(label.encode()).digest()
@@ -22,15 +24,29 @@ def colour_of(label: str) -> tuple[int, int, int]:
 
 
 def _fill(image: Image, x0: int, y0: int, x1: int, y1: int, colour: tuple[int, int, int]) -> None:
-    image[y0:y1, x0:x1] = colour
+    image[y0:y1, x0:x1] = _pixel(colour)
+
+
+@functools.cache
+def _pixel(colour: tuple[int, int, int]) -> npt.NDArray[np.uint8]:
+    return np.array(colour, dtype=np.uint8)
+
+
+@functools.cache
+def _blank() -> Image:
+    """What every frame starts from; copying it beats filling each frame anew (the
+    paper-scale synthetic run draws hundreds of thousands of frames)."""
+    image = np.empty((layout.HEIGHT, layout.WIDTH, 3), dtype=np.uint8)
+    image[:] = layout.BACKGROUND
+    _fill(image, *layout.SCREEN_BOX, layout.SCREEN)
+    image.flags.writeable = False
+    return image
 
 
 def render(scene: layout.Scene) -> Image:
-    image = np.empty((layout.HEIGHT, layout.WIDTH, 3), dtype=np.uint8)
-    image[:] = layout.BACKGROUND
+    image = _blank().copy()
     draw_text(image, layout.TIME_ROW[0], layout.TIME_ROW[1], scene.clock, layout.SCALE)
     draw_text(image, layout.PLACE_ROW[0], layout.PLACE_ROW[1], scene.place, layout.SCALE)
-    _fill(image, *layout.SCREEN_BOX, layout.SCREEN)
     draw_text(image, layout.SCREEN_ROW[0], layout.SCREEN_ROW[1], scene.screen, layout.SCALE)
     for i, slot in enumerate(scene.slots):
         if not slot.label:

@@ -1,0 +1,113 @@
+"""`evaluate --backend ray`: one Ray task per trajectory, merged on the driver.
+
+Ray places the tasks; the harness does not schedule. Each task runs the
+harness's own runner on its node, as `evaluate --shard` with that single
+trajectory, into its own part directory (RUN.parts/<trajectory>/, which must
+be on storage the driver can read: the same machine, or a shared file
+system). A task whose worker or node dies is retried by Ray and starts the
+trajectory from scratch: the part directory is emptied first, and the
+Docker runtime, which names containers per run directory and trajectory,
+removes the dead attempt's container before starting (on the same host). The
+driver shows progress as tasks finish, then merges the parts into RUN exactly
+as `apmbench-grpc merge` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from apmbench.harness.errors import ConfigError, RunDirError
+from apmbench.harness.run import records
+from apmbench.harness.run.evaluate import EvaluateOptions, Evaluation, Progress, evaluate
+from apmbench.harness.run.merge import merge
+from apmbench.harness.run.shards import Shard
+from apmbench.harness.suites import suite_of_dataset
+
+ATTEMPT_FILE = Path("logs") / "attempt.json"
+"""In each part directory: the worker (host, pid) running the current attempt."""
+
+
+def parts_dir(out: Path) -> Path:
+    return out.with_name(out.name + ".parts")
+
+
+def run_one(opts: EvaluateOptions, trajectory_id: str, index: int, count: int) -> str:
+    """The body of one Ray task: the trajectory from scratch into its part directory."""
+    part = parts_dir(opts.out) / trajectory_id
+    attempts = 0
+    previous = part / ATTEMPT_FILE
+    if previous.is_file():
+        attempts = int(json.loads(previous.read_text()).get("attempt", 0))
+    # A retry after a dead worker: what the dead attempt wrote is discarded, not resumed.
+    shutil.rmtree(part, ignore_errors=True)
+    part.mkdir(parents=True)
+    shard = Shard(index, count, only=(trajectory_id,))
+    info = {"attempt": attempts + 1, "host": socket.gethostname(), "pid": os.getpid()}
+    (part / ATTEMPT_FILE).parent.mkdir()
+    (part / ATTEMPT_FILE).write_text(json.dumps(info))
+    evaluate(replace(opts, out=part, shard=shard, resume=False))
+    return trajectory_id
+
+
+def evaluate_ray(
+    opts: EvaluateOptions,
+    address: str | None,
+    progress: Progress | None = None,
+    gpus_per_task: float = 0.0,
+    max_retries: int = 3,
+) -> Evaluation:
+    """Run every trajectory as a Ray task on the cluster at `address` (None: a local one)."""
+    try:
+        import ray
+    except ImportError as e:
+        raise ConfigError(
+            "--backend ray needs Ray: pip install 'apmbench-grpc[ray]' (or pip install ray)"
+        ) from e
+    progress = progress or Progress()
+    if opts.shard is not None:
+        raise ConfigError("--backend ray places every trajectory itself: drop --shard")
+    if opts.out.exists() and any(opts.out.iterdir()):
+        raise RunDirError(f"{opts.out} exists and is not empty: choose another --out")
+    parts = parts_dir(opts.out)
+    if parts.exists() and not opts.resume:
+        raise RunDirError(
+            f"{parts} holds the parts of an earlier Ray run: pass --resume to keep its "
+            "finished trajectories, or remove it"
+        )
+    dataset = suite_of_dataset(opts.dataset, opts.benchmark).load(opts.dataset)
+    ids = [t.trajectory_id for t in dataset.trajectories]
+    done = {tid for tid in ids if (parts / tid / "shards").is_dir() and _finished(parts / tid)}
+    progress.trajectories(len(ids), len(done))
+    context: dict[str, Any] = {"address": address} if address else {}
+    ray.init(**context, log_to_driver=False, configure_logging=False)
+    try:
+        task = ray.remote(num_gpus=gpus_per_task, num_cpus=1, max_retries=max_retries)(run_one)
+        pending = {
+            task.remote(opts, tid, k, len(ids)): tid for k, tid in enumerate(ids) if tid not in done
+        }
+        for tid in pending.values():
+            progress.trajectory_started(tid, 0)
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                ray.get(ref)  # re-raises a task's error (after its retries)
+                progress.trajectory_done(pending.pop(ref))
+    finally:
+        ray.shutdown()
+    report = merge([parts / tid for tid in ids], opts.out)
+    # Which attempt of each task finished, where: a retried trajectory shows attempt > 1.
+    tasks = {tid: json.loads((parts / tid / ATTEMPT_FILE).read_text()) for tid in ids}
+    records.RunDir(opts.out).update_manifest(ray={"tasks": tasks, "max_retries": max_retries})
+    shutil.rmtree(parts, ignore_errors=True)
+    return Evaluation(opts.out, report)
+
+
+def _finished(part: Path) -> bool:
+    manifests = list((part / "shards").glob("*.json"))
+    return bool(manifests) and all("finished_at" in json.loads(m.read_text()) for m in manifests)

@@ -1,0 +1,128 @@
+"""The paper-scale dry run (`run_bench.py --only paper`): `evaluate --synthetic paper
+--system null`, all 104 trajectories with their forks and EA replays, timed; then the same
+work as `--shard 0/2` and `--shard 1/2` in two local processes at once, and merged.
+
+Targets: the single run under 10 minutes; the two shards' wall times summed, plus the merge
+(which scores, as the single run does at its end), within 10 % of the single run's; the merged report's scores equal to the single run's.
+
+APMBENCH_BENCH_PAPER_TRAJECTORIES=K runs the first K paper trajectories only (the same
+sessions, frames and questions as in the full dataset) and projects the full time from them,
+for a machine where the full run does not fit the time at hand; the report says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+PAPER_TRAJECTORIES = 104
+WALL_TARGET_S = 600.0
+SHARD_SUM_TARGET = 1.10
+
+
+def _log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def paper_dataset(tmp: Path, trajectories: int) -> Path:
+    from apmbench.harness.suites import get_suite
+    from apmbench.harness.suites.apmbench.synth.presets import PRESETS
+    from apmbench.harness.suites.apmbench.synth.writer import build
+
+    if trajectories >= PAPER_TRAJECTORIES:
+        return get_suite("apmbench").synthetic("paper", 0)
+    # Same preset name: sessions render exactly as in the full paper dataset.
+    out = tmp / f"paper-first-{trajectories}"
+    build(replace(PRESETS["paper"], trajectories=trajectories), 0, out)
+    return out
+
+
+def _evaluate(dataset: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "apmbench.harness.cli", "evaluate", "--dataset", str(dataset),
+        "--system", "null", "--out", str(out), *extra,
+    ]  # fmt: skip
+
+
+def _wait(proc: subprocess.Popen[bytes], started: float, log: Path) -> dict[str, float]:
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"{' '.join(map(str, proc.args))} exited {proc.returncode}:\n{tail}")
+    return {
+        "wall_s": round(time.perf_counter() - started, 1),
+        # The harness and every process it (or its sandbox) reaped: the system's restarts.
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+    }
+
+
+def _run(commands: list[tuple[list[str], Path]]) -> list[dict[str, float]]:
+    """Start the commands at once; their wall and CPU times."""
+    procs = []
+    for command, log in commands:
+        with log.open("wb") as f:
+            procs.append(
+                (subprocess.Popen(command, stdout=f, stderr=subprocess.STDOUT), time.perf_counter())
+            )
+    return [
+        _wait(proc, started, log) for (proc, started), (_, log) in zip(procs, commands, strict=True)
+    ]
+
+
+def _scores(run: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads((run / "report.json").read_text())
+    report.pop("latency", None)
+    return report
+
+
+def bench_paper(tmp: Path) -> dict[str, Any]:
+    from apmbench.harness.run.merge import merge
+
+    count = int(os.environ.get("APMBENCH_BENCH_PAPER_TRAJECTORIES", PAPER_TRAJECTORIES))
+    _log(f"paper: preparing {count} paper-shaped trajectories")
+    dataset = paper_dataset(tmp, count)
+    _log("paper: evaluate --system null, one process")
+    single = _run([(_evaluate(dataset, tmp / "paper-single"), tmp / "paper-single.log")])[0]
+    sessions = (tmp / "paper-single" / "sessions.jsonl").read_text().splitlines()
+    instances = (tmp / "paper-single" / "instances.jsonl").read_text().splitlines()
+    _log(f"paper: single run {single['wall_s']} s; now --shard 0/2 and 1/2 at once")
+    shards = _run(
+        [
+            (
+                _evaluate(dataset, tmp / "paper-shards", "--shard", f"{i}/2"),
+                tmp / f"paper-shard-{i}.log",
+            )
+            for i in range(2)
+        ]
+    )
+    started = time.perf_counter()
+    merge([tmp / "paper-shards"], tmp / "paper-merged")
+    merge_s = round(time.perf_counter() - started, 1)
+    # The single run scores at its end; the shards do not, the merge does: count it.
+    shard_sum = sum(s["wall_s"] for s in shards) + merge_s
+    scale = PAPER_TRAJECTORIES / count
+    projected = single["wall_s"] * scale
+    ratio = shard_sum / single["wall_s"]
+    return {
+        "trajectories": count,
+        "single": single,
+        "main_pass_frames": sum(json.loads(line)["frames"] for line in sessions),
+        "queries": len(instances),
+        "per_trajectory_s": round(single["wall_s"] / count, 2),
+        "paper_wall_s": round(projected, 1),
+        "paper_wall_projected": count < PAPER_TRAJECTORIES,
+        "shards": shards,
+        "merge_s": merge_s,
+        "shard_sum_over_single": round(ratio, 3),
+        "shard_makespan_s": round(max(s["wall_s"] for s in shards) + merge_s, 1),
+        "merged_equals_single": _scores(tmp / "paper-merged") == _scores(tmp / "paper-single"),
+        "target": f"paper_wall_s <= {WALL_TARGET_S:.0f}; shard sum / single <= {SHARD_SUM_TARGET}",
+        "met": projected <= WALL_TARGET_S and ratio <= SHARD_SUM_TARGET,
+    }
