@@ -9,6 +9,7 @@ from typing import Any
 import docker
 import pytest
 from containertools import ROOT, TEST_IMAGE, cli, run_containers
+from helpers.timing import TIMING
 
 from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
@@ -18,8 +19,6 @@ from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 pytestmark = [pytest.mark.containers, pytest.mark.usefixtures("images")]
-
-TIMING = {"ttft_s", "total_s", "ingest_s", "rtf", "end_session_s", "load_state_s", "export_s"}
 
 
 def untimed(path: Path) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.timing import TIMING
 
 from apmbench.harness.run.audits.queries import AuditSettings
 from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
@@ -15,16 +16,6 @@ from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 
 pytestmark = pytest.mark.usefixtures("helper_env")
-TIMING = {
-    "ttft_s",
-    "total_s",
-    "ingest_s",
-    "rtf",
-    "end_session_s",
-    "load_state_s",
-    "export_s",
-    "time_to_answer_s",
-}
 
 
 def audited(

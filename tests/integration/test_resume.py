@@ -12,19 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.timing import TIMING
 
 pytestmark = pytest.mark.usefixtures("helper_env")
-
-TIMING = {
-    "ttft_s",
-    "total_s",
-    "ingest_s",
-    "rtf",
-    "end_session_s",
-    "load_state_s",
-    "export_s",
-    "time_to_answer_s",
-}
 
 
 def command(mini: Path, out: Path, *extra: str) -> list[str]:
