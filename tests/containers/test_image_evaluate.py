@@ -35,7 +35,8 @@ def test_a_reference_image_scores_like_the_process_runtime(
 ) -> None:
     image = "apmbench/recent-frames:latest"
     contained = tmp_path / "image"
-    done = cli("--image", image, "--synthetic", "tiny", "--out", str(contained))
+    # The same judge on both sides: none (the CLI's auto would pick the synthetic one).
+    done = cli("--image", image, "--synthetic", "tiny", "--out", str(contained), "--judge", "none")
     assert done.returncode == 0, done.stderr
     assert "run directory:" in done.stdout
     in_process = tmp_path / "process"
@@ -84,7 +85,9 @@ def test_only_exported_state_crosses_a_gap_in_restart_mode(mini: Path, tmp_path:
     est = "T01-EST-1"  # asked in T01's third session
     assert restart[est]["exported_sessions"] == ["S001", "S002"]
     assert restart[est]["hidden_sessions"] == ["S003"]  # a new container: hidden memory is gone
-    assert trust[est]["hidden_sessions"][-3:] == ["S001", "S002", "S003"]
+    # The container went on: it still holds what it saw before (forks of S003 ran in it
+    # too, before the main pass reached S003: the causal order).
+    assert {"S001", "S002", "S003"} <= set(trust[est]["hidden_sessions"])
 
 
 def test_the_template_builds_and_serves(
