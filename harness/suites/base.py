@@ -126,8 +126,17 @@ class Suite(ABC):
         return None
 
     @abstractmethod
+    def items(self, dataset: Any) -> Mapping[str, Any]:
+        """Every `Ask.item` of a dataset by instance id."""
+
     def item_of(self, dataset: Any, instance_id: str) -> Any | None:
         """The `Ask.item` of a recorded instance, for re-scoring; None if unknown."""
+        # Re-scoring looks up every instance of one dataset: index it once (by identity:
+        # datasets hold dicts and do not hash).
+        indexed = getattr(self, "_indexed", None)
+        if indexed is None or indexed[0] is not dataset:
+            indexed = self._indexed = (dataset, self.items(dataset))
+        return indexed[1].get(instance_id)
 
     def judge_requests(
         self, dataset: Any, instances: Sequence[dict[str, Any]]

@@ -38,9 +38,6 @@ class APMBench(Suite):
 
     synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
 
-    def __init__(self) -> None:
-        self._indexed: tuple[Dataset, dict[str, Item]] | None = None
-
     def synthetic(self, preset: str, seed: int) -> Path:
         from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
@@ -67,16 +64,12 @@ class APMBench(Suite):
             return None
         return (graded.get("decision"), graded.get("answer"))
 
-    def item_of(self, dataset: Dataset, instance_id: str) -> Item | None:
-        # Re-scoring looks up every instance of one dataset: index it once.
-        if self._indexed is None or self._indexed[0] is not dataset:
-            self._indexed = (dataset, _items(dataset))
-        return self._indexed[1].get(instance_id)
+    def items(self, dataset: Dataset) -> dict[str, Item]:
+        return _items(dataset)
 
     def judge_requests(
         self, dataset: Dataset, instances: Sequence[dict[str, Any]]
     ) -> list[JudgeRequest]:
-        items = _items(dataset)
         requests = []
         for row in instances:
             if tasks.spec(row["task"]).metric is not tasks.Metric.GATED_JUDGE:
@@ -85,7 +78,9 @@ class APMBench(Suite):
             passed = bool(row["gate_passed"])
             row["judge"] = {"status": metrics.NOT_CONFIGURED if passed else metrics.NOT_NEEDED}
             if passed:
-                candidate, probe = items[row["instance_id"]]
+                item = self.item_of(dataset, row["instance_id"])
+                assert item is not None, "scoring refuses instances not in the dataset"
+                candidate, probe = item
                 messages = rubric.request_messages(candidate, probe, row)
                 requests.append(
                     JudgeRequest(row["instance_id"], messages, rubric.CORRECTION_TEMPLATE)

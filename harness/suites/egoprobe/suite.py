@@ -31,9 +31,6 @@ class EgoProbe(Suite):
 
     synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
 
-    def __init__(self) -> None:
-        self._indexed: tuple[Dataset, dict[str, Item]] | None = None
-
     def synthetic(self, preset: str, seed: int) -> Path:
         from apmbench.harness.suites.egoprobe.synth import synthetic_dataset
 
@@ -58,10 +55,8 @@ class EgoProbe(Suite):
     def answer_key(self, graded: Mapping[str, Any]) -> object:
         return None if graded.get("format") == FAILURE else graded.get("answer")
 
-    def item_of(self, dataset: Dataset, instance_id: str) -> Item | None:
-        if self._indexed is None or self._indexed[0] is not dataset:
-            self._indexed = (dataset, items(dataset))
-        return self._indexed[1].get(instance_id)
+    def items(self, dataset: Dataset) -> dict[str, Item]:
+        return items(dataset)
 
     def score(
         self,
