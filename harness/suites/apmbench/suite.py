@@ -8,7 +8,6 @@ the project's dataset.json), plan (main pass, forks, EA replays), metrics
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,9 +25,16 @@ from apmbench.harness.suites.base import ComparedRun, Headline, Suite
 Item = tuple[Candidate, Probe]
 
 
-@cache
+# Keyed by identity: a Dataset holds dicts (labels, raw fields), so it cannot be hashed.
+_ITEMS: dict[int, tuple[Dataset, dict[str, Item]]] = {}
+
+
 def _items(dataset: Dataset) -> dict[str, Item]:
-    return {p.probe_id: (c, p) for c in dataset.candidates for p in c.probes}
+    hit = _ITEMS.get(id(dataset))
+    if hit is None or hit[0] is not dataset:
+        hit = (dataset, {p.probe_id: (c, p) for c in dataset.candidates for p in c.probes})
+        _ITEMS[id(dataset)] = hit
+    return hit[1]
 
 
 class APMBench(Suite):
