@@ -13,15 +13,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from apmbench.adapters.sdk.errors import ApmbenchError, ProtocolError
 from apmbench.adapters.sdk.types import FrameEncoding
 from apmbench.adapters.systems import compared_systems
-from apmbench.harness import logs
+from apmbench.harness import logs, shown
 from apmbench.harness.commands.common import (
-    EXIT_INTERRUPTED,
     EXIT_SYSTEM,
     EXIT_USAGE,
     console,
+    interrupted_exit,
     process_options,
+    stop_signals_interrupt,
 )
 from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
+from apmbench.harness.commands.limits import Caps, cap_options, deadline_options
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.protocol.client import Deadlines
@@ -126,6 +128,8 @@ if TYPE_CHECKING:
     show_default=True,
     help="With --audit: trajectories rerun in restart mode (when the run's mode is not restart).",
 )
+@deadline_options(Deadlines())
+@cap_options
 @judge_options(default_judge="none")
 @process_options
 @container_options
@@ -151,6 +155,8 @@ def evaluate(
     container: ContainerSettings,
     sandbox: bool,
     process_env: tuple[str, ...],
+    deadlines: Deadlines,
+    caps: Caps,
     **judge: Any,
 ) -> None:
     """Run a system on a dataset and write a run directory with its report.
@@ -187,6 +193,7 @@ def evaluate(
             container=container,
             sandbox=sandbox,
             env=process_env,
+            max_log_bytes=caps.max_log_bytes,
         )
         opts = EvaluateOptions(
             dataset=dataset,
@@ -196,12 +203,15 @@ def evaluate(
             persistence=Persistence(persistence) if persistence else None,
             resume=resume,
             frames=FrameSettings(fps=fps, max_side=max_side, encoding=FrameEncoding(encoding)),
-            deadlines=Deadlines(query=query_timeout),
+            deadlines=deadlines,
+            max_state_bytes=caps.max_state_bytes,
+            max_work_bytes=caps.max_work_bytes,
             startup_timeout_s=startup_timeout,
             judge=judge_settings,
             audit=audit_settings,
         )
-        results.append(_run(opts, quiet=embedded))
+        with stop_signals_interrupt():
+            results.append(_run(opts, quiet=embedded))
     if embedded:
         wide = Console(width=120)
         suite = _suite(dataset, benchmark)
@@ -214,7 +224,7 @@ def _suite(dataset: Path, benchmark: str | None) -> Suite:
     try:
         return suite_of_dataset(dataset, benchmark)
     except ConfigError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
 
 
@@ -225,8 +235,25 @@ def _synthetic(benchmark: str | None, preset: str, seed: int) -> Path:
         with console.status(f"preparing the synthetic {preset} benchmark (seed {seed})"):
             return suite.synthetic(preset, seed)
     except ConfigError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
+
+
+def _what_works(out: Path) -> str:
+    """After a failure: what is kept in `out`, and exactly which rerun continues it."""
+    from apmbench.harness.run.records import RunDir
+
+    run = RunDir(out)
+    if not run.holds_run():
+        return (
+            f"no trajectory was run; {out} keeps only the system's log: fix the cause and "
+            "rerun the same command (with or without --resume)"
+        )
+    done = run.finished_count()
+    return (
+        f"{done} finished trajectories are kept in {out}; rerun the same command with "
+        "--resume to continue"
+    )
 
 
 def _run(opts: EvaluateOptions, quiet: bool) -> Evaluation:
@@ -266,23 +293,24 @@ def _run(opts: EvaluateOptions, quiet: bool) -> Evaluation:
             )
             result = run_evaluation(opts, callbacks)
     except (DatasetError, ConfigError, RunDirError) as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
     except ApmbenchError as e:
         kind = "system error" if isinstance(e, ProtocolError) else "error"
-        console.print(f"[red]{kind}:[/red] {e}")
-        console.print(f"finished trajectories are kept in {out}; rerun with --resume to continue")
+        console.print(f"[red]{kind}:[/red] {shown.markup(e)}")
+        console.print(shown.markup(_what_works(out)))
         sys.exit(EXIT_SYSTEM)
-    except KeyboardInterrupt:
-        console.print(f"interrupted: finished trajectories are kept in {out}; rerun with --resume")
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt as e:
+        code, what = interrupted_exit(e)
+        console.print(shown.markup(f"{what}: {_what_works(out)}"))
+        sys.exit(code)
     if not quiet:
-        click.echo((result.run_dir / "report.md").read_text())
+        click.echo(shown.plain((result.run_dir / "report.md").read_text()))
         click.echo(f"run directory: {result.run_dir}")
     if "audit" in result.report:
         flags = result.report["audit"]["flags"]
         verdict = "clean" if not flags else f"[red]{flags} flag(s)[/red]: see report.json, 'audit'"
         console.print(f"audit: {verdict}")
     for warning in judge_warnings(result.report):
-        console.print(f"[yellow]warning:[/yellow] {warning}")
+        console.print(f"[yellow]warning:[/yellow] {shown.markup(warning)}")
     return result

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_USAGE, console
 from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
@@ -54,8 +55,8 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
             if backend is not None:
                 backend.close()
     except (DatasetError, ConfigError, RunDirError) as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
-    click.echo((run_dir / "report.md").read_text())
+    click.echo(shown.plain((run_dir / "report.md").read_text()))
     for warning in judge_warnings(report):
-        console.print(f"[yellow]warning:[/yellow] {warning}")
+        console.print(f"[yellow]warning:[/yellow] {shown.markup(warning)}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -34,7 +35,7 @@ from apmbench.adapters.sdk.types import (
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.media.frames import FrameProducer, FrameSettings
 from apmbench.harness.media.timeline import Trajectory, Turn
-from apmbench.harness.protocol.client import QueryResult, SystemClient
+from apmbench.harness.protocol.client import ByteLimit, QueryResult, SystemClient
 from apmbench.harness.run.plan import Ask, Segment
 from apmbench.harness.runtimes.process import Runtime
 
@@ -43,6 +44,10 @@ class Persistence(enum.Enum):
     RESTART = "restart"
     RESET = "reset"
     TRUST = "trust"
+
+
+DEFAULT_MAX_STATE_BYTES = 4 << 30
+DEFAULT_MAX_WORK_BYTES = 16 << 30
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,10 @@ class RunSettings:
     """State transfer chunk size; 0 = the protocol default (1 MiB)."""
     audit: dict[str, Any] | None = None
     """The audit settings of `evaluate --audit` (None: no audit), recorded with the run."""
+    max_state_bytes: int | None = DEFAULT_MAX_STATE_BYTES
+    """Exported state per snapshot at most (`--max-state-size`); None: no cap."""
+    max_work_bytes: int | None = DEFAULT_MAX_WORK_BYTES
+    """Snapshots of a trajectory on disk at once at most (`--max-work-size`); None: no cap."""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -154,15 +163,53 @@ class TrajectoryRunner:
         self.on_segment = on_segment
         self.auditor = auditor
         self.snapshots: dict[int, _Snapshot] = {}
+        # Forks still to run from each main-pass snapshot, and the snapshots the main pass
+        # itself no longer needs: a snapshot is deleted once both say it is free.
+        self._forks_from: Counter[int] = Counter()
+        self._main_past: set[int] = set()
+        self.work_peak_bytes = 0
+        """The most bytes of snapshots this trajectory held on disk at once."""
         self.instances: list[dict[str, Any]] = []
         self.sessions: list[dict[str, Any]] = []
 
     # -- memory across gaps ------------------------------------------------------
 
+    def _held_bytes(self) -> int:
+        return sum(s.manifest.total_bytes for s in self.snapshots.values())
+
+    def _limit(self) -> ByteLimit | None:
+        """The tighter of the two caps for the next export: per snapshot, and what the
+        snapshots already kept leave of the work directory's cap."""
+        limits = []
+        if self.settings.max_state_bytes is not None:
+            limits.append(ByteLimit(self.settings.max_state_bytes, "--max-state-size"))
+        if self.settings.max_work_bytes is not None:
+            held = self._held_bytes()
+            limits.append(
+                ByteLimit(
+                    max(self.settings.max_work_bytes - held, 0),
+                    "--max-work-size",
+                    f"what the cap on the run's snapshots on disk leaves ({held} bytes are "
+                    f"kept for pending forks of {self.trajectory.trajectory_id})",
+                )
+            )
+        return min(limits, key=lambda x: x.bytes) if limits else None
+
     def _export(self, name: str) -> tuple[_Snapshot, float]:
         path = self.work_dir / f"{name}.state"
-        result = self.client.export_to_file(path, self.settings.max_chunk_bytes)
-        return _Snapshot(path, result.manifest), result.seconds
+        result = self.client.export_to_file(path, self.settings.max_chunk_bytes, self._limit())
+        snapshot = _Snapshot(path, result.manifest)
+        self.work_peak_bytes = max(
+            self.work_peak_bytes, self._held_bytes() + result.manifest.total_bytes
+        )
+        return snapshot, result.seconds
+
+    def _release(self, index: int) -> None:
+        """Delete snapshot `index` once neither the main pass nor a pending fork needs it."""
+        if index in self._main_past and self._forks_from[index] <= 0:
+            found = self.snapshots.pop(index, None)
+            if found is not None:
+                found.path.unlink(missing_ok=True)
 
     def _load(self, snapshot: _Snapshot | None) -> float:
         """Give the system exactly `snapshot` (or an empty memory) as the persistence mode says."""
@@ -182,9 +229,20 @@ class TrajectoryRunner:
     # -- segments ----------------------------------------------------------------
 
     def run(self, segments: list[Segment]) -> dict[str, Any]:
+        self._forks_from = Counter(
+            s.snapshot_after for s in segments if s.kind != "main" and s.snapshot_after is not None
+        )
         for segment in segments:
             self.on_segment(segment)
             self._run_segment(segment)
+            if segment.kind == "main":
+                for index in range(segment.first_session, segment.last_session + 1):
+                    self._main_past.add(index)
+                    self._release(index)
+            elif segment.snapshot_after is not None:
+                self._forks_from[segment.snapshot_after] -= 1
+                self._release(segment.snapshot_after)
+            (self.work_dir / "fork.state").unlink(missing_ok=True)
         return {
             "trajectory_id": self.trajectory.trajectory_id,
             "instances": sorted(self.instances, key=lambda r: (r["time_ms"], r["instance_id"])),
@@ -214,6 +272,9 @@ class TrajectoryRunner:
                 continue
             if main:
                 carried = self.snapshots[index]
+                # The session before is loaded and audited: the main pass is past it.
+                self._main_past.add(index - 1)
+                self._release(index - 1)
             elif self.settings.persistence is not Persistence.TRUST:
                 carried, _ = self._export("fork")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
+from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 from apmbench.harness.runtimes.process import EndpointRuntime, Runtime, sandboxed_process
 
 __all__ = ["Runtime", "RuntimeSpec", "make_runtime"]
@@ -36,6 +37,9 @@ class RuntimeSpec:
     env: tuple[str, ...] = ()
     """`--env NAME[=VALUE]` for the system's process: the only environment it gets besides
     its own `APMBENCH_VLM_*` settings when sandboxed."""
+    max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES
+    """The system's output kept per start (`--max-log-size`); the rest is dropped with a
+    notice. None: all of it."""
 
     @property
     def label(self) -> str:
@@ -74,7 +78,14 @@ def make_runtime(
         # Imported here: the docker SDK loads only for container runs.
         from apmbench.harness.runtimes.docker.runtime import DockerRuntime
 
-        return DockerRuntime(spec.image, run_dir, deadlines, spec.container, startup_timeout_s)
+        return DockerRuntime(
+            spec.image,
+            run_dir,
+            deadlines,
+            spec.container,
+            startup_timeout_s,
+            max_log_bytes=spec.max_log_bytes,
+        )
     if spec.endpoint is not None:
         return EndpointRuntime(spec.endpoint, deadlines, startup_timeout_s)
     assert spec.system is not None
@@ -86,4 +97,5 @@ def make_runtime(
         sandbox=spec.sandbox,
         env=spec.env,
         hidden=(*hidden, run_dir),
+        max_log_bytes=spec.max_log_bytes,
     )

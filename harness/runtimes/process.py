@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -17,6 +18,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import IO, Any
@@ -24,6 +26,7 @@ from typing import IO, Any
 from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
+from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import Sandbox, unconfined
 
 
@@ -121,8 +124,10 @@ class ProcessRuntime(Runtime):
         startup_timeout_s: float = 60.0,
         env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
+        max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
     ) -> None:
         self.system = system
+        self.max_log_bytes = max_log_bytes
         self.log_path = log_path
         self.deadlines = deadlines
         self.startup_timeout_s = startup_timeout_s
@@ -132,7 +137,8 @@ class ProcessRuntime(Runtime):
         self._dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._client: SystemClient | None = None
-        self._log: IO[bytes] | None = None
+        self._log: LogSection | None = None
+        self._pump: threading.Thread | None = None
 
     @property
     def can_restart(self) -> bool:
@@ -150,10 +156,9 @@ class ProcessRuntime(Runtime):
     def start(self) -> SystemClient:
         if self._proc is not None:
             raise RuntimeStartError("process runtime already started: use restart()")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("ab")
-        self._log.write(f"--- start #{self.starts + 1}: serve {self.system}\n".encode())
-        self._log.flush()
+        self._log = LogSection(
+            self.log_path, f"start #{self.starts + 1}: serve {self.system}", self.max_log_bytes
+        )
         # Unix socket paths are limited to 107 bytes: keep the directory short.
         self._dir = Path(tempfile.mkdtemp(prefix="apm-", dir="/tmp"))
         env = dict(os.environ if self.env is None else self.env)
@@ -169,9 +174,16 @@ class ProcessRuntime(Runtime):
         ]
         if self.sandbox is not None:
             cmd = self.sandbox.wrap(cmd, writable=[self._dir])
+        # Through a pipe the harness reads, not straight into the file, so the output is
+        # bounded; it keeps being read past the bound, so a flooding system never blocks.
         self._proc = subprocess.Popen(
-            cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
+        assert self._proc.stdout is not None
+        self._pump = threading.Thread(
+            target=_pump, args=(self._proc.stdout, self._log), name="system-log", daemon=True
+        )
+        self._pump.start()
         self.starts += 1
         client = SystemClient(self.address, self.deadlines)
         try:
@@ -218,8 +230,16 @@ class ProcessRuntime(Runtime):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        pump, self._pump = self._pump, None
+        if pump is not None:
+            pump.join(5.0)
         if self._log is not None:
-            self._log.close()
+            # A descendant that still holds the pipe cannot write into the next start's section.
+            self._log.close(
+                "output after the stop is dropped (a child of the system kept writing)"
+                if pump is not None and pump.is_alive()
+                else None
+            )
             self._log = None
         # Whatever the process left beside its socket dies with it.
         if self._dir is not None:
@@ -239,6 +259,7 @@ class ProcessRuntime(Runtime):
             "system": self.system,
             "python": sys.executable,
             "sandbox": self.sandbox.describe() if self.sandbox is not None else unconfined(),
+            "max_log_bytes": self.max_log_bytes,
         }
 
     def log_tail(self, lines: int = 15) -> str:
@@ -251,6 +272,14 @@ class ProcessRuntime(Runtime):
         return "\n".join(last[-lines:])
 
 
+def _pump(stream: IO[bytes], section: LogSection) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]
+            section.write(chunk)
+    with contextlib.suppress(OSError):
+        stream.close()
+
+
 def sandboxed_process(
     system: str,
     log_path: Path,
@@ -260,6 +289,7 @@ def sandboxed_process(
     sandbox: bool,
     env: tuple[str, ...] = (),
     hidden: tuple[Path, ...] = (),
+    max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
 ) -> ProcessRuntime:
     """`--system SPEC` as `evaluate` and `check` start it: in a bubblewrap sandbox that sees
     none of `hidden` (plus the synthetic cache), with only the allowlisted environment and
@@ -271,7 +301,19 @@ def sandboxed_process(
     extra = parse_env(env)
     if not sandbox:
         return ProcessRuntime(
-            system, log_path, deadlines, startup_timeout_s, env={**os.environ, **extra}
+            system,
+            log_path,
+            deadlines,
+            startup_timeout_s,
+            env={**os.environ, **extra},
+            max_log_bytes=max_log_bytes,
         )
     policy = python_policy(system, (*hidden, cache_root()), allowed_env(extra))
-    return ProcessRuntime(system, log_path, deadlines, startup_timeout_s, sandbox=Sandbox(policy))
+    return ProcessRuntime(
+        system,
+        log_path,
+        deadlines,
+        startup_timeout_s,
+        sandbox=Sandbox(policy),
+        max_log_bytes=max_log_bytes,
+    )
