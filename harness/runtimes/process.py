@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import stat
@@ -23,11 +24,39 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import IO, Any
 
+import psutil
+
 from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import Sandbox, unconfined
+
+DIR_BASE = "/tmp"
+DIR_PREFIX = "apm-"
+_DIR_NAME = re.compile(rf"{DIR_PREFIX}(\d+)-[A-Za-z0-9_]+")
+
+
+def remove_dead_dirs(base: Path = Path(DIR_BASE)) -> list[Path]:
+    """Remove the socket directories of harnesses that were killed (SIGKILL) before they
+    could: only real directories (never a link), directly in `base`, owned by this user,
+    named by a pid that no longer runs."""
+    removed = []
+    for entry in base.glob(f"{DIR_PREFIX}*-*"):
+        found = _DIR_NAME.fullmatch(entry.name)
+        if found is None:
+            continue
+        try:
+            info = os.lstat(entry)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        if psutil.pid_exists(int(found.group(1))):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
 
 
 class Runtime(ABC):
@@ -159,8 +188,11 @@ class ProcessRuntime(Runtime):
         self._log = LogSection(
             self.log_path, f"start #{self.starts + 1}: serve {self.system}", self.max_log_bytes
         )
-        # Unix socket paths are limited to 107 bytes: keep the directory short.
-        self._dir = Path(tempfile.mkdtemp(prefix="apm-", dir="/tmp"))
+        remove_dead_dirs()
+        # Unix socket paths are limited to 107 bytes: keep the directory short. The
+        # harness's pid in the name (which the system cannot change) lets a later harness
+        # remove it when this one was killed before it could.
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-", dir=DIR_BASE))
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         cmd = [
@@ -226,7 +258,9 @@ class ProcessRuntime(Runtime):
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
-                proc.wait(timeout=10)
+                # As long as a container gets (DockerRuntime.stop_timeout_s): a system that
+                # hangs in a call ignores the graceful stop, and every fault would cost more.
+                proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
