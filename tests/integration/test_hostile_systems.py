@@ -154,7 +154,8 @@ def test_snapshots_are_deleted_once_no_fork_needs_them(tmp_path: Path) -> None:
 
 def test_log_is_bounded_per_start_with_a_notice(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    done = run(out, "flood::0:2000000", "--max-log-size", "64k")
+    # restart: a start per session, each its own bounded section.
+    done = run(out, "flood::0:2000000", "--max-log-size", "64k", "--persistence", "restart")
     assert done.returncode == 0, done.stderr
     log = out / "logs" / "system.log"
     text = log.read_bytes()
