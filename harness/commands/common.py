@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -42,6 +43,23 @@ def interrupted_exit(e: KeyboardInterrupt) -> tuple[int, str]:
     if isinstance(e, Stopped):
         return e.exit_code, f"stopped by {signal.Signals(e.signum).name}"
     return EXIT_INTERRUPTED, "interrupted"
+
+
+def stoppable(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Run `command` with SIGTERM and SIGHUP raising `Stopped` from its first line on; one
+    that arrives outside the run itself (preparing a dataset) exits with its code too."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with stop_signals_interrupt():
+                return command(*args, **kwargs)
+        except KeyboardInterrupt as e:
+            code, what = interrupted_exit(e)
+            console.print(f"{what} outside a run: no system was running, nothing to clean up")
+            sys.exit(code)
+
+    return wrapper
 
 
 @contextmanager

@@ -20,7 +20,7 @@ from apmbench.harness.commands.common import (
     console,
     interrupted_exit,
     process_options,
-    stop_signals_interrupt,
+    stoppable,
 )
 from apmbench.harness.commands.judge_options import judge_config, judge_options, judge_warnings
 from apmbench.harness.commands.limits import Caps, cap_options, deadline_options
@@ -133,6 +133,7 @@ if TYPE_CHECKING:
 @judge_options(default_judge="none")
 @process_options
 @container_options
+@stoppable
 def evaluate(
     benchmark: str | None,
     dataset: Path | None,
@@ -210,8 +211,7 @@ def evaluate(
             judge=judge_settings,
             audit=audit_settings,
         )
-        with stop_signals_interrupt():
-            results.append(_run(opts, quiet=embedded))
+        results.append(_run(opts, quiet=embedded))
     if embedded:
         wide = Console(width=120)
         suite = _suite(dataset, benchmark)
