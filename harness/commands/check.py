@@ -66,7 +66,6 @@ if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
 )
 @deadline_options(CHECK_DEADLINES)
 @process_options
-@process_options
 @container_options
 def check(
     system: str | None,

@@ -251,8 +251,8 @@ def _what_works(out: Path) -> str:
         )
     done = run.finished_count()
     return (
-        f"{done} finished trajectories are kept in {out}; rerun the same command with "
-        "--resume to continue"
+        f"{done} finished trajectories are kept in {out}; rerun with --resume (the command "
+        "otherwise unchanged) to continue"
     )
 
 

@@ -10,6 +10,10 @@ Three measurements, each against a baseline measured in the same run:
    (targets: at least half the baseline, and at least 1000 frames/s).
 3. rss: the `evaluate` command's peak RSS on a short and on a 20x longer
    trajectory (target: flat, long/short at most 1.2).
+4. fault_campaign: the seeded fault campaign of tests/helpers/campaign.py (50
+   injected faults on the tiny preset, each followed by `--resume`); targets: 0
+   instances lost, 0 leftovers, caps held, scores after resume equal to an
+   uninterrupted run. `--no-campaign` leaves it out.
 
 Servers run as subprocesses on Unix sockets, the same way for the echo
 baseline (`run_bench.py --echo-server ADDRESS`) and for the harness
@@ -544,7 +548,23 @@ def bench_rss(tmp: Path) -> dict[str, Any]:
 # -- main -----------------------------------------------------------------------------
 
 
-def run_all() -> dict[str, Any]:
+def bench_campaign(tmp: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from helpers.campaign import run_campaign
+
+    log("fault campaign: 50 seeded faults on the tiny preset")
+    summary = run_campaign(tmp / "campaign", seed=18, count=50, say=log)
+    summary["met"] = (
+        summary["instances_lost"] == 0
+        and summary["steps_with_leftovers"] == 0
+        and summary["caps_held"]
+        and summary["scores_equal_after_resume"]
+        and not summary["problems"]
+    )
+    return summary
+
+
+def run_all(campaign: bool = True) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="apmb", dir="/tmp"))
     echo_proc: subprocess.Popen[bytes] | None = None
     null_proc: subprocess.Popen[bytes] | None = None
@@ -569,6 +589,8 @@ def run_all() -> dict[str, Any]:
         _stop(echo_proc)
         _stop(null_proc)
         report["rss"] = bench_rss(tmp)
+        if campaign:
+            report["fault_campaign"] = bench_campaign(tmp)
     finally:
         if channel is not None:
             channel.close()
@@ -584,10 +606,10 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "--echo-server":
         echo_server(argv[1])
         return 0
-    if argv:
+    if argv not in ([], ["--no-campaign"]):
         print(__doc__, file=sys.stderr)
         return 2
-    report = run_all()
+    report = run_all(campaign=not argv)
     report["all_met"] = all(
         section["met"] for section in report.values() if isinstance(section, dict)
     )

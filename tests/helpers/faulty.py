@@ -9,7 +9,11 @@ sandboxed process gets it), otherwise an honest JSON memory:
                     with them in its error message;
 - huge-state::N:B   the Nth export is B bytes (the honest state plus padding);
 - flood::0:B        prints B bytes at every start, then behaves;
-- symlink-socket    swaps its socket for a link to it as soon as it exists.
+- symlink-socket    swaps its socket for a link to it as soon as it exists;
+- oom:RPC:N         allocates memory without end at the Nth call of RPC (a container's
+                    memory limit ends it);
+- threads:RPC:N     starts threads without end at the Nth call of RPC (a container's pids
+                    limit stops them), then fails the call.
 
 RPC is a method name of `MemorySystem` (push = ingest_frame, export = export_state, ...).
 """
@@ -91,6 +95,19 @@ class Faulty(JsonMemory):
                 time.sleep(3600)
         if self.kind == "markup":
             raise FailedPrecondition(f"refused: {HOSTILE}")
+        if self.kind == "oom":
+            hoard = []
+            while True:
+                hoard.append(bytearray(16 << 20))
+        if self.kind == "threads":
+            started = 0
+            stop = threading.Event()
+            try:
+                while started < 1_000_000:
+                    threading.Thread(target=stop.wait, daemon=True).start()
+                    started += 1
+            except RuntimeError as e:
+                raise FailedPrecondition(f"out of threads after {started}: {e}") from e
 
     def reset(self, trajectory_id: str) -> None:
         self._hit("reset")

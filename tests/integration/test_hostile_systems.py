@@ -41,7 +41,7 @@ def test_markup_and_escapes_in_a_systems_error_are_printed_as_text(tmp_path: Pat
     done = run(tmp_path / "run", "markup:query:1")
     assert done.returncode == 3, done.stderr  # a MarkupError would exit 1
     assert "[/bogus]" in done.stderr
-    assert "rerun the same command with --resume" in done.stderr
+    assert "rerun with --resume" in done.stderr
     for escape in ("\x1b", "\x07", "\x9b", "\r"):
         assert escape not in done.stderr + done.stdout
 
