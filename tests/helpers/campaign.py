@@ -261,7 +261,7 @@ def step(out: Path, token: str, fault: Fault, timeout_s: float = 180.0) -> StepR
         "huge-state": ({3}, ["-size (or give 'none')"]),
         "symlink-socket": ({3}, ["not a Unix socket"]),
         "forged-leftovers": ({3}, ["--resume"]),
-        "sigterm": ({143}, ["stopped by SIGTERM", "--resume"]),
+        "sigterm": ({143}, ["stopped by SIGTERM"]),
         "sigkill": ({-9}, []),
         "flood": ({0}, []),
         "none": ({0}, []),
@@ -275,6 +275,10 @@ def step(out: Path, token: str, fault: Fault, timeout_s: float = 180.0) -> StepR
         problems.append(f"exit code {code}, expected one of {sorted(codes)} or 0")
     if not finished and not early:
         problems += [f"stderr lacks {w!r}" for w in words if w not in stderr]
+    # Inside a run a SIGTERM stop says how to resume; before one, that nothing was running.
+    said = "--resume" in stderr or "outside a run" in stderr
+    if fault.kind == "sigterm" and code == 128 + signal.SIGTERM and not said:
+        problems.append("a SIGTERM stop said neither how to resume nor that nothing ran")
     if any(e in stderr or e in stdout_b.decode(errors="replace") for e in ESCAPES):
         problems.append("a control sequence reached the terminal")
     if "Traceback" in stderr:
@@ -338,15 +342,16 @@ def run_campaign(
 
     for index, fault in enumerate(plan(seed, count)):
         result = step(out, token, fault)
-        if killed_pid is not None:
-            # What the SIGKILLed harness left must be gone once this step's harness started.
+        started_system = result.exit_code in (0, 3)
+        if killed_pid is not None and started_system:
+            # What a SIGKILLed harness left must be gone once a later harness started a system.
             left = leftovers(token, killed_pid)
             if left:
                 late_leftovers += 1
                 result.problems.append(f"SIGKILL leftovers not removed: {left}")
                 result.ok = False
             killed_pid = None
-        if fault.kind == "sigkill":
+        if fault.kind == "sigkill" and result.exit_code == -signal.SIGKILL:
             killed_pid = result.pid
         steps.append(result)
         say(

@@ -9,6 +9,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+import psutil
 import pytest
 from rich.console import Console
 
@@ -129,14 +130,18 @@ def test_dead_harness_dirs_go_but_links_and_live_ones_stay(tmp_path: Path) -> No
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "precious").write_text("x")
-    dead = Path(tempfile.mkdtemp(prefix=f"apm-{DEAD_PID}-", dir="/tmp"))
+    dead = Path(tempfile.mkdtemp(prefix=f"apm-{DEAD_PID}-123-", dir="/tmp"))
     (dead / "sock").write_text("")
-    live = Path(tempfile.mkdtemp(prefix=f"apm-{os.getpid()}-", dir="/tmp"))
-    link = Path(f"/tmp/apm-{DEAD_PID + 1}-link")
+    started = round(psutil.Process().create_time() * 100)
+    live = Path(tempfile.mkdtemp(prefix=f"apm-{os.getpid()}-{started}-", dir="/tmp"))
+    # This very pid, but a harness that started at another time: a reused pid.
+    reused = Path(tempfile.mkdtemp(prefix=f"apm-{os.getpid()}-{started - 500}-", dir="/tmp"))
+    link = Path(f"/tmp/apm-{DEAD_PID + 1}-123-link")
     link.symlink_to(victim)
     try:
         removed = remove_dead_dirs()
         assert dead in removed and not dead.exists()
+        assert reused in removed and not reused.exists()
         assert live.exists() and link.is_symlink() and (victim / "precious").exists()
     finally:
         link.unlink()
