@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -52,6 +53,8 @@ FLAG_OF_RPC = {
     "import": "--state-timeout",
 }
 ESCAPES = ("\x1b", "\x07", "\x9b")
+PROCESS = ("--system", "helpers.faulty:Faulty")
+"""How the campaign's system runs: a sandboxed process; the container tier passes an image."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +76,9 @@ class Fault:
         return ":".join(str(x) for x in (self.kind, self.rpc, self.at, self.arg) if x)
 
 
-def plan(seed: int, count: int) -> list[Fault]:
-    """`count` faults drawn with `seed`; every kind appears (the gallery first, shuffled)."""
+def plan(seed: int, count: int, kinds: frozenset[str] | None = None) -> list[Fault]:
+    """`count` faults drawn with `seed`; every kind appears (the gallery first, shuffled).
+    `kinds` keeps only those kinds."""
     rng = random.Random(seed)
     gallery = [
         *(Fault("crash", rpc, rng.randint(1, 2)) for rpc in FLAG_OF_RPC),
@@ -91,8 +95,12 @@ def plan(seed: int, count: int) -> list[Fault]:
         Fault("sigkill", "", 0, 1500),
     ]
     rng.shuffle(gallery)
+    if kinds is not None:
+        gallery = [f for f in gallery if f.kind in kinds]
+    drawn = ["crash", "hang", "markup", "huge-state", "flood", "sigterm", "sigkill"]
+    drawn = [k for k in drawn if kinds is None or k in kinds]
     while len(gallery) < count:
-        kind = rng.choice(["crash", "hang", "markup", "huge-state", "flood", "sigterm", "sigkill"])
+        kind = rng.choice(drawn)
         rpc = rng.choice(sorted(FLAG_OF_RPC))
         if kind == "crash":
             gallery.append(Fault(kind, rpc, rng.randint(1, 3)))
@@ -123,10 +131,10 @@ class StepResult:
     pid: int = 0
 
 
-def command(out: Path, token: str, fault: Fault) -> list[str]:
+def command(out: Path, token: str, fault: Fault, runtime: tuple[str, ...] = PROCESS) -> list[str]:
     return [
         sys.executable, "-m", "apmbench.harness.cli", "evaluate",
-        "--synthetic", "tiny", "--system", "helpers.faulty:Faulty",
+        "--synthetic", "tiny", *runtime,
         "--persistence", "reset", "--out", str(out), "--resume",
         "--env", f"APMBENCH_FAULT={fault.env()}", "--env", f"APMBENCH_CAMPAIGN={token}",
         "--max-state-size", str(MAX_STATE), "--max-work-size", str(MAX_WORK),
@@ -183,7 +191,9 @@ def biggest_section(log: Path) -> int:
         data = log.read_bytes()
     except OSError:
         return 0
-    return max((len(part) for part in data.split(b"\n--- start #")), default=0)
+    # A process start's header is "--- start #N: ...", a container's "--- container NAME ...".
+    parts = re.split(rb"\n--- (?:start #|container )", data)
+    return max((len(part) for part in parts), default=0)
 
 
 def leftovers(token: str, harness_pid: int) -> list[str]:
@@ -225,7 +235,14 @@ def _plant_forged() -> tuple[Path, list[Path]]:
     return victim, links
 
 
-def step(out: Path, token: str, fault: Fault, timeout_s: float = 180.0) -> StepResult:
+def one_step(
+    out: Path,
+    token: str,
+    fault: Fault,
+    timeout_s: float = 180.0,
+    runtime: tuple[str, ...] = PROCESS,
+    engine_leftovers: Callable[[Path], list[str]] = lambda out: [],
+) -> StepResult:
     started = time.monotonic()
     problems: list[str] = []
     victim: Path | None = None
@@ -234,7 +251,7 @@ def step(out: Path, token: str, fault: Fault, timeout_s: float = 180.0) -> StepR
         victim, links = _plant_forged()
     with Watch(out) as watch:
         proc = subprocess.Popen(
-            command(out, token, fault),
+            command(out, token, fault, runtime),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=_env(),
@@ -259,7 +276,7 @@ def step(out: Path, token: str, fault: Fault, timeout_s: float = 180.0) -> StepR
         "markup": ({3}, ["[/bogus]", "--resume"]),
         # Refused by the cap per snapshot, or by what the work directory's cap leaves.
         "huge-state": ({3}, ["-size (or give 'none')"]),
-        "symlink-socket": ({3}, ["not a Unix socket"]),
+        "symlink-socket": ({3}, ["socket"]),
         "forged-leftovers": ({3}, ["--resume"]),
         "sigterm": ({143}, ["stopped by SIGTERM"]),
         "sigkill": ({-9}, []),
@@ -289,7 +306,7 @@ def step(out: Path, token: str, fault: Fault, timeout_s: float = 180.0) -> StepR
     if watch.section_peak > MAX_LOG + 512:
         problems.append(f"a log section reached {watch.section_peak} bytes > {MAX_LOG}")
     time.sleep(0.2)  # let the kernel reap what the harness killed
-    left = leftovers(token, proc.pid) if fault.kind != "sigkill" else []
+    left = leftovers(token, proc.pid) + engine_leftovers(out) if fault.kind != "sigkill" else []
     if victim is not None:
         if not (victim / "precious").exists():
             problems.append(f"cleanup deleted {victim} through a forged leftover")
@@ -312,9 +329,20 @@ def step(out: Path, token: str, fault: Fault, timeout_s: float = 180.0) -> StepR
 
 
 def run_campaign(
-    root: Path, seed: int = 18, count: int = 50, say: Callable[[str], None] = lambda s: None
+    root: Path,
+    seed: int = 18,
+    count: int = 50,
+    say: Callable[[str], None] = lambda s: None,
+    runtime: tuple[str, ...] = PROCESS,
+    kinds: frozenset[str] | None = None,
+    engine_leftovers: Callable[[Path], list[str]] = lambda out: [],
 ) -> dict[str, Any]:
-    """Run `count` faults; the summary the test asserts on and `make bench` prints."""
+    """Run `count` faults; the summary the test asserts on and `make bench` prints.
+    `runtime` and `engine_leftovers` run it with containers (tests/containers)."""
+
+    def step(out: Path, token: str, fault: Fault) -> StepResult:
+        return one_step(out, token, fault, runtime=runtime, engine_leftovers=engine_leftovers)
+
     token = uuid.uuid4().hex
     baseline_out = root / "baseline"
     base = step(baseline_out, token, Fault("none"))
@@ -340,12 +368,12 @@ def run_campaign(
         if got != expected:
             mismatched += 1
 
-    for index, fault in enumerate(plan(seed, count)):
+    for index, fault in enumerate(plan(seed, count, kinds)):
         result = step(out, token, fault)
         started_system = result.exit_code in (0, 3)
         if killed_pid is not None and started_system:
             # What a SIGKILLed harness left must be gone once a later harness started a system.
-            left = leftovers(token, killed_pid)
+            left = leftovers(token, killed_pid) + engine_leftovers(out)
             if left:
                 late_leftovers += 1
                 result.problems.append(f"SIGKILL leftovers not removed: {left}")

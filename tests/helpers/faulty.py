@@ -44,8 +44,11 @@ HOSTILE = "[/bogus] [red]x[/red] \x1b]0;pwned\x07\x1b[2J\x1b[31mred\x1b[0m\r\x9b
 
 
 def _address() -> str | None:
+    """Where this server listens: --address (a process), or $APMBENCH_ADDRESS (a container)."""
     argv = sys.argv
-    return argv[argv.index("--address") + 1] if "--address" in argv else None
+    if "--address" in argv:
+        return argv[argv.index("--address") + 1]
+    return os.environ.get("APMBENCH_ADDRESS")
 
 
 class Faulty(JsonMemory):
