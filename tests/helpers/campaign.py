@@ -97,6 +97,12 @@ def plan(seed: int, count: int, kinds: frozenset[str] | None = None) -> list[Fau
     rng.shuffle(gallery)
     if kinds is not None:
         gallery = [f for f in gallery if f.kind in kinds]
+    # One fault of each kind first, so that a short campaign still has every kind.
+    first_of: dict[str, int] = {}
+    for i, f in enumerate(gallery):
+        first_of.setdefault(f.kind, i)
+    firsts = set(first_of.values())
+    gallery = [gallery[i] for i in sorted(range(len(gallery)), key=lambda i: i not in firsts)]
     drawn = ["crash", "hang", "markup", "huge-state", "flood", "sigterm", "sigkill"]
     drawn = [k for k in drawn if kinds is None or k in kinds]
     while len(gallery) < count:
