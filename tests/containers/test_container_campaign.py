@@ -10,6 +10,7 @@ equal an uninterrupted run's. `APMBENCH_CONTAINER_FAULTS` sets the length.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -38,6 +39,7 @@ def test_container_fault_campaign(tmp_path: Path, engine: docker.DockerClient) -
         kinds=KINDS,
         engine_leftovers=containers_left,
     )
+    print(json.dumps({k: v for k, v in summary.items() if k != "problems"}, indent=1))
     assert summary["problems"] == []
     assert summary["instances_lost"] == 0
     assert summary["steps_with_leftovers"] == 0

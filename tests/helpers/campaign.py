@@ -91,8 +91,8 @@ def plan(seed: int, count: int, kinds: frozenset[str] | None = None) -> list[Fau
         Fault("flood", "", 0, MAX_LOG * 8),
         Fault("symlink-socket"),
         Fault("forged-leftovers"),
-        Fault("sigterm", "", 0, 1500),
-        Fault("sigkill", "", 0, 1500),
+        Fault("sigterm", "", 0, 1000),
+        Fault("sigkill", "", 0, 1000),
     ]
     rng.shuffle(gallery)
     if kinds is not None:
@@ -119,7 +119,7 @@ def plan(seed: int, count: int, kinds: frozenset[str] | None = None) -> list[Fau
         elif kind == "flood":
             gallery.append(Fault(kind, "", 0, rng.randint(MAX_LOG, MAX_LOG * 16)))
         else:
-            gallery.append(Fault(kind, "", 0, rng.randint(200, 4000)))
+            gallery.append(Fault(kind, "", 0, rng.randint(0, 3000)))
     return gallery[:count]
 
 
@@ -227,6 +227,14 @@ def scores(out: Path) -> dict[str, Any]:
     }
 
 
+def _wait_for_start(proc: subprocess.Popen[bytes], log: Path, before: int) -> None:
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if log.exists() and log.stat().st_size > before:
+            return
+        time.sleep(0.01)
+
+
 def _plant_forged() -> tuple[Path, list[Path]]:
     """A directory of value, and links to it named like a dead harness's socket directories."""
     victim = Path(tempfile.mkdtemp(prefix="campaign-victim-"))
@@ -255,6 +263,8 @@ def one_step(
     links: list[Path] = []
     if fault.kind == "forged-leftovers":
         victim, links = _plant_forged()
+    log = out / "logs" / "system.log"
+    before = log.stat().st_size if log.exists() else 0
     with Watch(out) as watch:
         proc = subprocess.Popen(
             command(out, token, fault, runtime),
@@ -263,6 +273,9 @@ def one_step(
             env=_env(),
         )
         if fault.kind in ("sigterm", "sigkill"):
+            # Counted from the system's start (a new section in its log), so that the
+            # signal lands inside the run rather than in the interpreter's start-up.
+            _wait_for_start(proc, log, before)
             try:
                 proc.wait(fault.arg / 1000)
             except subprocess.TimeoutExpired:

@@ -10,6 +10,7 @@ must score exactly as an uninterrupted one. `make bench` prints the same summary
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -23,6 +24,7 @@ def test_fault_campaign(tmp_path: Path) -> None:
     count = int(os.environ.get("APMBENCH_CAMPAIGN_FAULTS", "50"))
     seed = int(os.environ.get("APMBENCH_CAMPAIGN_SEED", "18"))
     summary = run_campaign(tmp_path, seed=seed, count=count, say=print)
+    print(json.dumps({k: v for k, v in summary.items() if k != "problems"}, indent=1))
     assert summary["problems"] == []
     assert summary["instances_lost"] == 0
     assert summary["steps_with_leftovers"] == 0
