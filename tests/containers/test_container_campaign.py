@@ -26,6 +26,7 @@ KINDS = frozenset(
 )
 
 
+@pytest.mark.timeout(1200)
 def test_container_fault_campaign(tmp_path: Path, engine: docker.DockerClient) -> None:
     def containers_left(out: Path) -> list[str]:
         return [f"container {c.name}" for c in run_containers(engine, out)]
