@@ -5,13 +5,15 @@ from __future__ import annotations
 import functools
 import signal
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Callable
 from typing import Any
 
 import click
 from rich.console import Console
+
+from apmbench.harness.stopping import Stopped, stop_signals_interrupt
+
+__all__ = ["Stopped", "interrupted_exit", "stop_signals_interrupt", "stoppable"]
 
 EXIT_USAGE = 2
 """Bad input or settings: the message says what to fix; nothing was started."""
@@ -21,21 +23,6 @@ EXIT_FAILED_CHECKS = 1
 EXIT_INTERRUPTED = 130
 
 console = Console(stderr=True, soft_wrap=True)
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-
-
-class Stopped(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, raised where Ctrl-C's KeyboardInterrupt would be, so that a run
-    stopped by a scheduler, `kill` or a closed terminal cleans up exactly as Ctrl-C does."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum
 
 
 def interrupted_exit(e: KeyboardInterrupt) -> tuple[int, str]:
@@ -60,25 +47,6 @@ def stoppable(command: Callable[..., Any]) -> Callable[..., Any]:
             sys.exit(code)
 
     return wrapper
-
-
-@contextmanager
-def stop_signals_interrupt() -> Iterator[None]:
-    """While inside, SIGTERM and SIGHUP raise `Stopped`; once one has, further ones are
-    ignored, so a second signal cannot cut the removal of containers and processes short
-    (SIGKILL still ends the harness; the next start removes what it left)."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        for s in STOP_SIGNALS:
-            signal.signal(s, signal.SIG_IGN)
-        raise Stopped(signum)
-
-    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 def process_options(command: Callable[..., Any]) -> Callable[..., Any]:

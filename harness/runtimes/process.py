@@ -31,6 +31,7 @@ from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import Sandbox, unconfined
+from apmbench.harness.stopping import uninterrupted
 
 DIR_BASE = "/tmp"
 DIR_PREFIX = "apm-"
@@ -222,14 +223,19 @@ class ProcessRuntime(Runtime):
             cmd = self.sandbox.wrap(cmd, writable=[self._dir])
         # Through a pipe the harness reads, not straight into the file, so the output is
         # bounded; it keeps being read past the bound, so a flooding system never blocks.
-        self._proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-        assert self._proc.stdout is not None
-        self._pump = threading.Thread(
-            target=_pump, args=(self._proc.stdout, self._log), name="system-log", daemon=True
-        )
-        self._pump.start()
+        with uninterrupted():  # a stop signal now would orphan the child
+            self._proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+            assert self._proc.stdout is not None
+            self._pump = threading.Thread(
+                target=_pump, args=(self._proc.stdout, self._log), name="system-log", daemon=True
+            )
+            self._pump.start()
         self.starts += 1
         client = SystemClient(self.address, self.deadlines)
         try:
@@ -278,6 +284,11 @@ class ProcessRuntime(Runtime):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        if proc is not None:
+            # The system started its own session (group = its pid): whatever it forked and
+            # left behind goes with it.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
         pump, self._pump = self._pump, None
         if pump is not None:
             pump.join(5.0)

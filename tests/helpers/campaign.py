@@ -202,10 +202,23 @@ def biggest_section(log: Path) -> int:
     return max((len(part) for part in parts), default=0)
 
 
-def leftovers(token: str, harness_pid: int) -> list[str]:
+def leftovers(token: str, harness_pid: int, settle_s: float = 5.0) -> list[str]:
+    """What of a harness's systems remains: processes with the campaign's token in their
+    environment, and its socket directories; a process still dying gets `settle_s`."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        found = _leftovers(token, harness_pid)
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.1)
+
+
+def _leftovers(token: str, harness_pid: int) -> list[str]:
     found = []
     for proc in psutil.process_iter(["pid", "name"]):
         try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
             if proc.environ().get("APMBENCH_CAMPAIGN") == token:
                 found.append(f"process {proc.pid} ({proc.info['name']})")
         except (psutil.Error, OSError):

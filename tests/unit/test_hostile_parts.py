@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import socket
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import psutil
@@ -146,3 +148,17 @@ def test_dead_harness_dirs_go_but_links_and_live_ones_stay(tmp_path: Path) -> No
     finally:
         link.unlink()
         live.rmdir()
+
+
+def test_a_stop_signal_while_a_system_is_being_started_waits_for_the_step() -> None:
+    from apmbench.harness.stopping import Stopped, stop_signals_interrupt, uninterrupted
+
+    steps = []
+    with pytest.raises(Stopped) as stopped, stop_signals_interrupt():
+        with uninterrupted():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # the handler has run by now, and must not have raised
+            steps.append("child recorded")
+        steps.append("after the step")
+    assert steps == ["child recorded"] and stopped.value.exit_code == 143
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL

@@ -48,6 +48,7 @@ from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.runtimes.docker.socketdir import SocketDir, SocketRefused
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 from apmbench.harness.runtimes.process import Runtime
+from apmbench.harness.stopping import uninterrupted
 
 T = TypeVar("T")
 MOUNT = "/run/apmbench"
@@ -282,31 +283,33 @@ class DockerRuntime(Runtime):
         self._remove_dir()
         uid, gid = _uid_gid(self.settings.user)
         self._dir = SocketDir.create(uid, gid, on_overflow=self._overflowed)
-        try:
-            # By id, not tag: exactly the image recorded in the manifest, even
-            # if the tag is moved while the run goes on.
-            container = engine.containers.create(self.image_id, **self._run_options(name))
-        except docker.errors.APIError as e:
-            self._remove_dir()
-            raise EngineError(
-                f"the engine refused to create a container of {self.image_ref}: "
-                f"{e.explanation or e}"
-            ) from e
-        try:
-            container.start()
-        except docker.errors.APIError as e:
-            leftovers.remove(container)
-            self._remove_dir()
-            text = str(e.explanation or e)
-            if NO_GPU_DRIVER in text:
+        # A stop signal between creating the container and keeping it would leak it.
+        with uninterrupted():
+            try:
+                # By id, not tag: exactly the image recorded in the manifest, even
+                # if the tag is moved while the run goes on.
+                container = engine.containers.create(self.image_id, **self._run_options(name))
+            except docker.errors.APIError as e:
+                self._remove_dir()
                 raise EngineError(
-                    f"--gpus {self.settings.gpus.describe()}: the Docker engine has no GPU "
-                    f"runtime (it answered: {text}). Install the NVIDIA Container Toolkit and "
-                    "configure it for Docker (`nvidia-ctk runtime configure --runtime=docker`, "
-                    "then restart dockerd), or run a CPU image with --gpus none"
+                    f"the engine refused to create a container of {self.image_ref}: "
+                    f"{e.explanation or e}"
                 ) from e
-            raise EngineError(f"the engine could not start {self.image_ref}: {text}") from e
-        self._container = container
+            try:
+                container.start()
+            except docker.errors.APIError as e:
+                leftovers.remove(container)
+                self._remove_dir()
+                text = str(e.explanation or e)
+                if NO_GPU_DRIVER in text:
+                    raise EngineError(
+                        f"--gpus {self.settings.gpus.describe()}: the Docker engine has no GPU "
+                        f"runtime (it answered: {text}). Install the NVIDIA Container Toolkit and "
+                        "configure it for Docker (`nvidia-ctk runtime configure --runtime=docker`, "
+                        "then restart dockerd), or run a CPU image with --gpus none"
+                    ) from e
+                raise EngineError(f"the engine could not start {self.image_ref}: {text}") from e
+            self._container = container
         self.starts += 1
         self._logs = LogStream(
             container,
