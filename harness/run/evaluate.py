@@ -140,13 +140,17 @@ def confinement(runtime: dict[str, Any]) -> dict[str, Any]:
     run (image creation times, engine versions, paths of the harness's own files)."""
     kind = runtime.get("kind")
     out: dict[str, Any] = {"kind": kind, "max_log_bytes": runtime.get("max_log_bytes")}
+    # The environment's names are the system's own settings, not its confinement: a resume
+    # may drop a knob (a test's slow-down, say).
     if kind == "docker":
-        out["container"] = runtime.get("container")
+        container = dict(runtime.get("container") or {})
+        container.pop("env_names", None)
+        out["container"] = container
         out["image_volumes_as_tmpfs"] = runtime.get("image_volumes_as_tmpfs")
     elif kind == "process":
         sandbox = runtime.get("sandbox") or {}
         out["sandbox"] = {
-            k: sandbox.get(k) for k in ("confined", "tool", "env", "network", "tmp_size_bytes")
+            k: sandbox.get(k) for k in ("confined", "tool", "network", "tmp_size_bytes")
         }
     else:
         out["address"] = runtime.get("address")

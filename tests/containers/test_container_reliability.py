@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 import docker
+import docker.errors
 import pytest
 from containertools import TEST_IMAGE, cli, evaluate_cmd, run_containers
 from helpers.campaign import biggest_section
@@ -35,6 +36,14 @@ def args(out: Path, fault: str, *extra: str) -> list[str]:
         "--persistence", "reset", "--env", "TESTSYS=helpers.faulty:Faulty",
         "--env", f"APMBENCH_FAULT={fault}", *extra,
     ]  # fmt: skip
+
+
+def _listed(engine: docker.DockerClient, out: Path) -> bool:
+    """Whether a container of the run exists; one removed while being listed counts as none."""
+    try:
+        return bool(run_containers(engine, out))
+    except docker.errors.NotFound:
+        return False
 
 
 def volumes(engine: docker.DockerClient) -> set[str]:
@@ -62,7 +71,7 @@ def test_sigterm_removes_the_container_and_keeps_finished_work(
         text=True,
     )
     deadline = time.monotonic() + 120
-    while not run_containers(engine, out):
+    while not _listed(engine, out):
         assert proc.poll() is None and time.monotonic() < deadline, "no container started"
         time.sleep(0.05)
     time.sleep(3)  # into the hanging EndSession
