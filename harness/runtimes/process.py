@@ -275,7 +275,13 @@ class ProcessRuntime(Runtime):
         if self._client is not None:
             self._client.close()
             self._client = None
+        family: list[psutil.Process] = []
         if proc is not None and proc.poll() is None:
+            # Taken before the stop: once the sandbox's monitor is gone, what it forked is
+            # no longer findable as ours. A child that had not yet tied its life to the
+            # monitor's (a stop right after the start) would otherwise live on.
+            with contextlib.suppress(psutil.Error):
+                family = psutil.Process(proc.pid).children(recursive=True)
             proc.send_signal(signal.SIGTERM)
             try:
                 # As long as a container gets (DockerRuntime.stop_timeout_s): a system that
@@ -289,6 +295,9 @@ class ProcessRuntime(Runtime):
             # left behind goes with it.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
+        for member in family:
+            with contextlib.suppress(psutil.Error):
+                member.kill()
         pump, self._pump = self._pump, None
         if pump is not None:
             pump.join(5.0)
