@@ -271,6 +271,11 @@ class ProcessRuntime(Runtime):
             )
 
     def _kill(self) -> None:
+        # A stop signal in the middle of the removal would leave the rest of it undone.
+        with uninterrupted():
+            self._remove()
+
+    def _remove(self) -> None:
         proc, self._proc = self._proc, None
         if self._client is not None:
             self._client.close()

@@ -9,13 +9,16 @@ snapshots on disk and the log are bounded; every deadline is its own flag.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -206,3 +209,31 @@ def test_sigkilled_harness_leftovers_are_removed_by_the_next_start(tmp_path: Pat
     assert resumed.returncode == 0, resumed.stderr
     time.sleep(0.2)
     assert leftovers(token, proc.pid) == []
+
+
+def test_a_stop_signal_during_a_systems_removal_lets_the_removal_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from apmbench.adapters.sdk import errors
+    from apmbench.harness.protocol.client import Deadlines
+    from apmbench.harness.runtimes.process import ProcessRuntime
+    from apmbench.harness.stopping import Stopped, stop_signals_interrupt
+
+    # Hung in a call, the system outlasts its graceful stop: the removal waits seconds.
+    monkeypatch.setenv("APMBENCH_FAULT", "hang:reset:1")
+    runtime = ProcessRuntime("helpers.faulty:Faulty", tmp_path / "system.log", Deadlines())
+    with pytest.raises(Stopped), stop_signals_interrupt():
+        client = runtime.start()
+        socket_dir = Path(runtime.address.removeprefix("unix:")).parent
+        hung = threading.Thread(target=lambda: _swallow(errors.ApmbenchError, client.reset, "t"))
+        hung.start()
+        time.sleep(0.5)
+        threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        runtime.stop()
+    hung.join()
+    assert not socket_dir.exists()  # the signal did not cut the removal short
+
+
+def _swallow(kind: type[BaseException], fn: Callable[..., object], *args: object) -> None:
+    with contextlib.suppress(kind):
+        fn(*args)

@@ -426,6 +426,11 @@ class DockerRuntime(Runtime):
             leftovers.remove(existing)
 
     def _remove_container(self) -> None:
+        # A stop signal in the middle of the removal would leave the rest of it undone.
+        with uninterrupted():
+            self._remove_container_now()
+
+    def _remove_container_now(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None
