@@ -7,6 +7,8 @@ import sys
 
 import structlog
 
+from apmbench.harness.shown import plain_values
+
 
 def configure(verbose: bool = False, json_logs: bool = False) -> None:
     level = logging.DEBUG if verbose else logging.INFO
@@ -19,6 +21,8 @@ def configure(verbose: bool = False, json_logs: bool = False) -> None:
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
+            # Values can carry a system's text (names, error messages): no escapes reach stderr.
+            plain_values,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),

@@ -8,19 +8,28 @@ from typing import TYPE_CHECKING
 
 import click
 
+from apmbench.harness import shown
 from apmbench.harness.commands.common import (
     EXIT_FAILED_CHECKS,
-    EXIT_INTERRUPTED,
     EXIT_USAGE,
+    interrupted_exit,
     process_options,
+    stop_signals_interrupt,
 )
 from apmbench.harness.commands.common import console as err_console
+from apmbench.harness.commands.limits import deadline_options
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.docker.cli_options import container_options
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 
+# Shorter than a run's: conformance systems are small, and a hang should fail its check soon.
+CHECK_DEADLINES = Deadlines(control=30.0, push=120.0, query=60.0, state=600.0)
+
 if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
+    from rich.text import Text
+
     from apmbench.harness.check.model import Check, CheckReport
 
 
@@ -62,6 +71,7 @@ if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
     show_default=True,
     help="Seconds for the server to report SERVING.",
 )
+@deadline_options(CHECK_DEADLINES)
 @process_options
 @container_options
 def check(
@@ -81,6 +91,7 @@ def check(
     sandbox: bool,
     sandbox_net: bool,
     process_env: tuple[str, ...],
+    deadlines: Deadlines,
 ) -> None:
     """Check that a server follows the protocol: each check passes, fails or does not apply.
 
@@ -115,13 +126,15 @@ def check(
     )
     out = out or Path("runs") / f"check-{spec.label}"
     try:
-        report = _run(spec, checks, out, query_timeout, startup_timeout)
+        with stop_signals_interrupt():
+            report = _run(spec, checks, out, deadlines, startup_timeout)
     except ConfigError as e:
-        err_console.print(f"[red]error:[/red] {e}")
+        err_console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt as e:
+        code, what = interrupted_exit(e)
+        err_console.print(what)
+        sys.exit(code)
     text = to_json(report)
     (out / "check.json").write_text(text)
     if json_path == "-":
@@ -140,32 +153,47 @@ def _print(report: CheckReport) -> None:
 
     from apmbench.harness.check.render import failures, table
 
-    Console(width=140).print(table(report))
+    rendered = table(report)
+    probe = Console(width=140, color_system=None, force_terminal=False)
+    with probe.capture() as capture:
+        probe.print(rendered)
+    text = capture.get()
+    if shown.plain(text) == text:
+        Console(width=140).print(rendered)
+    else:
+        # A system's text in a cell carries control sequences: shown without them (and colour).
+        click.echo(shown.plain(text), nl=False)
     for line in failures(report):
-        click.echo(line)
+        click.echo(shown.plain(line))
+
+
+def _safe_line(line: Text) -> Text:
+    """A result line without a system's control sequences (its colours kept when it had none)."""
+    from rich.text import Text
+
+    clean = shown.plain(line.plain)
+    return line if clean == line.plain else Text(clean)
 
 
 def _run(
     spec: RuntimeSpec,
     checks: list[Check],
     out: Path,
-    query_timeout: float,
+    deadlines: Deadlines,
     startup_timeout: float,
     sandbox: bool = True,
     process_env: tuple[str, ...] = (),
 ) -> CheckReport:
     from apmbench.harness.check import CheckSettings, run_suite
     from apmbench.harness.check.render import result_line
-    from apmbench.harness.protocol.client import Deadlines
     from apmbench.harness.runtimes import make_runtime
 
-    deadlines = Deadlines(control=30.0, push=120.0, query=query_timeout, state=600.0)
     out.mkdir(parents=True, exist_ok=True)
     runtime = make_runtime(spec, out, deadlines, startup_timeout)
     with runtime:
         return run_suite(
             runtime,
             checks,
-            CheckSettings(query_timeout_s=query_timeout),
-            on_result=lambda r: err_console.print(result_line(r)),
+            CheckSettings(query_timeout_s=deadlines.query),
+            on_result=lambda r: err_console.print(_safe_line(result_line(r))),
         )

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import functools
+import signal
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
 from rich.console import Console
+
+from apmbench.harness.stopping import Stopped, stop_signals_interrupt
+
+__all__ = ["Stopped", "interrupted_exit", "stop_signals_interrupt", "stoppable"]
 
 EXIT_USAGE = 2
 """Bad input or settings: the message says what to fix; nothing was started."""
@@ -17,6 +23,30 @@ EXIT_FAILED_CHECKS = 1
 EXIT_INTERRUPTED = 130
 
 console = Console(stderr=True, soft_wrap=True)
+
+
+def interrupted_exit(e: KeyboardInterrupt) -> tuple[int, str]:
+    """The exit code and the words for a run stopped by Ctrl-C or a stop signal."""
+    if isinstance(e, Stopped):
+        return e.exit_code, f"stopped by {signal.Signals(e.signum).name}"
+    return EXIT_INTERRUPTED, "interrupted"
+
+
+def stoppable(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Run `command` with SIGTERM and SIGHUP raising `Stopped` from its first line on; one
+    that arrives outside the run itself (preparing a dataset) exits with its code too."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with stop_signals_interrupt():
+                return command(*args, **kwargs)
+        except KeyboardInterrupt as e:
+            code, what = interrupted_exit(e)
+            console.print(f"{what} outside a run: no system was running, nothing to clean up")
+            sys.exit(code)
+
+    return wrapper
 
 
 def process_options(command: Callable[..., Any]) -> Callable[..., Any]:

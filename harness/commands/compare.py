@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_USAGE, console
 from apmbench.harness.errors import RunDirError
 
@@ -40,9 +41,9 @@ def compare(run_dirs: tuple[Path, ...], out: Path, allow_mismatch: bool) -> None
             )
         _, plot = write_comparison(runs, out, problems)
     except RunDirError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
-    click.echo((out / "compare.md").read_text())
+    click.echo(shown.plain((out / "compare.md").read_text()))
     for problem in problems:
-        console.print(f"[yellow]warning:[/yellow] compared despite: {problem}")
+        console.print(f"[yellow]warning:[/yellow] compared despite: {shown.markup(problem)}")
     click.echo(f"plot: {plot}")

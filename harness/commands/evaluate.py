@@ -15,13 +15,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from apmbench.adapters.sdk.errors import ApmbenchError, ProtocolError
 from apmbench.adapters.sdk.types import FrameEncoding
 from apmbench.adapters.systems import compared_systems
-from apmbench.harness import logs
+from apmbench.harness import logs, shown
 from apmbench.harness.commands.common import (
-    EXIT_INTERRUPTED,
     EXIT_SYSTEM,
     EXIT_USAGE,
     console,
+    interrupted_exit,
     process_options,
+    stoppable,
 )
 from apmbench.harness.commands.judge_options import (
     AUTO,
@@ -32,6 +33,7 @@ from apmbench.harness.commands.judge_options import (
     judge_warnings,
     resolve_auto,
 )
+from apmbench.harness.commands.limits import Caps, cap_options, deadline_options
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.protocol.client import Deadlines
@@ -172,9 +174,12 @@ if TYPE_CHECKING:
     show_default=True,
     help="With --backend ray: GPUs each trajectory's task reserves.",
 )
+@deadline_options(Deadlines())
+@cap_options
 @judge_options(default_judge=AUTO)
 @process_options
 @container_options
+@stoppable
 def evaluate(
     benchmark: str | None,
     dataset: Path | None,
@@ -203,6 +208,8 @@ def evaluate(
     sandbox: bool,
     sandbox_net: bool,
     process_env: tuple[str, ...],
+    deadlines: Deadlines,
+    caps: Caps,
     **judge: Any,
 ) -> None:
     """Run a system on a dataset and write a run directory with its report.
@@ -260,6 +267,7 @@ def evaluate(
             env=process_env,
             command=command,
             sandbox_net=sandbox_net,
+            max_log_bytes=caps.max_log_bytes,
         )
         opts = EvaluateOptions(
             dataset=dataset,
@@ -269,7 +277,9 @@ def evaluate(
             persistence=Persistence(persistence) if persistence else None,
             resume=resume,
             frames=FrameSettings(fps=fps, max_side=max_side, encoding=FrameEncoding(encoding)),
-            deadlines=Deadlines(query=query_timeout),
+            deadlines=deadlines,
+            max_state_bytes=caps.max_state_bytes,
+            max_work_bytes=caps.max_work_bytes,
             startup_timeout_s=startup_timeout,
             judge=judge_settings,
             audit=audit_settings,
@@ -321,7 +331,7 @@ def _suite(dataset: Path, benchmark: str | None) -> Suite:
     try:
         return suite_of_dataset(dataset, benchmark)
     except ConfigError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
 
 
@@ -332,8 +342,25 @@ def _synthetic(benchmark: str | None, preset: str, seed: int) -> Path:
         with console.status(f"preparing the synthetic {preset} benchmark (seed {seed})"):
             return suite.synthetic(preset, seed)
     except ConfigError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
+
+
+def _what_works(out: Path) -> str:
+    """After a failure: what is kept in `out`, and exactly which rerun continues it."""
+    from apmbench.harness.run.records import RunDir
+
+    run = RunDir(out)
+    if not run.holds_run():
+        return (
+            f"no trajectory was run; {out} keeps only the system's log: fix the cause and "
+            "rerun the same command (with or without --resume)"
+        )
+    done = run.finished_count()
+    return (
+        f"{done} finished trajectories are kept in {out}; rerun with --resume (the command "
+        "otherwise unchanged) to continue"
+    )
 
 
 def _runner(ray: tuple[str | None, float] | None) -> Callable[..., Evaluation]:
@@ -370,16 +397,17 @@ def _run(
             with LogProgress(opts.runtime.label) as lines:
                 result = run_evaluation(opts, lines.callbacks())
     except (DatasetError, ConfigError, RunDirError) as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
     except ApmbenchError as e:
         kind = "system error" if isinstance(e, ProtocolError) else "error"
-        console.print(f"[red]{kind}:[/red] {e}")
-        console.print(f"finished trajectories are kept in {out}; rerun with --resume to continue")
+        console.print(f"[red]{kind}:[/red] {shown.markup(e)}")
+        console.print(shown.markup(_what_works(out)))
         sys.exit(EXIT_SYSTEM)
-    except KeyboardInterrupt:
-        console.print(f"interrupted: finished trajectories are kept in {out}; rerun with --resume")
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt as e:
+        code, what = interrupted_exit(e)
+        console.print(shown.markup(f"{what}: {_what_works(out)}"))
+        sys.exit(code)
     if opts.shard is not None:
         click.echo(
             f"shard {opts.shard.name}: its trajectories are recorded in {result.run_dir}; when "
@@ -387,7 +415,7 @@ def _run(
         )
         return result
     if not quiet:
-        click.echo((result.run_dir / "report.md").read_text())
+        click.echo(shown.plain((result.run_dir / "report.md").read_text()))
         click.echo(f"run directory: {result.run_dir}")
     if "audit" in result.report:
         flags = result.report["audit"]["flags"]
@@ -396,9 +424,9 @@ def _run(
     unreachable = judge_unreachable(result.report)
     for warning in judge_warnings(result.report):
         if unreachable is None or judge_optional or "could not be reached" not in warning:
-            console.print(f"[yellow]warning:[/yellow] {warning}")
+            console.print(f"[yellow]warning:[/yellow] {shown.markup(warning)}")
     if unreachable is not None and not judge_optional:
-        console.print(f"[red]error:[/red] {unreachable}")
+        console.print(f"[red]error:[/red] {shown.markup(unreachable)}")
         console.print(f"run directory: {result.run_dir}")
         sys.exit(EXIT_JUDGE_UNREACHABLE)
     return result

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_USAGE, console
 from apmbench.harness.commands.judge_options import (
     EXIT_JUDGE_UNREACHABLE,
@@ -62,20 +63,20 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
             if backend is not None:
                 backend.close()
     except (DatasetError, ConfigError, RunDirError) as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
     from apmbench.harness.reports.html.view import VIEW_NAME, ViewOptions, write_view
 
     try:
         write_view([run_dir], run_dir / VIEW_NAME, ViewOptions(dataset=dataset))
     except (DatasetError, RunDirError) as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
-    click.echo((run_dir / "report.md").read_text())
+    click.echo(shown.plain((run_dir / "report.md").read_text()))
     unreachable = judge_unreachable(report)
     for warning in judge_warnings(report):
         if unreachable is None or judge_optional or "could not be reached" not in warning:
-            console.print(f"[yellow]warning:[/yellow] {warning}")
+            console.print(f"[yellow]warning:[/yellow] {shown.markup(warning)}")
     if unreachable is not None and not judge_optional:
-        console.print(f"[red]error:[/red] {unreachable}")
+        console.print(f"[red]error:[/red] {shown.markup(unreachable)}")
         sys.exit(EXIT_JUDGE_UNREACHABLE)

@@ -7,7 +7,7 @@ import sys
 import click
 
 from apmbench.adapters.sdk.errors import ApmbenchError
-from apmbench.harness import logs
+from apmbench.harness import logs, shown
 from apmbench.harness.commands.common import EXIT_USAGE, console
 
 
@@ -36,5 +36,5 @@ def serve(system: str, address: str, exit_with_parent: bool) -> None:
             exit_with_parent=exit_with_parent,
         )
     except ApmbenchError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_USAGE, console
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.suites import DEFAULT, SUITES, get_suite
@@ -33,7 +34,7 @@ def synth(benchmark: str, preset: str, seed: int, out: Path) -> None:
     try:
         counts = get_suite(benchmark).write_synthetic(preset, seed, out)
     except ConfigError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
     total = sum(counts.values())
     console.print(

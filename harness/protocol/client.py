@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar, cast
+from typing import Any, BinaryIO, ClassVar, TypeVar, cast
 
 import grpc
 from google.protobuf import descriptor_pb2
@@ -49,13 +49,45 @@ _CHANNEL_OPTIONS = [
 
 @dataclass(frozen=True)
 class Deadlines:
-    """Seconds allowed per call. Generous by default: real models are slow."""
+    """Seconds allowed per call. Generous by default: real models are slow. Each is a
+    command-line flag (`FLAGS`), which a timeout's message names."""
 
     control: float = 60.0
     push: float = 600.0
     query: float = 600.0
     state: float = 1800.0
     end_session: float = 1800.0
+
+    FLAGS: ClassVar[dict[str, str]] = {
+        "control": "--control-timeout",
+        "push": "--push-timeout",
+        "query": "--query-timeout",
+        "state": "--state-timeout",
+        "end_session": "--end-session-timeout",
+    }
+    # Which deadline each RPC runs under; the rest (Describe, Reset, health...) are control.
+    RPCS: ClassVar[dict[str, str]] = {
+        "PushFrames": "push",
+        "Query": "query",
+        "ExportState": "state",
+        "ImportState": "state",
+        "EndSession": "end_session",
+    }
+
+    def of(self, rpc: str) -> tuple[float, str]:
+        """The deadline `rpc` runs under, in seconds, and the flag that sets it."""
+        name = self.RPCS.get(rpc, "control")
+        seconds: float = getattr(self, name)
+        return seconds, self.FLAGS[name]
+
+
+@dataclass(frozen=True)
+class ByteLimit:
+    """At most `bytes` of exported state; a bigger export fails naming `flag`."""
+
+    bytes: int
+    flag: str
+    what: str = "the cap on exported state per snapshot"
 
 
 @dataclass(frozen=True)
@@ -130,6 +162,16 @@ class SystemClient:
                 raise wire_rules.violation(
                     rpc, "STATUS", f"{problem}: {error.message}", status=code.name
                 ) from e
+            if (
+                isinstance(error, errors.DeadlineExceeded)
+                and code is grpc.StatusCode.DEADLINE_EXCEEDED
+            ):
+                seconds, flag = self.deadlines.of(rpc)
+                error = errors.DeadlineExceeded(
+                    f"{error.message} ({rpc} has {seconds:g} s: raise {flag} if the system "
+                    "needs longer)",
+                    rpc=error.rpc or rpc,
+                )
             raise error from e
 
     # -- readiness ------------------------------------------------------------
@@ -289,12 +331,27 @@ class SystemClient:
             "".join(pieces), len(pieces), ttft, total, tuple(pieces), tuple(arrivals)
         )
 
-    def export_state(self, sink: BinaryIO, max_chunk_bytes: int = 0) -> ExportResult:
-        """Stream the state into `sink`, verifying length and sha256 against the manifest."""
+    def export_state(
+        self, sink: BinaryIO, max_chunk_bytes: int = 0, limit: ByteLimit | None = None
+    ) -> ExportResult:
+        """Stream the state into `sink`, verifying length and sha256 against the manifest.
+
+        With a `limit`, a manifest that declares more, or a stream that sends more, is
+        refused at once: nothing past the limit is read or written.
+        """
         started = time.perf_counter()
 
         def broken(rule: str, seen: str) -> errors.ProtocolError:
             return wire_rules.violation("ExportState", rule, seen)
+
+        def over(size: int, how: str) -> errors.ResourceExhausted:
+            assert limit is not None
+            return errors.ResourceExhausted(
+                f"the system {how} {size} bytes of state, over {limit.what} "
+                f"({limit.bytes} bytes, {limit.flag}): raise {limit.flag} (or give 'none') "
+                "if the system really needs that much",
+                rpc="ExportState",
+            )
 
         def run() -> StateManifest:
             call = self._stub.ExportState(
@@ -317,6 +374,8 @@ class SystemClient:
             if (problem := wire_rules.sha256_problem(m.sha256)) is not None:
                 raise broken("MANIFEST", problem)
             manifest = StateManifest(m.total_bytes, m.sha256, m.content_type, m.format_version)
+            if limit is not None and manifest.total_bytes > limit.bytes:
+                raise over(manifest.total_bytes, "declared")
             digest = hashlib.sha256()
             received = 0
             for index, msg in enumerate(stream, start=1):
@@ -329,8 +388,10 @@ class SystemClient:
                     problem := wire_rules.chunk_problem(index, len(piece), max_chunk_bytes)
                 ) is not None:
                     raise broken("R7", problem)
-                digest.update(piece)
                 received += len(piece)
+                if limit is not None and received > limit.bytes:
+                    raise over(received, "sent at least")
+                digest.update(piece)
                 sink.write(piece)
             seen = wire_rules.received_problem(
                 manifest.total_bytes, manifest.sha256, received, digest.hexdigest()
@@ -346,10 +407,17 @@ class SystemClient:
             raise
         return ExportResult(manifest, time.perf_counter() - started)
 
-    def export_to_file(self, path: Path, max_chunk_bytes: int = 0) -> ExportResult:
+    def export_to_file(
+        self, path: Path, max_chunk_bytes: int = 0, limit: ByteLimit | None = None
+    ) -> ExportResult:
         tmp = path.with_name(path.name + ".partial")
-        with tmp.open("wb") as sink:
-            result = self.export_state(sink, max_chunk_bytes)
+        try:
+            with tmp.open("wb") as sink:
+                result = self.export_state(sink, max_chunk_bytes, limit)
+        except BaseException:
+            # A refused or broken export leaves nothing on disk.
+            tmp.unlink(missing_ok=True)
+            raise
         tmp.replace(path)
         return result
 

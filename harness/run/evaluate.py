@@ -38,6 +38,8 @@ from apmbench.harness.run.audits.persistence import (
 from apmbench.harness.run.audits.queries import AuditSettings, TrajectoryAudit
 from apmbench.harness.run.audits.summary import audit_headline
 from apmbench.harness.run.executor import (
+    DEFAULT_MAX_STATE_BYTES,
+    DEFAULT_MAX_WORK_BYTES,
     Persistence,
     RunSettings,
     TrajectoryRunner,
@@ -73,6 +75,10 @@ class EvaluateOptions:
     """Audit a sample of queries and trajectories (`--audit`); None: no audits."""
     shard: Shard | None = None
     """Run only this part's trajectories (`--shard i/N`), unscored until `merge`."""
+    max_state_bytes: int | None = DEFAULT_MAX_STATE_BYTES
+    """Exported state per snapshot at most (`--max-state-size`); None: no cap."""
+    max_work_bytes: int | None = DEFAULT_MAX_WORK_BYTES
+    """A trajectory's snapshots on disk at once at most (`--max-work-size`); None: no cap."""
 
 
 @dataclass
@@ -135,15 +141,40 @@ def _system_spec(spec: RuntimeSpec, runtime: Runtime) -> str | None:
     return spec.system or spec.command or spec.endpoint
 
 
+def confinement(runtime: dict[str, Any]) -> dict[str, Any]:
+    """The runtime and hardening settings a resumed run must keep: how the system is
+    confined and bounded, without facts that may change between two starts of the same
+    run (image creation times, engine versions, paths of the harness's own files)."""
+    kind = runtime.get("kind")
+    out: dict[str, Any] = {"kind": kind, "max_log_bytes": runtime.get("max_log_bytes")}
+    # The environment's names are the system's own settings, not its confinement: a resume
+    # may drop a knob (a test's slow-down, say).
+    if kind == "docker":
+        container = dict(runtime.get("container") or {})
+        container.pop("env_names", None)
+        out["container"] = container
+        out["image_volumes_as_tmpfs"] = runtime.get("image_volumes_as_tmpfs")
+    elif kind in ("process", "command"):
+        sandbox = runtime.get("sandbox") or {}
+        out["sandbox"] = {
+            k: sandbox.get(k) for k in ("confined", "tool", "network", "tmp_size_bytes")
+        }
+    else:
+        out["address"] = runtime.get("address")
+    return out
+
+
 def _manifest(p: Prepared) -> dict[str, Any]:
     opts, dataset = p.opts, p.dataset
+    runtime = p.runtime.describe()
     return {
         "harness_version": __version__,
         "protocol_version": PROTOCOL_VERSION,
         "benchmark": p.suite.name,
         "system": describe_info(p.info),
         "system_spec": _system_spec(opts.runtime, p.runtime),
-        "runtime": p.runtime.describe(),
+        "runtime": runtime,
+        "confinement": confinement(runtime),
         "dataset": {
             "name": dataset.name,
             "path": str(dataset.root.resolve()),
@@ -199,6 +230,8 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
                 persistence=persistence,
                 frames=opts.frames,
                 audit=asdict(opts.audit) if opts.audit is not None else None,
+                max_state_bytes=opts.max_state_bytes,
+                max_work_bytes=opts.max_work_bytes,
             )
             check_settings(settings, info, rt)
             ids = [t.trajectory_id for t in dataset.trajectories]

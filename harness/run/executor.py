@@ -18,6 +18,7 @@ import enum
 import itertools
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -38,7 +39,7 @@ from apmbench.harness.errors import ConfigError
 from apmbench.harness.media.frame_cache import SessionFrames
 from apmbench.harness.media.frames import FrameProducer, FrameSettings
 from apmbench.harness.media.timeline import Session, Trajectory, Turn
-from apmbench.harness.protocol.client import QueryResult, SystemClient
+from apmbench.harness.protocol.client import ByteLimit, QueryResult, SystemClient
 from apmbench.harness.run.plan import Ask, Segment
 from apmbench.harness.run.records import SessionRecord, TrajectoryRecord
 from apmbench.harness.runtimes.process import Runtime
@@ -48,6 +49,10 @@ class Persistence(enum.Enum):
     RESTART = "restart"
     RESET = "reset"
     TRUST = "trust"
+
+
+DEFAULT_MAX_STATE_BYTES = 4 << 30
+DEFAULT_MAX_WORK_BYTES = 16 << 30
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,10 @@ class RunSettings:
     """State transfer chunk size; 0 = the protocol default (1 MiB)."""
     audit: dict[str, Any] | None = None
     """The audit settings of `evaluate --audit` (None: no audit), recorded with the run."""
+    max_state_bytes: int | None = DEFAULT_MAX_STATE_BYTES
+    """Exported state per snapshot at most (`--max-state-size`); None: no cap."""
+    max_work_bytes: int | None = DEFAULT_MAX_WORK_BYTES
+    """Snapshots of a trajectory on disk at once at most (`--max-work-size`); None: no cap."""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -180,6 +189,12 @@ class TrajectoryRunner:
         self.on_segment = on_segment
         self.auditor = auditor
         self.snapshots: dict[int, _Snapshot] = {}
+        # Segments still to start from each main-pass snapshot, and the snapshots the main
+        # pass itself no longer needs: a snapshot is deleted once both say it is free.
+        self._pending: Counter[int] = Counter()
+        self._main_past: set[int] = set()
+        self.work_peak_bytes = 0
+        """The most bytes of snapshots this trajectory held on disk at once."""
         self.instances: list[dict[str, Any]] = []
         self.sessions: list[SessionRecord] = []
         # The latest time_ms pushed into the current process since it started: what it may
@@ -189,10 +204,42 @@ class TrajectoryRunner:
 
     # -- memory across gaps ------------------------------------------------------
 
+    def _held_bytes(self) -> int:
+        return sum(s.manifest.total_bytes for s in self.snapshots.values())
+
+    def _limit(self) -> ByteLimit | None:
+        """The tighter of the two caps for the next export: per snapshot, and what the
+        snapshots already kept leave of the work directory's cap."""
+        limits = []
+        if self.settings.max_state_bytes is not None:
+            limits.append(ByteLimit(self.settings.max_state_bytes, "--max-state-size"))
+        if self.settings.max_work_bytes is not None:
+            held = self._held_bytes()
+            limits.append(
+                ByteLimit(
+                    max(self.settings.max_work_bytes - held, 0),
+                    "--max-work-size",
+                    f"what the cap on the run's snapshots on disk leaves ({held} bytes are "
+                    f"kept for pending forks of {self.trajectory.trajectory_id})",
+                )
+            )
+        return min(limits, key=lambda x: x.bytes) if limits else None
+
     def _export(self, name: str) -> tuple[_Snapshot, float]:
         path = self.work_dir / f"{name}.state"
-        result = self.client.export_to_file(path, self.settings.max_chunk_bytes)
-        return _Snapshot(path, result.manifest), result.seconds
+        result = self.client.export_to_file(path, self.settings.max_chunk_bytes, self._limit())
+        snapshot = _Snapshot(path, result.manifest)
+        self.work_peak_bytes = max(
+            self.work_peak_bytes, self._held_bytes() + result.manifest.total_bytes
+        )
+        return snapshot, result.seconds
+
+    def _release(self, index: int) -> None:
+        """Delete snapshot `index` once neither the main pass nor a pending fork needs it."""
+        if index in self._main_past and self._pending[index] <= 0:
+            found = self.snapshots.pop(index, None)
+            if found is not None:
+                found.path.unlink(missing_ok=True)
 
     def _load(self, snapshot: _Snapshot | None) -> float:
         """Give the system exactly `snapshot` (or an empty memory) as the persistence mode says."""
@@ -214,16 +261,27 @@ class TrajectoryRunner:
 
     def run(self, segments: list[Segment]) -> TrajectoryRecord:
         can_import = self.info.capabilities.supports_import
+        ordered = causal_order(segments, can_import)
+        # Every segment that starts from a snapshot (forks, replays, and the main pass's own
+        # later pieces) holds it until it has run.
+        self._pending = Counter(s.snapshot_after for s in ordered if s.snapshot_after is not None)
         main_started = False
         # Forks and replays push the sessions the main pass pushes: produce each once.
         with SessionFrames(self.frames, self.work_dir / "frames") as cache:
             self.frame_cache = cache
-            for segment in causal_order(segments, can_import):
+            for segment in ordered:
                 if segment.kind != "main" or not main_started:  # one tick for the main pass
                     self.on_segment(segment)
                 main_started = main_started or segment.kind == "main"
                 self._run_segment(segment)
+                if segment.snapshot_after is not None:
+                    self._pending[segment.snapshot_after] -= 1
+                    self._release(segment.snapshot_after)
+                (self.work_dir / "fork.state").unlink(missing_ok=True)
             self.frame_cache = None
+        for index in list(self.snapshots):
+            self._main_past.add(index)
+            self._release(index)
         lookahead = [r["lookahead_s"] for r in self.instances]
         return {
             "trajectory_id": self.trajectory.trajectory_id,
@@ -249,6 +307,10 @@ class TrajectoryRunner:
             final = index == segment.last_session
             stop_at = last_ask_ms if (final and segment.stop_after_last_ask) else None
             self._play_session(segment, index, stop_at, load_s)
+            if main:
+                # The session before is loaded and audited: the main pass is past it.
+                self._main_past.add(index - 1)
+                self._release(index - 1)
             if stop_at is not None:
                 return
             if final:

@@ -32,6 +32,7 @@ MERGE_KEYS = (
     "dataset_hash",
     "system_spec",
     "settings",
+    "confinement",
     "protocol_version",
     "harness_version",
 )

@@ -61,7 +61,9 @@ class TrajectoryRecord(TypedDict):
 
 
 # Settings that must match for --resume to continue a run.
-RESUME_KEYS = ("benchmark", "dataset_hash", "system_spec", "settings")
+RESUME_KEYS = ("benchmark", "dataset_hash", "system_spec", "settings", "confinement")
+# What a start that failed before the manifest was written leaves in the run directory.
+_FAILED_START = frozenset({"logs", "work"})
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -112,25 +114,40 @@ class RunDir:
         for stale in self.trajectories.glob(".*.tmp"):
             stale.unlink()
 
+    def holds_run(self) -> bool:
+        return self.manifest_path.exists()
+
+    def finished_count(self) -> int:
+        return len(list(self.trajectories.glob("*.json"))) if self.trajectories.is_dir() else 0
+
+    def left_by_failed_start(self) -> bool:
+        """A directory holding only what a start that failed before the manifest was written
+        leaves (the system's log, an empty snapshot area): reusable with or without --resume."""
+        return self.root.is_dir() and all(p.name in _FAILED_START for p in self.root.iterdir())
+
     def check_usable(self, resume: bool) -> None:
         """Refuse to overwrite: a run needs --resume, anything else another --out."""
-        if (self.root / "manifest.json").exists():
+        if self.holds_run():
             if not resume:
                 raise RunDirError(
                     f"{self.root} already holds a run: pass --resume to continue it, "
                     "or choose another --out"
                 )
-        elif self.root.exists() and any(self.root.iterdir()):
-            raise RunDirError(f"{self.root} exists and is not an apmbench run directory")
+        elif self.root.exists() and any(self.root.iterdir()) and not self.left_by_failed_start():
+            raise RunDirError(
+                f"{self.root} exists and is not an apmbench run directory: choose another --out"
+            )
 
     def prepare(self, manifest: Mapping[str, Any], resume: bool) -> None:
         """Create the directory, or check it against `manifest` when resuming."""
         existing = self.manifest_path
         if existing.exists():
             old = json.loads(existing.read_text())
+            # A key the run's manifest predates is not compared (a run from before it was kept).
             changes = [
                 f"{path}: {then!r} then, {now!r} now"
                 for key in RESUME_KEYS
+                if key in old
                 for path, then, now in _differences(key, old.get(key), manifest.get(key))
             ]
             if changes:

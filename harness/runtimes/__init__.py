@@ -15,6 +15,7 @@ from pathlib import Path
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
+from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 from apmbench.harness.runtimes.process import EndpointRuntime, Runtime, sandboxed_process
 
 __all__ = ["Runtime", "RuntimeSpec", "make_runtime"]
@@ -42,6 +43,9 @@ class RuntimeSpec:
     """`--sandbox-net`: sandboxed, but on the host's network (a model endpoint)."""
     command: str | None = None
     """Any server command line with `{address}` in it, run as a local process."""
+    max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES
+    """The system's output kept per start (`--max-log-size`); the rest is dropped with a
+    notice. None: all of it."""
 
     @property
     def label(self) -> str:
@@ -86,7 +90,14 @@ def make_runtime(
         # Imported here: the docker SDK loads only for container runs.
         from apmbench.harness.runtimes.docker.runtime import DockerRuntime
 
-        return DockerRuntime(spec.image, run_dir, deadlines, spec.container, startup_timeout_s)
+        return DockerRuntime(
+            spec.image,
+            run_dir,
+            deadlines,
+            spec.container,
+            startup_timeout_s,
+            max_log_bytes=spec.max_log_bytes,
+        )
     if spec.endpoint is not None:
         return EndpointRuntime(spec.endpoint, deadlines, startup_timeout_s)
     if spec.command is not None:
@@ -101,6 +112,7 @@ def make_runtime(
             env=spec.env,
             hidden=(*hidden, run_dir),
             share_net=spec.sandbox_net,
+            max_log_bytes=spec.max_log_bytes,
         )
     assert spec.system is not None
     return sandboxed_process(
@@ -112,4 +124,5 @@ def make_runtime(
         env=spec.env,
         hidden=(*hidden, run_dir),
         share_net=spec.sandbox_net,
+        max_log_bytes=spec.max_log_bytes,
     )

@@ -24,6 +24,7 @@ from typing import Any
 
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 from apmbench.harness.runtimes.process import ProcessRuntime
 from apmbench.harness.runtimes.sandbox import (
     SYSTEM_DIRS,
@@ -122,8 +123,17 @@ class CommandRuntime(ProcessRuntime):
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
+        max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
     ) -> None:
-        super().__init__(command, log_path, deadlines, startup_timeout_s, env=env, sandbox=sandbox)
+        super().__init__(
+            command,
+            log_path,
+            deadlines,
+            startup_timeout_s,
+            env=env,
+            sandbox=sandbox,
+            max_log_bytes=max_log_bytes,
+        )
         self.command = command
         self.cwd = Path(os.path.realpath(cwd or Path.cwd()))
         self.words, self.executable = parse_command(command, self.cwd)
@@ -157,6 +167,7 @@ def command_process(
     hidden: tuple[Path, ...] = (),
     cwd: Path | None = None,
     share_net: bool = False,
+    max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
 ) -> CommandRuntime:
     """`--command` as `evaluate` and `check` start it: sandboxed like `--system` (see
     `sandboxed_process`), or unconfined with `--no-sandbox`, which every report then says."""
@@ -167,11 +178,12 @@ def command_process(
     if not sandbox:
         return CommandRuntime(
             command, log_path, deadlines, startup_timeout_s, cwd=where,
-            env={**os.environ, **extra},
+            env={**os.environ, **extra}, max_log_bytes=max_log_bytes,
         )  # fmt: skip
     words, executable = parse_command(command, where)
     policy = command_policy(words, executable, where, (*hidden, cache_root()), allowed_env(extra))
     policy = dataclasses.replace(policy, share_net=share_net)
     return CommandRuntime(
-        command, log_path, deadlines, startup_timeout_s, cwd=where, sandbox=Sandbox(policy)
-    )
+        command, log_path, deadlines, startup_timeout_s, cwd=where, sandbox=Sandbox(policy),
+        max_log_bytes=max_log_bytes,
+    )  # fmt: skip

@@ -10,22 +10,69 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import re
 import shutil
 import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import IO, Any
 
+import psutil
+
 from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
+from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import Sandbox, unconfined
+from apmbench.harness.stopping import uninterrupted
+
+DIR_BASE = "/tmp"
+DIR_PREFIX = "apm-"
+_DIR_NAME = re.compile(rf"{DIR_PREFIX}(\d+)-(\d+)-[A-Za-z0-9_]+")
+
+
+def _started_cs(pid: int) -> int | None:
+    """When process `pid` started, in centiseconds since the epoch; None if it is gone."""
+    try:
+        return round(psutil.Process(pid).create_time() * 100)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def _dir_prefix() -> str:
+    # The pid and its start time: pids are reused (pid_max is often 32768), the pair is not.
+    return f"{DIR_PREFIX}{os.getpid()}-{_started_cs(os.getpid())}-"
+
+
+def remove_dead_dirs(base: Path = Path(DIR_BASE)) -> list[Path]:
+    """Remove the socket directories of harnesses that were killed (SIGKILL) before they
+    could: only real directories (never a link), directly in `base`, owned by this user,
+    named by a harness (pid and start time) that no longer runs."""
+    removed = []
+    for entry in base.glob(f"{DIR_PREFIX}*-*"):
+        found = _DIR_NAME.fullmatch(entry.name)
+        if found is None:
+            continue
+        try:
+            info = os.lstat(entry)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        started = _started_cs(int(found.group(1)))
+        if started is not None and abs(started - int(found.group(2))) <= 1:
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
 
 
 class Runtime(ABC):
@@ -122,8 +169,10 @@ class ProcessRuntime(Runtime):
         startup_timeout_s: float = 60.0,
         env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
+        max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
     ) -> None:
         self.system = system
+        self.max_log_bytes = max_log_bytes
         self.log_path = log_path
         self.deadlines = deadlines
         self.startup_timeout_s = startup_timeout_s
@@ -133,7 +182,8 @@ class ProcessRuntime(Runtime):
         self._dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._client: SystemClient | None = None
-        self._log: IO[bytes] | None = None
+        self._log: LogSection | None = None
+        self._pump: threading.Thread | None = None
 
     @property
     def can_restart(self) -> bool:
@@ -151,25 +201,35 @@ class ProcessRuntime(Runtime):
     def start(self) -> SystemClient:
         if self._proc is not None:
             raise RuntimeStartError("process runtime already started: use restart()")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("ab")
-        self._log.write(f"--- start #{self.starts + 1}: serve {self.system}\n".encode())
-        self._log.flush()
-        # Unix socket paths are limited to 107 bytes: keep the directory short.
-        self._dir = Path(tempfile.mkdtemp(prefix="apm-", dir="/tmp"))
+        self._log = LogSection(
+            self.log_path, f"start #{self.starts + 1}: serve {self.system}", self.max_log_bytes
+        )
+        remove_dead_dirs()
+        # Unix socket paths are limited to 107 bytes: keep the directory short. The
+        # harness's pid in the name (which the system cannot change) lets a later harness
+        # remove it when this one was killed before it could.
+        self._dir = Path(tempfile.mkdtemp(prefix=_dir_prefix(), dir=DIR_BASE))
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         cmd = self.argv()
         if self.sandbox is not None:
             cmd = self.sandbox.wrap(cmd, writable=[self._dir])
-        self._proc = subprocess.Popen(
-            cmd,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-            cwd=self.cwd,
-        )
+        # Through a pipe the harness reads, not straight into the file, so the output is
+        # bounded; it keeps being read past the bound, so a flooding system never blocks.
+        with uninterrupted():  # a stop signal now would orphan the child
+            self._proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                cwd=self.cwd,
+            )
+            assert self._proc.stdout is not None
+            self._pump = threading.Thread(
+                target=_pump, args=(self._proc.stdout, self._log), name="system-log", daemon=True
+            )
+            self._pump.start()
         self.starts += 1
         client = SystemClient(self.address, self.deadlines)
         try:
@@ -220,19 +280,48 @@ class ProcessRuntime(Runtime):
             )
 
     def _kill(self) -> None:
+        # A stop signal in the middle of the removal would leave the rest of it undone.
+        with uninterrupted():
+            self._remove()
+
+    def _remove(self) -> None:
         proc, self._proc = self._proc, None
         if self._client is not None:
             self._client.close()
             self._client = None
+        family: list[psutil.Process] = []
         if proc is not None and proc.poll() is None:
+            # Taken before the stop: once the sandbox's monitor is gone, what it forked is
+            # no longer findable as ours. A child that had not yet tied its life to the
+            # monitor's (a stop right after the start) would otherwise live on.
+            with contextlib.suppress(psutil.Error):
+                family = psutil.Process(proc.pid).children(recursive=True)
             proc.send_signal(signal.SIGTERM)
             try:
-                proc.wait(timeout=10)
+                # As long as a container gets (DockerRuntime.stop_timeout_s): a system that
+                # hangs in a call ignores the graceful stop, and every fault would cost more.
+                proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        if proc is not None:
+            # The system started its own session (group = its pid): whatever it forked and
+            # left behind goes with it.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        for member in family:
+            with contextlib.suppress(psutil.Error):
+                member.kill()
+        pump, self._pump = self._pump, None
+        if pump is not None:
+            pump.join(5.0)
         if self._log is not None:
-            self._log.close()
+            # A descendant that still holds the pipe cannot write into the next start's section.
+            self._log.close(
+                "output after the stop is dropped (a child of the system kept writing)"
+                if pump is not None and pump.is_alive()
+                else None
+            )
             self._log = None
         # Whatever the process left beside its socket dies with it.
         if self._dir is not None:
@@ -252,6 +341,7 @@ class ProcessRuntime(Runtime):
             "system": self.system,
             "python": sys.executable,
             "sandbox": self.sandbox.describe() if self.sandbox is not None else unconfined(),
+            "max_log_bytes": self.max_log_bytes,
         }
 
     def log_tail(self, lines: int = 15) -> str:
@@ -264,6 +354,14 @@ class ProcessRuntime(Runtime):
         return "\n".join(last[-lines:])
 
 
+def _pump(stream: IO[bytes], section: LogSection) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]
+            section.write(chunk)
+    with contextlib.suppress(OSError):
+        stream.close()
+
+
 def sandboxed_process(
     system: str,
     log_path: Path,
@@ -274,6 +372,7 @@ def sandboxed_process(
     env: tuple[str, ...] = (),
     hidden: tuple[Path, ...] = (),
     share_net: bool = False,
+    max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
 ) -> ProcessRuntime:
     """`--system SPEC` as `evaluate` and `check` start it: in a bubblewrap sandbox that sees
     none of `hidden` (plus the synthetic cache), with only the allowlisted environment and
@@ -285,8 +384,20 @@ def sandboxed_process(
     extra = parse_env(env)
     if not sandbox:
         return ProcessRuntime(
-            system, log_path, deadlines, startup_timeout_s, env={**os.environ, **extra}
+            system,
+            log_path,
+            deadlines,
+            startup_timeout_s,
+            env={**os.environ, **extra},
+            max_log_bytes=max_log_bytes,
         )
     policy = python_policy(system, (*hidden, cache_root()), allowed_env(extra))
     policy = dataclasses.replace(policy, share_net=share_net)
-    return ProcessRuntime(system, log_path, deadlines, startup_timeout_s, sandbox=Sandbox(policy))
+    return ProcessRuntime(
+        system,
+        log_path,
+        deadlines,
+        startup_timeout_s,
+        sandbox=Sandbox(policy),
+        max_log_bytes=max_log_bytes,
+    )

@@ -29,6 +29,10 @@ Three measurements, each against a baseline measured in the same run:
    then `--shard 0/2` and `1/2` in two processes at once, merged (targets: under 10
    minutes; the shards' summed wall times within 10 % of the single run's). See
    paper_bench.py; `--only paper` runs just this.
+8. fault_campaign: the seeded fault campaign of tests/helpers/campaign.py (50
+   injected faults on the tiny preset, each followed by `--resume`); targets: 0
+   instances lost, 0 leftovers, caps held, scores after resume equal to an
+   uninterrupted run. `--only campaign` runs just this.
 
 Servers run as subprocesses on Unix sockets, the same way for the echo
 baseline (`run_bench.py --echo-server ADDRESS`) and for the harness
@@ -722,6 +726,22 @@ def bench_frames(tmp: Path) -> dict[str, Any]:
 # -- main -----------------------------------------------------------------------------
 
 
+def bench_campaign(tmp: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from helpers.campaign import run_campaign
+
+    log("fault campaign: 50 seeded faults on the tiny preset")
+    summary = run_campaign(tmp / "campaign", seed=18, count=50, say=log)
+    summary["met"] = (
+        summary["instances_lost"] == 0
+        and summary["steps_with_leftovers"] == 0
+        and summary["caps_held"]
+        and summary["scores_equal_after_resume"]
+        and not summary["problems"]
+    )
+    return summary
+
+
 def run_all(only: set[str]) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="apmb", dir="/tmp"))
     echo_proc: subprocess.Popen[bytes] | None = None
@@ -759,6 +779,8 @@ def run_all(only: set[str]) -> dict[str, Any]:
             report["startup"] = bench_startup(tmp)
         if "paper" in only:
             report["paper"] = bench_paper(tmp)
+        if "campaign" in only:
+            report["fault_campaign"] = bench_campaign(tmp)
     finally:
         if channel is not None:
             channel.close()
@@ -774,7 +796,7 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "--echo-server":
         echo_server(argv[1])
         return 0
-    sections = {"query", "push", "rss", "frames", "sandbox", "startup", "paper"}
+    sections = {"query", "push", "rss", "frames", "sandbox", "startup", "paper", "campaign"}
     only = sections
     if len(argv) == 2 and argv[0] == "--only":
         only = set(argv[1].split(","))

@@ -10,13 +10,22 @@ starts it removes:
 - none of a live harness: if that harness runs the same run directory,
   starting fails instead (the two would fight over it).
 
-Containers of other hosts sharing the engine are never touched.
+Containers of other hosts sharing the engine are never touched, and neither is
+anything this harness cannot prove it made: labels can be copied by anyone who
+can create a container, so every container also carries `PROOF`, an HMAC of its
+labels under a secret only the harness's own state holds (`secret_key`). A
+container without a valid proof is left alone, and a socket directory is
+removed only when its label names, with no link and no `..`, a directory
+directly in /tmp with the harness's prefix.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import os
 import re
+import secrets
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +45,8 @@ RUN_DIR = "org.apmbench.run-dir"
 TRAJECTORY = "org.apmbench.trajectory"
 OWNER = "org.apmbench.owner"
 SOCKET_DIR = "org.apmbench.socket-dir"
+PROOF = "org.apmbench.proof"
+_PROVED = (RUN, RUN_DIR, TRAJECTORY, OWNER, SOCKET_DIR)
 # Socket directories are made with this prefix; cleanup removes no other directory.
 SOCKET_DIR_PREFIX = socketdir.PREFIX
 
@@ -86,8 +97,38 @@ def container_name(key: str, part: str) -> str:
     return f"apmbench-{key}-{clean}"
 
 
+def secret_key() -> bytes:
+    """This user's harness secret (made once, readable by this user only), in the cache
+    that no system under evaluation sees."""
+    from apmbench.harness.paths import cache_root
+
+    path = cache_root() / "leftovers.key"
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_bytes()  # another harness made it just now
+    with os.fdopen(fd, "wb") as f:
+        f.write(secrets.token_bytes(32))
+    return path.read_bytes()
+
+
+def proof(found: dict[str, str], key: bytes | None = None) -> str:
+    text = "\n".join(f"{name}={found.get(name, '')}" for name in _PROVED)
+    return hmac.new(key or secret_key(), text.encode(), hashlib.sha256).hexdigest()
+
+
+def proved(found: dict[str, str], key: bytes | None = None) -> bool:
+    """Whether labels were written by a harness holding this user's secret."""
+    return hmac.compare_digest(found.get(PROOF, ""), proof(found, key))
+
+
 def labels(key: str, run_dir: Path, part: str, owner: Owner, socket_dir: Path) -> dict[str, str]:
-    return {
+    found = {
         MANAGED: "1",
         RUN: key,
         RUN_DIR: str(run_dir.resolve()),
@@ -95,6 +136,23 @@ def labels(key: str, run_dir: Path, part: str, owner: Owner, socket_dir: Path) -
         OWNER: owner.label(),
         SOCKET_DIR: str(socket_dir),
     }
+    return {**found, PROOF: proof(found)}
+
+
+def own_socket_dir(label: str) -> Path | None:
+    """The socket directory a label names, if it is one this harness could have made: an
+    absolute path, directly in the prefix's directory, with the prefix, reached through no
+    link and no `..`; else None."""
+    if not label.startswith(SOCKET_DIR_PREFIX):
+        return None
+    path = Path(label)
+    base = Path(SOCKET_DIR_PREFIX).parent
+    if ".." in path.parts or path.parent != base:
+        return None
+    real = Path(os.path.realpath(path))
+    if real != path or path.is_symlink() or not path.is_dir():
+        return None
+    return path
 
 
 def remove(container: Container) -> None:
@@ -111,19 +169,24 @@ def remove(container: Container) -> None:
 
 def _remove_leftover(container: Container) -> None:
     """A dead harness's container and the socket directory it was given."""
-    socket_dir = (container.labels or {}).get(SOCKET_DIR, "")
+    own = own_socket_dir((container.labels or {}).get(SOCKET_DIR, ""))
     remove(container)
     # Only temp dirs the harness made are ever removed (a tmpfs there is unmounted first).
-    if socket_dir.startswith(SOCKET_DIR_PREFIX) and Path(socket_dir).is_dir():
-        socketdir.remove_path(Path(socket_dir))
+    if own is not None:
+        socketdir.remove_path(own)
 
 
 def clean(client: docker.DockerClient, key: str, me: Owner) -> list[str]:
     """Remove leftovers as the module docstring says; return the removed names."""
     log = logs.get("docker")
     removed = []
+    secret = secret_key()
     for container in client.containers.list(all=True, filters={"label": MANAGED}):
         found = container.labels or {}
+        if not proved(found, secret):
+            # Copied labels: not this harness's to remove, whatever they claim.
+            log.info("leaving a container this harness did not make", name=container.name)
+            continue
         owner = Owner.parse(found.get(OWNER, ""))
         if owner is None or found.get(OWNER) == me.label():
             continue

@@ -43,10 +43,12 @@ from apmbench.harness.runtimes.docker.engine import (
     find_image,
     image_facts,
 )
-from apmbench.harness.runtimes.docker.logstream import LogStream, tail
+from apmbench.harness.runtimes.docker.logstream import LogStream, log_config, tail
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.runtimes.docker.socketdir import SocketDir, SocketRefused
+from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 from apmbench.harness.runtimes.process import Runtime
+from apmbench.harness.stopping import uninterrupted
 
 T = TypeVar("T")
 MOUNT = "/run/apmbench"
@@ -96,7 +98,9 @@ class DockerRuntime(Runtime):
         settings: ContainerSettings | None = None,
         startup_timeout_s: float = 120.0,
         stop_timeout_s: float = 5.0,
+        max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
     ) -> None:
+        self.max_log_bytes = max_log_bytes
         self.image_ref = image
         self.run_dir = run_dir
         self.log_path = run_dir / "logs" / "system.log"
@@ -169,14 +173,39 @@ class DockerRuntime(Runtime):
 
     def describe(self) -> dict[str, Any]:
         assert self._image is not None, "not started"
+        container = self.settings.record()
+        # What was applied, not what was asked for: the engine caps --cpus at what it has.
+        container["cpus_requested"] = self.settings.cpus
+        container["cpus"] = self._applied_cpus()
+        container["log_driver"] = log_config(self.max_log_bytes).config | {"type": "json-file"}
+        volumes = self._tmpfs_volumes()
+        if volumes:
+            container["relaxations"] = [
+                *container["relaxations"],
+                "image declares volumes (each a tmpfs of --tmp-size, never a host volume): "
+                + ", ".join(volumes),
+            ]
         return {
             "kind": self.kind,
             "image": image_facts(self._image, self.image_ref),
             "engine": self._facts,
-            "container": self.settings.record(),
+            "container": container,
             "socket_dir": socketdir.record(),
-            "image_volumes_as_tmpfs": list(self._volumes),
+            "image_volumes_as_tmpfs": volumes,
+            "max_log_bytes": self.max_log_bytes,
         }
+
+    def _applied_cpus(self) -> float | None:
+        cpus = self.settings.cpus
+        if cpus is None:
+            return None
+        return min(cpus, float(self._facts.get("cpus") or cpus))
+
+    def _tmpfs_volumes(self) -> list[str]:
+        """The image's VOLUMEs that get a bounded tmpfs (those under a --mount or /tmp have
+        their own)."""
+        taken = {"/tmp", MOUNT, *(m.container.rstrip("/") for m in self.settings.mounts)}
+        return [p for p in self._volumes if p.rstrip("/") not in taken]
 
     # -- containers ------------------------------------------------------------
 
@@ -204,11 +233,9 @@ class DockerRuntime(Runtime):
         # unbounded; a tmpfs there dies with the container like /tmp does. The engine
         # keeps the image directory's mode, so the owner must be the container's user.
         uid, gid = _uid_gid(s.user)
-        taken = {"/tmp", MOUNT, *(m.container.rstrip("/") for m in s.mounts)}
         tmpfs = {"/tmp": f"rw,nosuid,nodev,size={s.tmp_bytes},mode=1777"}
-        for path in self._volumes:
-            if path.rstrip("/") not in taken:
-                tmpfs[path] = f"rw,nosuid,nodev,size={s.tmp_bytes},uid={uid},gid={gid}"
+        for path in self._tmpfs_volumes():
+            tmpfs[path] = f"rw,nosuid,nodev,size={s.tmp_bytes},uid={uid},gid={gid}"
         options: dict[str, Any] = {
             "name": name,
             "labels": leftovers.labels(
@@ -230,13 +257,14 @@ class DockerRuntime(Runtime):
             # ignores it and every stop waits for the kill timeout.
             "init": True,
             "shm_size": s.shm_bytes,
+            "log_config": log_config(self.max_log_bytes),
         }
         if s.memory_bytes is not None:
             options["mem_limit"] = s.memory_bytes
             options["memswap_limit"] = s.memory_bytes  # equal: no swap on top
-        if s.cpus is not None:
+        cpus = self._applied_cpus()
+        if cpus is not None:
             # The engine refuses more CPUs than it has.
-            cpus = min(s.cpus, float(self._facts.get("cpus") or s.cpus))
             options["nano_cpus"] = int(cpus * 1e9)
         if s.pids is not None:
             options["pids_limit"] = s.pids
@@ -257,34 +285,39 @@ class DockerRuntime(Runtime):
         self._remove_dir()
         uid, gid = _uid_gid(self.settings.user)
         self._dir = SocketDir.create(uid, gid, on_overflow=self._overflowed)
-        try:
-            # By id, not tag: exactly the image recorded in the manifest, even
-            # if the tag is moved while the run goes on.
-            container = engine.containers.create(self.image_id, **self._run_options(name))
-        except docker.errors.APIError as e:
-            self._remove_dir()
-            raise EngineError(
-                f"the engine refused to create a container of {self.image_ref}: "
-                f"{e.explanation or e}"
-            ) from e
-        try:
-            container.start()
-        except docker.errors.APIError as e:
-            leftovers.remove(container)
-            self._remove_dir()
-            text = str(e.explanation or e)
-            if NO_GPU_DRIVER in text:
+        # A stop signal between creating the container and keeping it would leak it.
+        with uninterrupted():
+            try:
+                # By id, not tag: exactly the image recorded in the manifest, even
+                # if the tag is moved while the run goes on.
+                container = engine.containers.create(self.image_id, **self._run_options(name))
+            except docker.errors.APIError as e:
+                self._remove_dir()
                 raise EngineError(
-                    f"--gpus {self.settings.gpus.describe()}: the Docker engine has no GPU "
-                    f"runtime (it answered: {text}). Install the NVIDIA Container Toolkit and "
-                    "configure it for Docker (`nvidia-ctk runtime configure --runtime=docker`, "
-                    "then restart dockerd), or run a CPU image with --gpus none"
+                    f"the engine refused to create a container of {self.image_ref}: "
+                    f"{e.explanation or e}"
                 ) from e
-            raise EngineError(f"the engine could not start {self.image_ref}: {text}") from e
-        self._container = container
+            try:
+                container.start()
+            except docker.errors.APIError as e:
+                leftovers.remove(container)
+                self._remove_dir()
+                text = str(e.explanation or e)
+                if NO_GPU_DRIVER in text:
+                    raise EngineError(
+                        f"--gpus {self.settings.gpus.describe()}: the Docker engine has no GPU "
+                        f"runtime (it answered: {text}). Install the NVIDIA Container Toolkit and "
+                        "configure it for Docker (`nvidia-ctk runtime configure --runtime=docker`, "
+                        "then restart dockerd), or run a CPU image with --gpus none"
+                    ) from e
+                raise EngineError(f"the engine could not start {self.image_ref}: {text}") from e
+            self._container = container
         self.starts += 1
         self._logs = LogStream(
-            container, self.log_path, f"container {name} ({self.image_ref}) start #{self.starts}"
+            container,
+            self.log_path,
+            f"container {name} ({self.image_ref}) start #{self.starts}",
+            self.max_log_bytes,
         ).start()
         deadline = time.monotonic() + self.startup_timeout_s
         try:
@@ -362,9 +395,10 @@ class DockerRuntime(Runtime):
         state = self._state()
         what = self._what_happened(state)
         if state.get("Running") and isinstance(error, errors.DeadlineExceeded):
+            seconds, flag = self.deadlines.of(error.rpc or "")
             what += (
-                f" but did not answer {error.rpc or 'the call'} before its deadline: it hangs or "
-                "is too slow (raise --query-timeout for slow queries); it is being stopped"
+                f" but did not answer {error.rpc or 'the call'} within its {seconds:g} s: it "
+                f"hangs or is too slow (raise {flag} if it needs longer); it is being stopped"
             )
         output = tail(self._container)
         if output:
@@ -389,10 +423,16 @@ class DockerRuntime(Runtime):
             existing = engine.containers.get(name)
         except docker.errors.NotFound:
             return
-        if (existing.labels or {}).get(leftovers.OWNER) == self.owner.label():
+        found = existing.labels or {}
+        if found.get(leftovers.OWNER) == self.owner.label() and leftovers.proved(found):
             leftovers.remove(existing)
 
     def _remove_container(self) -> None:
+        # A stop signal in the middle of the removal would leave the rest of it undone.
+        with uninterrupted():
+            self._remove_container_now()
+
+    def _remove_container_now(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,13 @@ def default_user() -> str:
     return f"{uid}:{os.getgid()}"
 
 
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _is_root(user: str) -> bool:
     return user.split(":", 1)[0] == "0"
 
@@ -196,6 +204,13 @@ class ContainerSettings:
         if not self.no_new_privileges:
             out.append("new privileges allowed")
         out.extend(f"writable mount {m.describe()}" for m in self.mounts if not m.read_only)
+        # Read-only stops writes to a socket file, not connections through it (the Docker
+        # socket mounted read-only still hands out the engine).
+        out.extend(
+            f"socket mount {m.describe()} (read-only does not stop connecting to it)"
+            for m in self.mounts
+            if m.read_only and _is_socket(m.host)
+        )
         for name, value in (
             ("memory", self.memory_bytes),
             ("cpus", self.cpus),

@@ -81,7 +81,14 @@ def _usage(path: Path, limit_entries: int) -> tuple[int, int]:
 
 def remove_path(path: Path) -> None:
     """Unmount (if the harness mounted a tmpfs there) and delete a socket directory."""
-    if not str(path).startswith(PREFIX):
+    # By prefix alone, '/tmp/apmd-x/../../home' would pass: no `..`, no link, nothing deeper.
+    if (
+        not str(path).startswith(PREFIX)
+        or ".." in path.parts
+        or path.parent != Path(PREFIX).parent
+        or path.is_symlink()
+        or Path(os.path.realpath(path)) != path
+    ):
         return
     if os.path.ismount(path):
         done = subprocess.run(["umount", str(path)], capture_output=True, check=False)
