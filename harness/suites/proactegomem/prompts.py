@@ -10,7 +10,8 @@ below are this suite's own wording (`ST_POLICY_*`), marked as such in the report
 from __future__ import annotations
 
 INTERVENTION_LT = """You are a proactive assistant observing an egocentric video stream. \
-You must decide whether to start tracking an object’s location, stop tracking an object’s location, or do nothing.
+You must decide whether to start tracking an object’s location, stop tracking an object’s \
+location, or do nothing.
 
 ## Input
 
