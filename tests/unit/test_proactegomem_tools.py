@@ -4,6 +4,7 @@ call, what is silence, and what the next step's context shows."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from apmbench.harness.suites.proactegomem.tools import (
     INTERVENTION,
@@ -14,7 +15,7 @@ from apmbench.harness.suites.proactegomem.tools import (
 )
 
 
-def answer(*calls: dict[str, object], message: str | None = "why") -> str:
+def answer(*calls: Mapping[str, object], message: str | None = "why") -> str:
     return json.dumps({"message": message, "tool_calls": list(calls)})
 
 
