@@ -58,6 +58,9 @@ class Params:
         }
 
 
+DEFAULT = Params()
+
+
 @dataclass(frozen=True)
 class Span:
     """A prediction or a ground-truth opportunity: a moment (start == end) or an interval."""
@@ -88,6 +91,13 @@ def _window(delta: float, params: Params) -> float:
     return params.early_s if delta < 0 else params.late_s
 
 
+def gated(pred: Span, truth: Span, level: str, params: Params) -> bool:
+    """The time gate of an edge: overlap (Intervention) or the window (Notification)."""
+    if level == INTERVENTION:
+        return iou(pred, truth) > 0
+    return -params.early_s <= pred.start - truth.start <= params.late_s
+
+
 def match(
     preds: Sequence[Span],
     truths: Sequence[Span],
@@ -103,16 +113,13 @@ def match(
     info: dict[tuple[int, int], tuple[float, float, float]] = {}
     for i, p in enumerate(preds):
         for j, t in enumerate(truths):
+            if not gated(p, t, level, params):
+                continue
             s = sim(t, p)
             if s < params.min_sim:
                 continue
             delta = p.start - t.start
             overlap = iou(p, t)
-            if level == INTERVENTION:
-                if overlap <= 0:
-                    continue
-            elif not -params.early_s <= delta <= params.late_s:
-                continue
             time_term = (abs(delta) / _window(delta, params)) ** params.p
             cost[i, j] = params.alpha * (1 - s) + (1 - params.alpha) * time_term + 1e-9 * i
             info[(i, j)] = (s, delta, overlap)
@@ -209,11 +216,37 @@ def predictions(
     return spans, counts
 
 
-def truths(level: str, task: str, events: Sequence[Mapping[str, Any]]) -> list[Span]:
+def truths(level: str, task: str, ground_truth: str) -> list[Span]:
+    events = json.loads(ground_truth)
     if level == INTERVENTION:
         return [Span(e["start_s"], e["end_s"], e["object"]) for e in events]
     # Word match reads the object; a real judge compares prompts.NOTIFICATION_REFERENCES.
     return [Span(e["start_s"], e["start_s"], e["object"]) for e in events]
+
+
+def clip_groups(
+    instances: Sequence[Mapping[str, Any]],
+) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+    """Step rows by (level, clip), each group in step order."""
+    clips: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in instances:
+        if r.get("role") == "step":
+            clips.setdefault((r["level"], r["trajectory_id"]), []).append(r)
+    return {k: sorted(v, key=lambda r: r["step_index"]) for k, v in sorted(clips.items())}
+
+
+def _judged(
+    head: Mapping[str, Any], preds: Sequence[Span], gts: Sequence[Span]
+) -> Callable[[Span, Span], float]:
+    """The judge's similarities of one group (an unjudged pair: 0, no edge)."""
+    table = head["similarity"]
+    index = {id(p): i for i, p in enumerate(preds)} | {id(t): j for j, t in enumerate(gts)}
+
+    def sim(truth: Span, pred: Span) -> float:
+        value = table.get(f"{index[id(pred)]},{index[id(truth)]}")
+        return 0.0 if value is None else float(value)
+
+    return sim
 
 
 def score_levels(
@@ -221,24 +254,22 @@ def score_levels(
     sim: Callable[[Span, Span], float] = word_match,
     params: Params = Params(),
 ) -> dict[str, Any]:
-    clips: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for r in instances:
-        if r.get("role") == "step":
-            clips.setdefault((r["level"], r["trajectory_id"]), []).append(r)
+    clips = clip_groups(instances)
     out: dict[str, Any] = {}
     for level in (INTERVENTION, NOTIFICATION):
         pooled: list[Pair] = []
         n_pred = n_truth = 0
         counts = {"invalid_calls": 0, "unparseable": 0, "tool_calls": 0, "steps": 0}
         per_clip: dict[str, Any] = {}
-        for (lv, clip), rows in sorted(clips.items()):
+        for (lv, clip), rows in clips.items():
             if lv != level:
                 continue
             head = rows[0]
             steps = [(r["step_index"], r["time_ms"] / 1000.0, r["raw_output"]) for r in rows]
             preds, c = predictions(level, head["task"], steps, head["clip_end_s"])
-            gts = truths(level, head["task"], json.loads(head["ground_truth"]))
-            pairs = match(preds, gts, sim, level, params)
+            gts = truths(level, head["task"], head["ground_truth"])
+            group_sim = _judged(head, preds, gts) if "similarity" in head else sim
+            pairs = match(preds, gts, group_sim, level, params)
             pooled += pairs
             n_pred += len(preds)
             n_truth += len(gts)
@@ -274,11 +305,16 @@ def score(
     scoring: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     params = Params()
+    judged = [r["similarity"] for r in instances if "similarity" in r]
+    similarity = WORD_MATCH
+    if judged:
+        unjudged = sum(v is None for table in judged for v in table.values())
+        similarity = f"LLM judge (appendix K.5 prompts; {unjudged} pairs unjudged, scored 0)"
     return {
         "schema_version": SCHEMA_VERSION,
         "benchmark": "proactegomem",
         "scoring": dict(scoring or {}),
-        "similarity": WORD_MATCH,
+        "similarity": similarity,
         "matching": params.as_dict(),
         "levels": score_levels(instances, word_match, params),
         "qa": qa_accuracy(instances),

@@ -8,6 +8,7 @@ synth (the synthetic generator).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -16,8 +17,9 @@ from rich.table import Table
 
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Segment
+from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
 from apmbench.harness.suites.base import ComparedRun, Headline, Suite
-from apmbench.harness.suites.proactegomem import metrics, report
+from apmbench.harness.suites.proactegomem import judging, metrics, prompts, report
 from apmbench.harness.suites.proactegomem.dataset import Dataset, load_dataset
 from apmbench.harness.suites.proactegomem.plan import QAItem, StepItem, items, plan_clip
 from apmbench.harness.suites.proactegomem.synth import PRESETS
@@ -59,6 +61,23 @@ class ProactEgoMem(Suite):
 
     def items(self, dataset: Dataset) -> dict[str, StepItem | QAItem]:
         return items(dataset)
+
+    def judge_requests(
+        self, dataset: Dataset, instances: Sequence[dict[str, Any]]
+    ) -> list[JudgeRequest]:
+        return judging.requests(instances)
+
+    def apply_verdicts(
+        self, instances: Sequence[dict[str, Any]], outcomes: Mapping[str, JudgeOutcome]
+    ) -> None:
+        judging.apply(instances, outcomes)
+
+    def judge_templates_sha256(self) -> str | None:
+        text = "\n".join(
+            (prompts.JUDGE_TEMPLATE, prompts.JUDGE_INTERVENTION, prompts.JUDGE_NOTIFICATION,
+             *prompts.NOTIFICATION_REFERENCES.values(), judging.CORRECTION)
+        )  # fmt: skip
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def score(
         self,
