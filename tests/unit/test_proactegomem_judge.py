@@ -5,8 +5,8 @@ and a reply that is not one number in [0, 1] is retried, then recorded as unjudg
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
