@@ -28,6 +28,8 @@ REGISTRY: dict[str, str] = {
     # Specialised streaming memories on the same model (transformers backend only).
     "kv-memory": "apmbench.adapters.systems.kv_memory:KvMemory",
     "event-memory": "apmbench.adapters.systems.event_memory:EventMemory",
+    # ProactEgoMem's rule-based pixel reader (the synthetic clips' devices).
+    "proact-rules": "apmbench.adapters.systems.proact_rules:ProactRules",
 }
 # The reference systems the embedded default compares, in this order.
 REFERENCE_SYSTEMS = ("recent-frames", "frame-archive", "text-log", "text-only")

@@ -20,6 +20,7 @@ RenderFrames = Callable[[Mapping[str, Any], Sequence[int]], Iterator[npt.NDArray
 
 RENDERERS: dict[str, str] = {
     "apmbench-synth": "apmbench.harness.suites.apmbench.synth.live:render_frames",
+    "proactegomem-synth": "apmbench.harness.suites.proactegomem.synth:render_frames",
 }
 
 

@@ -40,7 +40,7 @@ from apmbench.harness.media.frame_cache import SessionFrames
 from apmbench.harness.media.frames import FrameProducer, FrameSettings
 from apmbench.harness.media.timeline import Session, Trajectory, Turn
 from apmbench.harness.protocol.client import ByteLimit, QueryResult, SystemClient
-from apmbench.harness.run.plan import Ask, Segment
+from apmbench.harness.run.plan import Ask, AskState, Segment
 from apmbench.harness.run.records import SessionRecord, TrajectoryRecord
 from apmbench.harness.runtimes.process import Runtime
 
@@ -201,6 +201,8 @@ class TrajectoryRunner:
         # still hold. Only a restart clears it; a Reset is the system's own word.
         self.held_ms: int | None = None
         self.frame_cache: SessionFrames | None = None
+        # One per segment name: a main pass split by `causal_order` keeps its state.
+        self.ask_states: dict[str, AskState] = {}
 
     # -- memory across gaps ------------------------------------------------------
 
@@ -347,6 +349,8 @@ class TrajectoryRunner:
             source = self.frame_cache.frames(index, session, stop_at)
         else:
             source = decode_in_background(session, self.frames, stop_at)
+        if segment.keep_frame is not None:
+            source = _kept(source, segment.keep_frame)
         with contextlib.closing(source):
             items = _merge(source, segment.turns_in(index), segment.asks_in(index))
             for item in items:
@@ -392,8 +396,15 @@ class TrajectoryRunner:
         dialogue: tuple[DialogueTurn, ...] = ()
         current: Ask | None = ask
         render: Callable[[Query], Query] | None = None
+        state = None
+        if segment.state is not None:
+            state = self.ask_states.get(segment.name)
+            if state is None:
+                state = self.ask_states[segment.name] = segment.state()
         while current is not None:
             query = replace(current.query, query_id=uuid.uuid4().hex, dialogue=dialogue)
+            if state is not None:
+                query = state.render(current, query)
             if render is not None:
                 query = render(query)
             if self.auditor is not None:
@@ -401,6 +412,8 @@ class TrajectoryRunner:
             else:
                 result = self.client.query(query)
             record = self._record(segment, current, result, ingest_s, session_start_ms)
+            if state is not None:
+                state.update(current, record)
             follow = current.follow_up
             if follow is None:
                 return
@@ -451,6 +464,13 @@ class TrajectoryRunner:
         return record
 
 
+def _kept(frames: Generator[Frame], keep: Callable[[int], bool]) -> Generator[Frame]:
+    with contextlib.closing(frames):
+        for frame in frames:
+            if keep(frame.time_ms):
+                yield frame
+
+
 def decode_in_background(
     session: Session, settings: FrameSettings, until_ms: int | None
 ) -> Generator[Frame]:
@@ -469,10 +489,13 @@ def causal_order(segments: list[Segment], can_import: bool) -> list[Segment]:
     ImportState the main pass cannot resume, so the plan's order is kept (and the
     look-ahead this leaves is measured and recorded).
     """
+    # "after" segments start from an empty memory once everything else has run.
+    after = [s for s in segments if s.kind == "after"]
+    segments = [s for s in segments if s.kind != "after"]
     mains = [s for s in segments if s.kind == "main"]
     others = [s for s in segments if s.kind != "main"]
     if not can_import or len(mains) != 1 or not others:
-        return segments
+        return segments + after
     main = mains[0]
     due: dict[int, list[Segment]] = {}
     # Within a group, earlier questions first: less of the session is held when they are asked.
@@ -488,7 +511,7 @@ def causal_order(segments: list[Segment], can_import: bool) -> list[Segment]:
         ordered.extend(waiting)
         start = k + 1
     ordered.extend(s for later in due.values() for s in later)
-    return ordered
+    return ordered + after
 
 
 def _main_piece(main: Segment, first: int, last: int) -> Segment:

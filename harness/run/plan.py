@@ -7,14 +7,20 @@ task. A `Segment` is one replay over consecutive sessions of one trajectory:
 - "main": every session once, from an empty memory;
 - "fork": from the main pass's snapshot after `snapshot_after` (or from the
   start), with turns of its own that no other segment sees;
-- "recent": an empty memory, then only a few recent sessions.
+- "recent": an empty memory, then only a few recent sessions;
+- "after": an empty memory once every other segment has run, pushing only the
+  frames its `keep_frame` admits (a question asked in a fresh session with a
+  chosen set of frames, which may depend on answers given earlier).
+
+A segment's `state` lets a suite render each ask from what the system answered
+before it (e.g. tool state the harness owns and updates from every answer).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from apmbench.adapters.sdk.types import Query
 from apmbench.harness.media.timeline import Turn
@@ -66,9 +72,19 @@ class FollowUp:
     turns in the prompt too, for systems that read only the prompt)."""
 
 
+class AskState(Protocol):
+    """What a suite keeps across the asks of one segment, owned by the harness: each ask's
+    query is rendered from it just before it is asked, and each graded record updates it."""
+
+    def render(self, ask: Ask, query: Query) -> Query: ...
+
+    def update(self, ask: Ask, record: dict[str, Any]) -> None:
+        """Take in one graded record; may add fields to it (what was applied, say)."""
+
+
 @dataclass(frozen=True)
 class Segment:
-    kind: str  # "main" | "fork" | "recent"
+    kind: str  # "main" | "fork" | "recent" | "after"
     name: str
     first_session: int
     last_session: int
@@ -78,6 +94,11 @@ class Segment:
     asks: tuple[Ask, ...]
     # Stop the last session right after its last question (forks and recent-session replays).
     stop_after_last_ask: bool
+    state: Callable[[], AskState] | None = None
+    """Built once per segment name when it first runs (None: asks are wire-ready as planned)."""
+    keep_frame: Callable[[int], bool] | None = None
+    """Which frames (by time_ms) to push; None: all. Called as the segment plays, so it may
+    read what earlier segments left."""
 
     def turns_in(self, session_index: int) -> list[Turn]:
         return [t for t in self.turns if t.session_index == session_index]

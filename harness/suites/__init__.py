@@ -19,6 +19,7 @@ DEFAULT = "apmbench"
 SUITES: dict[str, str] = {
     "apmbench": "apmbench.harness.suites.apmbench.suite:APMBench",
     "egoprobe": "apmbench.harness.suites.egoprobe.suite:EgoProbe",
+    "proactegomem": "apmbench.harness.suites.proactegomem.suite:ProactEgoMem",
 }
 
 

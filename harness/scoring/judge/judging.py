@@ -37,6 +37,9 @@ class JudgeRequest:
     messages: list[dict[str, str]]
     correction: str
     """The suite's retry instruction after an unusable reply; "{problem}" is filled in."""
+    read: Callable[[str], dict[str, Any]] | None = None
+    """The suite's strict reader of a reply (raises JudgeReplyError); None: the rubric's
+    verdict. What it returns is the outcome's `verdict`, with no score."""
 
 
 def correction_messages(request: JudgeRequest, reply: str, problem: str) -> list[dict[str, str]]:
@@ -108,6 +111,9 @@ class _Pass:
             outcome.attempts += 1
             outcome.cached_attempts += cached
             try:
+                if request.read is not None:
+                    outcome.status, outcome.verdict = SCORED, request.read(reply)
+                    return outcome
                 verdict = parse_verdict(reply)
             except JudgeReplyError as e:
                 outcome.problems.append(str(e))

@@ -1,0 +1,88 @@
+"""The matcher's semantic similarity from the project's judge (paper appendix K.5).
+
+For every prediction / ground-truth pair that passes the time gate (the
+window at the Notification Level, overlap at the Intervention Level), the
+judge gets the paper's template with the level's instruction: the ground-truth
+object against the tracker's `name`, or the templated reference ("You just
+turned on / opened {object}", ...) against the message. The reply must be one
+number in [0, 1]; anything else is retried, then recorded as unjudged
+(similarity 0: no edge).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from apmbench.harness.errors import JudgeReplyError
+from apmbench.harness.scoring.judge.judging import SCORED, JudgeOutcome, JudgeRequest
+from apmbench.harness.suites.proactegomem import prompts
+from apmbench.harness.suites.proactegomem.metrics import (
+    DEFAULT,
+    Params,
+    Span,
+    clip_groups,
+    gated,
+    predictions,
+    truths,
+)
+from apmbench.harness.suites.proactegomem.tools import INTERVENTION
+
+CORRECTION = (
+    "That reply could not be used ({problem}). Reply with ONLY a single number between 0.0 and 1.0."
+)
+
+
+def read_similarity(reply: str) -> dict[str, Any]:
+    text = reply.strip()
+    try:
+        value = float(text)
+    except ValueError:
+        raise JudgeReplyError(f"not a single number: {text[:60]!r}") from None
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise JudgeReplyError(f"{value} is not between 0.0 and 1.0")
+    return {"similarity": value}
+
+
+def _pairs(
+    instances: Sequence[Mapping[str, Any]], params: Params
+) -> Iterator[tuple[str, Mapping[str, Any], str, Span, Span]]:
+    """(request id, the group's first row, level, truth, prediction) for every gated pair."""
+    for (level, clip), rows in clip_groups(instances).items():
+        head = rows[0]
+        steps = [(r["step_index"], r["time_ms"] / 1000.0, r["raw_output"]) for r in rows]
+        preds, _ = predictions(level, head["task"], steps, head["clip_end_s"])
+        gts = truths(level, head["task"], head["ground_truth"])
+        for i, p in enumerate(preds):
+            for j, t in enumerate(gts):
+                if gated(p, t, level, params):
+                    yield f"{level}|{clip}|{i}|{j}", head, level, t, p
+
+
+def requests(instances: Sequence[dict[str, Any]], params: Params = DEFAULT) -> list[JudgeRequest]:
+    out = []
+    for key, head, level, truth, pred in _pairs(instances, params):
+        if level == INTERVENTION:
+            instruction, ref = prompts.JUDGE_INTERVENTION, truth.text
+        else:
+            template = prompts.NOTIFICATION_REFERENCES[head["task"]]
+            instruction, ref = prompts.JUDGE_NOTIFICATION, template.format(object=truth.text)
+        content = prompts.JUDGE_TEMPLATE.format(instruction=instruction, ref=ref, cand=pred.text)
+        out.append(
+            JudgeRequest(key, [{"role": "user", "content": content}], CORRECTION, read_similarity)
+        )
+    return out
+
+
+def apply(instances: Sequence[dict[str, Any]], outcomes: Mapping[str, JudgeOutcome]) -> None:
+    """Each group's first row gets {"i,j": similarity or None (unjudged)} for its gated pairs."""
+    heads = {(lv, clip): rows[0] for (lv, clip), rows in clip_groups(instances).items()}
+    for key, outcome in outcomes.items():
+        level, clip, i, j = key.split("|")
+        head = heads[(level, clip)]
+        assert isinstance(head, dict)
+        value = None
+        if outcome.status == SCORED and outcome.verdict is not None:
+            value = float(outcome.verdict["similarity"])
+        head.setdefault("similarity", {})[f"{i},{j}"] = value

@@ -1,0 +1,323 @@
+"""ProactEgoMem's matching and metrics (paper section 5.1, appendix K.4).
+
+Predictions are matched one to one to ground truth by Hungarian matching
+(scipy.optimize.linear_sum_assignment). An edge is admitted only when the
+similarity is at least `min_sim` and, at the Notification Level, the start
+offset Δ = predicted - true lies in the asymmetric window [-early_s, late_s]
+(a hard cutoff); at the Intervention Level predictions are intervals and an
+edge needs a positive temporal overlap. Among admitted edges the assignment
+minimises α(1 - sim) + (1 - α)(|Δ| / W)^p, W the window side Δ falls on.
+Equal costs go to the earlier prediction (a tie-break far below any real
+cost difference), so a matching never depends on the solver's internals.
+
+Metrics per level: Start@τ (the fraction of matched actions with |Δ| <= τ;
+Start@0.2 is the headline), mean |Δ| and its standard deviation, precision
+over emitted actions, recall over ground-truth events, F1; Intervention only:
+mIoU over every ground-truth opportunity (unmatched = 0) and IoU@τ (the
+fraction of opportunities matched with IoU >= τ). With no matched action,
+Start@τ is 0 and the error None: silence is not on time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from apmbench.harness.scoring import measures
+from apmbench.harness.scoring.answers import parse_choice
+from apmbench.harness.suites.proactegomem import prompts
+from apmbench.harness.suites.proactegomem.tools import INTERVENTION, NOTIFICATION, replay
+
+SCHEMA_VERSION = 1
+START_TAUS = (0.2, 0.5, 1.0, 2.0)
+IOU_TAUS = (0.3, 0.5, 0.7)
+
+
+@dataclass(frozen=True)
+class Params:
+    min_sim: float = 0.5
+    alpha: float = 0.5
+    p: float = 1.5
+    early_s: float = 2.0
+    late_s: float = 5.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "min_sim": self.min_sim,
+            "alpha": self.alpha,
+            "p": self.p,
+            "early_s": self.early_s,
+            "late_s": self.late_s,
+        }
+
+
+DEFAULT = Params()
+
+
+@dataclass(frozen=True)
+class Span:
+    """A prediction or a ground-truth opportunity: a moment (start == end) or an interval."""
+
+    start: float
+    end: float
+    text: str
+
+
+@dataclass(frozen=True)
+class Pair:
+    pred: int
+    truth: int
+    sim: float
+    delta: float
+    iou: float
+
+
+def iou(a: Span, b: Span) -> float:
+    inter = min(a.end, b.end) - max(a.start, b.start)
+    union = max(a.end, b.end) - min(a.start, b.start)
+    if inter <= 0 or union <= 0:
+        return 0.0
+    return inter / union
+
+
+def _window(delta: float, params: Params) -> float:
+    return params.early_s if delta < 0 else params.late_s
+
+
+def gated(pred: Span, truth: Span, level: str, params: Params) -> bool:
+    """The time gate of an edge: overlap (Intervention) or the window (Notification)."""
+    if level == INTERVENTION:
+        return iou(pred, truth) > 0
+    return -params.early_s <= pred.start - truth.start <= params.late_s
+
+
+def match(
+    preds: Sequence[Span],
+    truths: Sequence[Span],
+    sim: Callable[[Span, Span], float],
+    level: str,
+    params: Params = Params(),
+) -> list[Pair]:
+    """The minimum-cost one-to-one matching over admitted edges."""
+    if not preds or not truths:
+        return []
+    big = 1e6
+    cost = np.full((len(preds), len(truths)), big)
+    info: dict[tuple[int, int], tuple[float, float, float]] = {}
+    for i, p in enumerate(preds):
+        for j, t in enumerate(truths):
+            if not gated(p, t, level, params):
+                continue
+            s = sim(t, p)
+            if s < params.min_sim:
+                continue
+            delta = p.start - t.start
+            overlap = iou(p, t)
+            time_term = (abs(delta) / _window(delta, params)) ** params.p
+            cost[i, j] = params.alpha * (1 - s) + (1 - params.alpha) * time_term + 1e-9 * i
+            info[(i, j)] = (s, delta, overlap)
+    rows, cols = linear_sum_assignment(cost)
+    pairs = [
+        Pair(int(i), int(j), *info[(int(i), int(j))])
+        for i, j in zip(rows, cols, strict=True)
+        if (int(i), int(j)) in info
+    ]
+    return sorted(pairs, key=lambda q: q.truth)
+
+
+def summarize(pairs: Sequence[Pair], n_pred: int, n_truth: int, level: str) -> dict[str, Any]:
+    """The metric groups of one level, pooled over whatever `pairs` cover."""
+    matched = len(pairs)
+    errors = [abs(q.delta) for q in pairs]
+    precision = matched / n_pred if n_pred else 0.0
+    recall = matched / n_truth if n_truth else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    out: dict[str, Any] = {
+        "predictions": n_pred,
+        "ground_truth": n_truth,
+        "matched": matched,
+        "start_at": {
+            f"{tau:g}": 100.0 * sum(e <= tau + 1e-9 for e in errors) / matched if matched else 0.0
+            for tau in START_TAUS
+        },
+        "abs_error_s": sum(errors) / matched if matched else None,
+        "abs_error_sd_s": (
+            math.sqrt(sum((e - sum(errors) / matched) ** 2 for e in errors) / matched)
+            if matched
+            else None
+        ),
+        "precision": 100.0 * precision,
+        "recall": 100.0 * recall,
+        "f1": 100.0 * f1,
+    }
+    if level == INTERVENTION:
+        ious = [q.iou for q in pairs]
+        out["miou"] = 100.0 * sum(ious) / n_truth if n_truth else 0.0
+        out["iou_at"] = {
+            f"{tau:g}": 100.0 * sum(v >= tau for v in ious) / n_truth if n_truth else 0.0
+            for tau in IOU_TAUS
+        }
+    return out
+
+
+# -- similarity -----------------------------------------------------------------------------
+
+WORD_MATCH = "deterministic word match (synthetic suite; not the paper's LLM judge)"
+
+
+def word_match(truth: Span, pred: Span) -> float:
+    """1.0 when every word of the ground-truth object appears in the prediction, else 0.0."""
+    want = set(re.findall(r"[a-z0-9]+", truth.text.lower()))
+    have = set(re.findall(r"[a-z0-9]+", pred.text.lower()))
+    return 1.0 if want and want <= have else 0.0
+
+
+# -- grading --------------------------------------------------------------------------------
+
+
+def grade_qa(choices: Sequence[tuple[str, str]], answer: str, text: str) -> dict[str, Any]:
+    parsed = parse_choice(text, list(choices))
+    return {
+        "answer": parsed.option,
+        "format": parsed.status,
+        "format_reason": parsed.reason,
+        "correct_option_id": answer,
+        "correct": parsed.option is not None and parsed.option == answer,
+    }
+
+
+# -- scoring --------------------------------------------------------------------------------
+
+
+def predictions(
+    level: str, task: str, steps: Iterable[tuple[int, float, str]], end_s: float
+) -> tuple[list[Span], dict[str, int]]:
+    """A clip's predictions at one level from its recorded raw answers, replayed."""
+    state, actions = replay(task, level, steps)
+    counts = {
+        "invalid_calls": state.invalid_calls,
+        "unparseable": state.unparseable,
+        "tool_calls": sum(a["kind"] == "tool_call" for a in actions),
+    }
+    if level == NOTIFICATION:
+        spans = [Span(a["time_sec"], a["time_sec"], a["message"]) for a in actions]
+        return spans, counts
+    spans = [
+        Span(r["started_at_sec"], r["ended_at_sec"], str(r["arguments"].get("name", "")))
+        for r in state.intervals(end_s)
+    ]
+    return spans, counts
+
+
+def truths(level: str, task: str, ground_truth: str) -> list[Span]:
+    events = json.loads(ground_truth)
+    if level == INTERVENTION:
+        return [Span(e["start_s"], e["end_s"], e["object"]) for e in events]
+    # Word match reads the object; a real judge compares prompts.NOTIFICATION_REFERENCES.
+    return [Span(e["start_s"], e["start_s"], e["object"]) for e in events]
+
+
+def clip_groups(
+    instances: Sequence[Mapping[str, Any]],
+) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+    """Step rows by (level, clip), each group in step order."""
+    clips: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in instances:
+        if r.get("role") == "step":
+            clips.setdefault((r["level"], r["trajectory_id"]), []).append(r)
+    return {k: sorted(v, key=lambda r: r["step_index"]) for k, v in sorted(clips.items())}
+
+
+def _judged(
+    head: Mapping[str, Any], preds: Sequence[Span], gts: Sequence[Span]
+) -> Callable[[Span, Span], float]:
+    """The judge's similarities of one group (an unjudged pair: 0, no edge)."""
+    table = head["similarity"]
+    index = {id(p): i for i, p in enumerate(preds)} | {id(t): j for j, t in enumerate(gts)}
+
+    def sim(truth: Span, pred: Span) -> float:
+        value = table.get(f"{index[id(pred)]},{index[id(truth)]}")
+        return 0.0 if value is None else float(value)
+
+    return sim
+
+
+def score_levels(
+    instances: Sequence[Mapping[str, Any]],
+    sim: Callable[[Span, Span], float] = word_match,
+    params: Params = Params(),
+) -> dict[str, Any]:
+    clips = clip_groups(instances)
+    out: dict[str, Any] = {}
+    for level in (INTERVENTION, NOTIFICATION):
+        pooled: list[Pair] = []
+        n_pred = n_truth = 0
+        counts = {"invalid_calls": 0, "unparseable": 0, "tool_calls": 0, "steps": 0}
+        per_clip: dict[str, Any] = {}
+        for (lv, clip), rows in clips.items():
+            if lv != level:
+                continue
+            head = rows[0]
+            steps = [(r["step_index"], r["time_ms"] / 1000.0, r["raw_output"]) for r in rows]
+            preds, c = predictions(level, head["task"], steps, head["clip_end_s"])
+            gts = truths(level, head["task"], head["ground_truth"])
+            group_sim = _judged(head, preds, gts) if "similarity" in head else sim
+            pairs = match(preds, gts, group_sim, level, params)
+            pooled += pairs
+            n_pred += len(preds)
+            n_truth += len(gts)
+            for k, v in c.items():
+                counts[k] += v
+            counts["steps"] += len(rows)
+            per_clip[clip] = summarize(pairs, len(preds), len(gts), level)
+        if not per_clip:
+            continue
+        out[level] = {**summarize(pooled, n_pred, n_truth, level), **counts, "clips": per_clip}
+    return out
+
+
+def qa_accuracy(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for condition in prompts.CONDITIONS:
+        rows = [r for r in instances if r.get("role") == "qa" and r["condition"] == condition]
+        hits = sum(bool(r["correct"]) for r in rows)
+        cats: dict[str, list[bool]] = {}
+        for r in rows:
+            cats.setdefault(r["category"], []).append(bool(r["correct"]))
+        out[condition] = {
+            "n": len(rows),
+            "accuracy": 100.0 * hits / len(rows) if rows else None,
+            "by_category": {k: 100.0 * sum(v) / len(v) for k, v in sorted(cats.items())},
+        }
+    return out
+
+
+def score(
+    instances: Sequence[Mapping[str, Any]],
+    sessions: Sequence[Mapping[str, Any]],
+    scoring: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    params = Params()
+    judged = [r["similarity"] for r in instances if "similarity" in r]
+    similarity = WORD_MATCH
+    if judged:
+        unjudged = sum(v is None for table in judged for v in table.values())
+        similarity = f"LLM judge (appendix K.5 prompts; {unjudged} pairs unjudged, scored 0)"
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "benchmark": "proactegomem",
+        "scoring": dict(scoring or {}),
+        "similarity": similarity,
+        "matching": params.as_dict(),
+        "levels": score_levels(instances, word_match, params),
+        "qa": qa_accuracy(instances),
+        "latency": {**measures.latency_of(instances), **measures.ingest(sessions)},
+        "storage": measures.storage(sessions),
+    }

@@ -1,0 +1,308 @@
+"""A clip's plan: one step query per second at each proactive level, then memory QA.
+
+- The first level's pass is the "main" segment, any other level an "after"
+  segment (a fresh memory replaying the whole clip): at every second the
+  harness pushes the frame of that second and asks a step query whose prompt
+  is the paper's, followed by the JSON context the harness renders from the
+  tool state it owns (`tools.ToolState`) and the window of the 10 most recent
+  frames (numbers and clip-local timestamps). Each answer updates that state
+  before the next second.
+- Memory QA: one "after" segment per condition, each a fresh session (Reset,
+  then only that condition's frames, then the questions): No Memory pushes 40
+  frames uniform over the clip and lists no memory; Proact Memory lists the
+  trackers the system's own calls kept in the intervention pass; Oracle Memory
+  lists the ground-truth intervals. On ST the memory is text only, as in the
+  paper, so those two conditions push no frame.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from apmbench.adapters.sdk.types import Choice, Query, QueryKind
+from apmbench.harness.media.frames import frame_times
+from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.run.plan import Ask, AskState, Segment
+from apmbench.harness.suites.proactegomem import prompts
+from apmbench.harness.suites.proactegomem.dataset import Clip, Dataset, Question
+from apmbench.harness.suites.proactegomem.tools import (
+    INTERVENTION,
+    NOTIFICATION,
+    ToolState,
+    argument_key,
+    frame_window,
+    render_step,
+    tool_names,
+)
+
+NO_MEMORY_FRAMES = 40
+
+
+@dataclass(frozen=True)
+class StepItem:
+    clip_id: str
+    level: str
+    step_index: int
+
+
+@dataclass(frozen=True)
+class QAItem:
+    question: Question
+    condition: str
+
+
+def step_schema(level: str, task: str) -> str:
+    if level == NOTIFICATION:
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {"message": {"type": ["string", "null"]}},
+            "required": ["message"],
+            "additionalProperties": False,
+        }
+    else:
+        start, stop = tool_names(task)
+        schema = {
+            "type": "object",
+            "properties": {
+                "message": {"type": ["string", "null"]},
+                "tool_calls": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"enum": [start, stop]},
+                            "arguments": {
+                                "type": "object",
+                                "description": f"{start}: name, {argument_key(task)}; {stop}: id",
+                            },
+                        },
+                        "required": ["name", "arguments"],
+                        "additionalProperties": False,
+                    },
+                },
+            },
+            "required": ["message", "tool_calls"],
+            "additionalProperties": False,
+        }
+    return json.dumps(schema, sort_keys=True)
+
+
+def qa_schema() -> str:
+    return json.dumps(
+        {
+            "type": "object",
+            "properties": {"answer": {"enum": ["A", "B", "C", "D"]}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        },
+        sort_keys=True,
+    )
+
+
+class ClipRun:
+    """What one clip's segments share: the tool state of each level, owned by the harness."""
+
+    def __init__(self, clip: Clip, frame_secs: list[float]) -> None:
+        self.clip = clip
+        self.frame_secs = frame_secs
+        self.states: dict[str, ToolState] = {}
+
+    def step_state(self, level: str) -> Callable[[], AskState]:
+        def build() -> AskState:
+            state = self.states[level] = ToolState(self.clip.task, level)
+            return _Steps(self, state, level)
+
+        return build
+
+    def memory(self, condition: str) -> list[str]:
+        if condition == prompts.PROACT_MEMORY:
+            state = self.states.get(INTERVENTION)
+            if state is None:
+                return []
+            key = argument_key(self.clip.task)
+            return [
+                f"- {r['arguments'].get('name', '')} ({key}: {r['arguments'].get(key, '')}): "
+                f"from {r['started_at_sec']:.1f} s to {r['ended_at_sec']:.1f} s"
+                for r in state.intervals(self.clip.duration_s)
+            ]
+        if condition == prompts.ORACLE_MEMORY:
+            key = argument_key(self.clip.task)
+            on = "on" if self.clip.task == "ST" else "placed"
+            return [
+                f"- {e.object} ({key}: {on}): from {e.start_s:.1f} s to {e.end_s:.1f} s"
+                for e in self.clip.events
+            ]
+        return []
+
+
+class _Steps:
+    def __init__(self, run: ClipRun, state: ToolState, level: str) -> None:
+        self.run = run
+        self.state = state
+        self.prompt = (
+            prompts.intervention_prompt(run.clip.task)
+            if level == INTERVENTION
+            else prompts.notification_prompt(run.clip.task)
+        )
+
+    def render(self, ask: Ask, query: Query) -> Query:
+        now = ask.time_ms / 1000.0
+        window = frame_window(self.run.frame_secs, now)
+        return replace(query, prompt=render_step(self.prompt, self.state.context(now), window))
+
+    def update(self, ask: Ask, record: dict[str, Any]) -> None:
+        item = ask.item
+        assert isinstance(item, StepItem)
+        record["actions"] = self.state.apply(
+            item.step_index, ask.time_ms / 1000.0, record["raw_output"]
+        )
+
+
+class _Questions:
+    def __init__(self, run: ClipRun, condition: str, frames: str) -> None:
+        self.run = run
+        self.condition = condition
+        self.frames = frames
+
+    def render(self, ask: Ask, query: Query) -> Query:
+        item = ask.item
+        assert isinstance(item, QAItem)
+        q = item.question
+        memory = self.run.memory(self.condition)
+        prompt = prompts.qa_prompt(self.condition, memory, self.frames, q.question, list(q.choices))
+        return replace(query, prompt=prompt)
+
+    def update(self, ask: Ask, record: dict[str, Any]) -> None:
+        record["memory"] = self.run.memory(self.condition)
+
+
+def uniform_frames(frame_ms: list[int], count: int = NO_MEMORY_FRAMES) -> list[int]:
+    if len(frame_ms) <= count:
+        return list(frame_ms)
+    n = len(frame_ms)
+    return sorted({frame_ms[round(k * (n - 1) / (count - 1))] for k in range(count)})
+
+
+def step_instance(clip_id: str, level: str, k: int) -> str:
+    return f"{clip_id}:{level}:{k:04d}"
+
+
+def qa_instance(question_id: str, condition: str) -> str:
+    return f"{question_id}:{condition.split()[0].lower()}"
+
+
+def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
+    clip = dataset.clip(trajectory.trajectory_id)
+    session = trajectory.sessions[0]
+    times = frame_times(session, 1.0)
+    run = ClipRun(clip, [t / 1000.0 for t in times])
+    truth = json.dumps(
+        [
+            {"event_id": e.event_id, "object": e.object, "start_s": e.start_s, "end_s": e.end_s}
+            for e in clip.events
+        ]
+    )
+    segments: list[Segment] = []
+    for n, level in enumerate(dataset.levels):
+        schema = step_schema(level, clip.task)
+        asks = []
+        for k, t in enumerate(times):
+            # The prompt is rendered from the tool state just before the step is asked.
+            query = Query("", t, QueryKind.DECISION, "", "", answer_schema=schema)
+            fields = {
+                "role": "step",
+                "trajectory_id": clip.clip_id,
+                "level": level,
+                "task": clip.task,
+                "step_index": k,
+                "clip_end_s": clip.duration_s,
+                "ground_truth": truth,
+            }
+            iid = step_instance(clip.clip_id, level, k)
+            asks.append(Ask(iid, 0, t, query, StepItem(clip.clip_id, level, k), fields))
+        segments.append(
+            Segment(
+                kind="main" if n == 0 else "after",
+                name=level,
+                first_session=0,
+                last_session=0,
+                snapshot_after=None,
+                turns=(),
+                asks=tuple(asks),
+                stop_after_last_ask=n != 0,
+                state=run.step_state(level),
+            )
+        )
+    if not clip.questions:
+        return segments
+    uniform = uniform_frames(times)
+    for condition in prompts.CONDITIONS:
+        if condition == prompts.NO_MEMORY:
+            keep = set(uniform)
+            listed = ", ".join(f"{t / 1000:.1f}" for t in uniform)
+            frames = (
+                f"{len(uniform)} frames sampled uniformly from the clip, pushed before this "
+                f"question, at t = {listed} s."
+            )
+        else:
+            keep = set()
+            frames = "(none: on this task the memory is text only)"
+        asks = []
+        for q in clip.questions:
+            choices = tuple(Choice(o, text) for o, text in q.choices)
+            query = Query(
+                "",
+                session.end_ms,
+                QueryKind.MULTIPLE_CHOICE,
+                "",
+                "",
+                q.question,
+                choices,
+                answer_schema=qa_schema(),
+            )
+            fields = {
+                "role": "qa",
+                "trajectory_id": clip.clip_id,
+                "condition": condition,
+                "question_id": q.question_id,
+                "category": q.category,
+                "task": clip.task,
+            }
+            iid = qa_instance(q.question_id, condition)
+            asks.append(Ask(iid, 0, session.end_ms, query, QAItem(q, condition), fields))
+        segments.append(
+            Segment(
+                kind="after",
+                name=f"qa-{condition.split()[0].lower()}",
+                first_session=0,
+                last_session=0,
+                snapshot_after=None,
+                turns=(),
+                asks=tuple(asks),
+                stop_after_last_ask=True,
+                state=_qa_state(run, condition, frames),
+                keep_frame=keep.__contains__,
+            )
+        )
+    return segments
+
+
+def _qa_state(run: ClipRun, condition: str, frames: str) -> Callable[[], AskState]:
+    return lambda: _Questions(run, condition, frames)
+
+
+def items(dataset: Dataset) -> dict[str, StepItem | QAItem]:
+    out: dict[str, StepItem | QAItem] = {}
+    for traj in dataset.trajectories:
+        clip = dataset.clip(traj.trajectory_id)
+        n = len(frame_times(traj.sessions[0], 1.0))
+        for level in dataset.levels:
+            for k in range(n):
+                out[step_instance(clip.clip_id, level, k)] = StepItem(clip.clip_id, level, k)
+        for q in clip.questions:
+            for condition in prompts.CONDITIONS:
+                out[qa_instance(q.question_id, condition)] = QAItem(q, condition)
+    return out

@@ -1,0 +1,199 @@
+"""The tool state the harness owns during a clip's per-second steps (paper section 5.2, appendix K).
+
+Every step's answer is parsed into one action and applied at the step's time:
+valid tool calls start or stop tracker instances, invalid ones (unknown tool,
+stopping an id that is not active, malformed arguments) are counted and
+ignored, and unparseable output is silence. The same pure functions run live
+(to render the next step's context) and at scoring (replaying the recorded raw
+answers), so a re-score sees exactly the state the system saw.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+INTERVENTION, NOTIFICATION = "intervention", "notification"
+LEVELS = (INTERVENTION, NOTIFICATION)
+RECENT = 5
+"""Completed intervals (Intervention) or messages (Notification) the context lists."""
+
+
+def tool_names(task: str) -> tuple[str, str]:
+    noun = {"ST": "state", "LT": "location"}[task]
+    return f"start_{noun}_tracking", f"stop_{noun}_tracking"
+
+
+def argument_key(task: str) -> str:
+    return {"ST": "state", "LT": "location"}[task]
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """One step's answer: `ok` False means unparseable (silence)."""
+
+    ok: bool
+    message: str | None
+    tool_calls: tuple[Any, ...]
+    error: str = ""
+
+
+def parse_step(text: str, level: str) -> Parsed:
+    """The answer as the paper reads it: one JSON object, else silence."""
+    try:
+        doc = json.loads(text.strip())
+    except ValueError:
+        return Parsed(False, None, (), "not one JSON object")
+    if not isinstance(doc, dict):
+        return Parsed(False, None, (), "not a JSON object")
+    message = doc.get("message")
+    if message is not None and not isinstance(message, str):
+        return Parsed(False, None, (), "`message` is neither a string nor null")
+    if level == NOTIFICATION:
+        return Parsed(True, message.strip() or None if message else None, ())
+    calls = doc.get("tool_calls", [])
+    if not isinstance(calls, list):
+        return Parsed(False, None, (), "`tool_calls` is not a list")
+    return Parsed(True, message, tuple(calls))
+
+
+@dataclass
+class Instance:
+    instance_id: str
+    tool_name: str
+    started_at_sec: float
+    arguments: dict[str, Any]
+
+
+@dataclass
+class ToolState:
+    """Active instances, completed intervals, messages and every applied action of one clip."""
+
+    task: str
+    level: str
+    active: list[Instance] = field(default_factory=list)
+    completed: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    invalid_calls: int = 0
+    unparseable: int = 0
+    next_id: int = 1
+
+    def context(self, now_sec: float) -> dict[str, Any]:
+        if self.level == NOTIFICATION:
+            return {"current_time_sec": now_sec, "recent_messages": self.messages[-RECENT:]}
+        return {
+            "current_time_sec": now_sec,
+            "active_tools": [
+                {
+                    "instance_id": i.instance_id,
+                    "tool_name": i.tool_name,
+                    "started_at_sec": i.started_at_sec,
+                    "arguments": i.arguments,
+                }
+                for i in self.active
+            ],
+            "completed_tool_intervals": self.completed[-RECENT:],
+        }
+
+    def apply(self, step_index: int, now_sec: float, text: str) -> list[dict[str, Any]]:
+        """Apply one step's raw answer; returns the actions it produced (valid or not)."""
+        parsed = parse_step(text, self.level)
+        if not parsed.ok:
+            self.unparseable += 1
+            return []
+        if self.level == NOTIFICATION:
+            if parsed.message is None:
+                return []
+            entry = {"timestamp_sec": now_sec, "step_index": step_index, "message": parsed.message}
+            self.messages.append(entry)
+            return [{"kind": "message", "time_sec": now_sec, "message": parsed.message}]
+        return [self._call(now_sec, call, parsed.message) for call in parsed.tool_calls]
+
+    def _call(self, now: float, call: object, message: str | None) -> dict[str, Any]:
+        start, stop = tool_names(self.task)
+        action: dict[str, Any] = {"kind": "tool_call", "time_sec": now, "message": message}
+        problem = _malformed(call)
+        if problem is None:
+            assert isinstance(call, dict)
+            name, args = call["name"], call["arguments"]
+            action.update(tool=name, arguments=args)
+            if name == start:
+                key = argument_key(self.task)
+                if not _text(args.get("name")) or not _text(args.get(key)):
+                    problem = f"{start} needs string arguments `name` and `{key}`"
+                else:
+                    iid = f"{self.task.lower()}-{self.next_id}"
+                    self.next_id += 1
+                    self.active.append(Instance(iid, start, now, dict(args)))
+                    action["instance_id"] = iid
+            elif name == stop:
+                target = args.get("id")
+                hit = [i for i in self.active if i.instance_id == target]
+                if not hit:
+                    problem = f"{stop}: {target!r} is not an active instance id"
+                else:
+                    self.active.remove(hit[0])
+                    self.completed.append(_interval(hit[0], stop, now))
+                    action["instance_id"] = target
+            else:
+                problem = f"unknown tool {name!r} (tools: {start}, {stop})"
+        if problem is not None:
+            self.invalid_calls += 1
+            action.update(valid=False, error=problem)
+        else:
+            action["valid"] = True
+        return action
+
+    def intervals(self, end_sec: float) -> list[dict[str, Any]]:
+        """Every tracker of the clip; one still active at the end closes at the clip's end."""
+        still = [_interval(i, "", end_sec) for i in self.active]
+        return sorted(self.completed + still, key=lambda r: (r["started_at_sec"], r["instance_id"]))
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _malformed(call: object) -> str | None:
+    if not isinstance(call, dict) or set(call) != {"name", "arguments"}:
+        return "a tool call must be an object with exactly `name` and `arguments`"
+    if not isinstance(call["name"], str):
+        return "a tool call's `name` must be a string"
+    if not isinstance(call["arguments"], dict):
+        return "a tool call's `arguments` must be a JSON object"
+    return None
+
+
+def _interval(instance: Instance, end_tool: str, ended: float) -> dict[str, Any]:
+    return {
+        "instance_id": instance.instance_id,
+        "start_tool_name": instance.tool_name,
+        "end_tool_name": end_tool,
+        "started_at_sec": instance.started_at_sec,
+        "ended_at_sec": ended,
+        "arguments": instance.arguments,
+    }
+
+
+def replay(
+    task: str, level: str, steps: Iterable[tuple[int, float, str]]
+) -> tuple[ToolState, list[dict[str, Any]]]:
+    """Re-apply recorded (step_index, time_sec, raw answer) in order: the live state, again."""
+    state = ToolState(task, level)
+    actions: list[dict[str, Any]] = []
+    for index, now, text in sorted(steps):
+        actions += state.apply(index, now, text)
+    return state, actions
+
+
+def frame_window(times_sec: Sequence[float], now_sec: float, size: int = 10) -> str:
+    """The window's listing: relative frame numbers and clip-local timestamps, newest last."""
+    recent = [t for t in times_sec if t <= now_sec][-size:]
+    lines = [f"Frame {k + 1}: t={t:.1f}s" for k, t in enumerate(recent)]
+    return "\n".join(lines)
+
+
+def render_step(prompt: str, context: Mapping[str, Any], window: str) -> str:
+    return f"{prompt}\n\n{json.dumps(context, ensure_ascii=False)}\n\n{window}"

@@ -1,0 +1,77 @@
+"""The ProactEgoMem dataset format: the documented example loads, and bad input is refused
+with a message that names the clip and the field to fix."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apmbench.harness.errors import DatasetError
+from apmbench.harness.suites import suite_of_dataset
+from apmbench.harness.suites.proactegomem.dataset import load_dataset
+from apmbench.harness.suites.proactegomem.synth import PRESETS, build
+
+DOC = Path(__file__).parents[2] / "docs" / "PROACTEGOMEM.md"
+
+
+def example() -> dict[str, Any]:
+    """The example dataset.json of docs/PROACTEGOMEM.md."""
+    block = re.search(r"```json\n(.*?)\n```", DOC.read_text(), re.S)
+    assert block
+    doc: dict[str, Any] = json.loads(block.group(1))
+    return doc
+
+
+def write(tmp_path: Path, doc: dict[str, Any]) -> Path:
+    (tmp_path / "videos").mkdir(exist_ok=True)
+    (tmp_path / "videos" / "kitchen-01.mp4").write_bytes(b"\0")
+    (tmp_path / "dataset.json").write_text(json.dumps(doc))
+    return tmp_path
+
+
+def test_the_documented_example_loads(tmp_path: Path) -> None:
+    data = load_dataset(write(tmp_path, example()))
+    [clip] = data.clips
+    assert clip.task == "ST" and len(clip.events) == 2 and clip.questions[0].answer == "B"
+    assert data.trajectories[0].sessions[0].end_ms == 60_000
+    assert type(suite_of_dataset(tmp_path)).__name__ == "ProactEgoMem"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d.update(benchmark="egoprobe"), 'needs "benchmark": "proactegomem"'),
+        (lambda d: d["clips"][0].update(task="XX"), "task must be one of ST, LT"),
+        (lambda d: d["clips"][0]["events"][0].update(end_s=61), "<= the clip's duration_s"),
+        (lambda d: d["clips"][0]["events"][0].update(start_s=9, end_s=8), "start_s <= end_s"),
+        (lambda d: d["clips"][0]["events"][0].pop("object"), "missing field 'object'"),
+        (lambda d: d["clips"][0]["questions"][0].update(answer="E"), "one of A, B, C, D"),
+        (lambda d: d["clips"][0]["questions"][0]["choices"].pop("D"), "exactly A, B, C, D"),
+        (lambda d: d["clips"][0].update(video="videos/missing.mp4"), "does not exist"),
+        (lambda d: d["clips"][0].update(render={}), "exactly one of 'video'"),
+        (lambda d: d["clips"].append(dict(d["clips"][0])), "duplicate clip_id"),
+        (lambda d: d.update(levels=["proactive"]), "'levels' must list"),
+    ],
+)
+def test_bad_input_names_what_to_fix(tmp_path: Path, edit: Any, message: str) -> None:
+    doc = example()
+    edit(doc)
+    with pytest.raises(DatasetError, match=re.escape(message)) as e:
+        load_dataset(write(tmp_path, doc))
+    if "clips" in message or "task" in message or "event" in message:
+        assert "kitchen-01" in str(e.value)
+
+
+def test_synthetic_ground_truth_is_exact_and_varies_by_clip(tmp_path: Path) -> None:
+    build(PRESETS["small"], 0, tmp_path)
+    data = load_dataset(tmp_path)
+    starts = [tuple(e.start_s for e in c.events) for c in data.clips]
+    assert len(set(starts)) == len(starts)
+    for c in data.clips:
+        assert all(e.start_s == int(e.start_s) and e.end_s > e.start_s for e in c.events)
+        answers = [q.answer for q in c.questions]
+        assert answers and set(answers) <= {"A", "B", "C", "D"}
