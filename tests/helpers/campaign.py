@@ -233,9 +233,20 @@ def _leftovers(token: str, harness_pid: int) -> list[str]:
 HISTORY = frozenset({"lookahead_s"})
 
 
+# How often the judge was asked, and how often its cache answered, depends on which runs
+# came before (the cache is shared): bookkeeping, not the verdict.
+JUDGE_BOOKKEEPING = frozenset({"attempts", "cached_attempts"})
+
+
 def _untimed(path: Path) -> list[dict[str, Any]]:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
-    return [{k: v for k, v in r.items() if k not in TIMING | HISTORY} for r in rows]
+    out = []
+    for row in rows:
+        kept = {k: v for k, v in row.items() if k not in TIMING | HISTORY}
+        if isinstance(kept.get("judge"), dict):
+            kept["judge"] = {k: v for k, v in kept["judge"].items() if k not in JUDGE_BOOKKEEPING}
+        out.append(kept)
+    return out
 
 
 def scores(out: Path) -> dict[str, Any]:
@@ -244,6 +255,21 @@ def scores(out: Path) -> dict[str, Any]:
         "report": {k: v for k, v in report.items() if k not in ("latency", "isolation")},
         "instances": _untimed(out / "instances.jsonl"),
     }
+
+
+def describe_difference(want: dict[str, Any], got: dict[str, Any]) -> str:
+    """Which report keys and which instance fields differ (for a failure message)."""
+    keys = sorted(
+        k
+        for k in {*want["report"], *got["report"]}
+        if want["report"].get(k) != got["report"].get(k)
+    )
+    rows = {r["instance_id"]: r for r in got["instances"]}
+    fields: set[str] = set()
+    for row in want["instances"]:
+        other = rows.get(row["instance_id"], {})
+        fields |= {k for k in {*row, *other} if row.get(k) != other.get(k)}
+    return f"report keys {keys}, instance fields {sorted(fields)}"
 
 
 def _wait_for_start(proc: subprocess.Popen[bytes], log: Path, before: int) -> None:
@@ -396,6 +422,8 @@ def run_campaign(
     late_leftovers = 0
     out = root / "run-0"
 
+    differences: list[str] = []
+
     def close_run(out: Path) -> None:
         nonlocal finished_runs, lost, mismatched
         finished_runs += 1
@@ -405,6 +433,7 @@ def run_campaign(
         lost += len(want_ids - have_ids)
         if got != expected:
             mismatched += 1
+            differences.append(f"{out.name}: {describe_difference(expected, got)}")
 
     for index, fault in enumerate(plan(seed, count, kinds)):
         result = step(out, token, fault)
@@ -446,6 +475,7 @@ def run_campaign(
         "instances_lost": lost,
         "runs_with_other_scores": mismatched,
         "scores_equal_after_resume": mismatched == 0,
+        "score_differences": differences[:10],
         "steps_with_leftovers": leftover_steps,
         "steps_with_problems": sum(1 for s in steps if not s.ok),
         "work_peak_bytes": max(s.work_peak_bytes for s in steps),
