@@ -16,7 +16,7 @@ from apmbench.harness.suites.proactegomem.synth import synthetic_dataset
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-# `small`: 39 events over the three tasks (on tiny's 8 chance is too coarse) and 75 s clips,
+# `small`: 38 events over the three tasks (on tiny's 8 chance is too coarse) and 60 s clips,
 # so No Memory's 40 uniform frames miss short placements and panels (tiny's 30 s clips
 # would show every frame).
 SYSTEMS = (

@@ -36,10 +36,10 @@ def test_segments_steps_and_fresh_qa_sessions(small: Dataset) -> None:
         ("after", "qa-no"), ("after", "qa-proact"), ("after", "qa-oracle"),
     ]  # fmt: skip
     steps = segments[0].asks
-    assert [a.time_ms for a in steps] == [1000 * k for k in range(75)]
-    frames = [1000 * k for k in range(75)]
+    assert [a.time_ms for a in steps] == [1000 * k for k in range(60)]
+    frames = [1000 * k for k in range(60)]
     kept = {s.name: [t for t in frames if s.keep_frame and s.keep_frame(t)] for s in segments}
-    assert len(kept["qa-no"]) == 40 and kept["qa-no"][0] == 0 and kept["qa-no"][-1] == 74_000
+    assert len(kept["qa-no"]) == 40 and kept["qa-no"][0] == 0 and kept["qa-no"][-1] == 59_000
     assert kept["qa-proact"] == [] and kept["qa-oracle"] == []
     assert all(s.snapshot_after is None for s in segments)
 

@@ -120,7 +120,7 @@ PRESETS = {
         Preset(
             "small",
             ("ST", "ST", "LT", "LT", "IC", "IC"),
-            75,
+            60,
             3,
             (2, 3),
             "the demo: a few minutes of CPU",
@@ -129,12 +129,15 @@ PRESETS = {
 }
 
 
-def _spans(rng: random.Random, count: int, duration: int) -> list[tuple[int, int]]:
-    """`count` disjoint intervals [start, end) at whole seconds, 1-6 s long, >= 2 s apart."""
+def _spans(
+    rng: random.Random, count: int, duration: int, longest: int = 6
+) -> list[tuple[int, int]]:
+    """`count` disjoint intervals [start, end) at whole seconds, 1-`longest` s long, >= 2 s
+    apart."""
     for _ in range(1000):
         out: list[tuple[int, int]] = []
         for _ in range(count):
-            length = rng.randint(1, 6)
+            length = rng.randint(1, longest)
             start = rng.randint(1, duration - length - 1)
             out.append((start, start + length))
         out.sort()
@@ -255,8 +258,9 @@ def _lt_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
 def _ic_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
     count = preset.devices + 1
     names = rng.sample(sorted(PANELS), count)
-    # Panels never overlap: the paper's IC keeps a single recording at a time.
-    spans = _spans(rng, count, preset.duration_s)
+    # Panels never overlap: the paper's IC keeps a single recording at a time. They are
+    # brief (1-3 s), as transient information is: 40 uniform frames can miss one.
+    spans = _spans(rng, count, preset.duration_s, longest=3)
     panels: list[dict[str, Any]] = []
     evs: list[dict[str, Any]] = []
     qs: list[dict[str, Any]] = []
