@@ -101,7 +101,8 @@ Seen = dict[str, Any]
 
 
 def _near(px: np.ndarray, colour: Colour) -> np.ndarray:
-    return np.abs(px - np.array(colour, dtype=np.int16)).max(axis=-1) < 40
+    mask: np.ndarray = np.abs(px - np.array(colour, dtype=np.int16)).max(axis=-1) < 40
+    return mask
 
 
 STRIDE = 2

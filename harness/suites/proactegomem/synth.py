@@ -225,8 +225,8 @@ def _lt_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
         for _ in spans:
             # Each placement moves the object somewhere other than where it just was.
             where.append(rng.choice([p for p in places if not where or p != where[-1]]))
-        placed = [[s, e, w] for (s, e), w in zip(spans, where, strict=True)]
-        objects.append({"name": name, "index": index, "placed": placed})
+        placed = [(s, e, w) for (s, e), w in zip(spans, where, strict=True)]
+        objects.append({"name": name, "index": index, "placed": [list(p) for p in placed]})
         evs += [
             {
                 "event_id": f"{cid}-{name}-{k}",
