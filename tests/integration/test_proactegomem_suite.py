@@ -84,9 +84,12 @@ def test_null_scores_zero(reports: dict[str, dict[str, Any]]) -> None:
 def test_timing_and_metadata_alone_stay_at_chance(reports: dict[str, dict[str, Any]]) -> None:
     rep = reports["TimingOnlyProactive"]["report"]
     iv, nt = rep["levels"]["intervention"], rep["levels"]["notification"]
-    # One 4 s tracker every 7 s over five names, against switch-ons drawn per clip: what
-    # it matches it matches by chance, and seconds off (the rule-based system: 100 / 0 s).
-    assert iv["start_at"]["0.2"] < 20 and nt["start_at"]["0.2"] < 20
+    # One 4 s tracker every 7 s over five names, against events drawn per clip: what it
+    # matches it matches by chance. Start@0.2 is a share of the few matches (8 of 38 here),
+    # so the on-time hits are counted against every opportunity (the rule-based system: 100).
+    for cell in (iv, nt):
+        on_time = cell["start_at"]["0.2"] * cell["matched"] / cell["ground_truth"]
+        assert on_time < 15, cell
     assert iv["f1"] < 25 and nt["f1"] < 25 and iv["miou"] < 15
     # Its stop of an id it never started is refused at every step, and counted.
     assert iv["invalid_calls"] >= iv["steps"]
