@@ -133,7 +133,7 @@ def _drive(clip: Clip, segments: list[Segment], raw: dict[str, Any], names: set[
     system = ProactRules()
     times = list(range(0, int(clip.duration_s) * 1000, 1000))
     frames = dict(zip(times, render_frames(raw["render"], times), strict=True))
-    out: dict[str, list[tuple[Any, str]]] = {}
+    out: dict[str, list[tuple[Any, str, str]]] = {}
     for seg in segments:
         if seg.name not in names:
             continue
