@@ -2,9 +2,10 @@
 metadata and the step context alone.
 
 `TimingOnlyProactive` is a blind schedule as sparse as the truth: every 7 s it tracks
-the next device name the synthetic generator can draw for 4 s and announces it, and at
-every step it stops an id it never started (an invalid call the harness must count). On
-clips whose switching times are drawn per clip it can only hit by chance.
+(or records) the next name the synthetic generator can draw for the clip's task for 4 s
+and announces it with that task's template, and at every step it stops an id it never
+started (an invalid call the harness must count). On clips whose times, places and
+panels are drawn per clip it can only hit by chance.
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ from apmbench.adapters.sdk import (
     UserTurn,
 )
 
-NAMES = ("tap", "lamp", "stove", "fan", "kettle")
+# The names the synthetic generator can draw, per task, as the prompt's tools tell the task.
+NAMES = {
+    "start_state_tracking": ("tap", "lamp", "stove", "fan", "kettle"),
+    "start_location_tracking": ("keys", "wallet", "phone", "glasses", "mug"),
+    "start_recording": ("receipt", "timetable", "label", "poster", "screen"),
+}
+PLACES = ("table", "shelf", "counter", "drawer", "sofa")
 
 
 class TimingOnlyProactive(MemorySystem):
@@ -67,20 +74,34 @@ class TimingOnlyProactive(MemorySystem):
         tail = query.prompt.rsplit("## Assistant Context & Window of Video", 1)[-1]
         context = json.loads(next(x for x in tail.splitlines() if x.startswith("{")))
         second = query.time_ms // 1000
-        name = NAMES[(second // 7) % len(NAMES)]
         if "recent_messages" in context:
-            message = f"You just turned on the {name}." if second % 7 == 3 else None
+            # The Notification prompt names no tool: announce every task's template in turn.
+            kind = ("start_state_tracking", "start_location_tracking", "start_recording")[
+                (second // 21) % 3
+            ]
+            name = NAMES[kind][(second // 7) % 5]
+            template = {
+                "start_state_tracking": "You just turned on the {}.",
+                "start_location_tracking": "You just placed the {}.",
+                "start_recording": "I can see the {}.",
+            }[kind]
+            message = template.format(name) if second % 7 == 3 else None
             yield json.dumps({"message": message})
             return
-        calls: list[dict[str, object]] = [
-            {"name": "stop_state_tracking", "arguments": {"id": "st-999"}}
-        ]
+        start = next(t for t in NAMES if f"`{t}`" in query.prompt)
+        stop = start.replace("start_", "stop_")
+        name = NAMES[start][(second // 7) % 5]
+        # One invalid call per step: a stop of an id it never started (IC's stop takes no
+        # id, so there a start without its `name`).
+        bogus = {"id": "xx-999"} if start != "start_recording" else {}
+        calls: list[dict[str, object]] = [{"name": stop if bogus else start, "arguments": bogus}]
         if second % 7 == 3:
-            calls.append(
-                {"name": "start_state_tracking", "arguments": {"name": name, "state": "on"}}
-            )
+            args = {"name": name}
+            if start != "start_recording":
+                args[start.split("_")[1]] = "on" if "state" in start else PLACES[second % 5]
+            calls.append({"name": start, "arguments": args})
         calls += [
-            {"name": "stop_state_tracking", "arguments": {"id": t["instance_id"]}}
+            {"name": stop, "arguments": {"id": t["instance_id"]}}
             for t in context["active_tools"]
             if second - t["started_at_sec"] >= 4
         ]

@@ -55,6 +55,7 @@ def test_the_documented_example_loads(tmp_path: Path) -> None:
         (lambda d: d["clips"][0].update(render={}), "exactly one of 'video'"),
         (lambda d: d["clips"].append(dict(d["clips"][0])), "duplicate clip_id"),
         (lambda d: d.update(levels=["proactive"]), "'levels' must list"),
+        (lambda d: d["clips"][0]["events"][0].update(location="shelf"), "'location' is for LT"),
     ],
 )
 def test_bad_input_names_what_to_fix(tmp_path: Path, edit: Any, message: str) -> None:

@@ -61,8 +61,18 @@ def test_st_prompts_read_state_for_location() -> None:
     assert "`start_state_tracking`" in st and "`state`: a concise description" in st
     assert "appliances" in st  # this suite's own ST policy (Table 7 is not in the text)
     assert prompts.notification_prompt("ST").startswith(prompts.NOTIFICATION_LT[:200])
-    with pytest.raises(ValueError, match="IC"):
-        prompts.intervention_prompt("IC")
+    with pytest.raises(ValueError, match="XX"):
+        prompts.intervention_prompt("XX")
+
+
+def test_ic_prompts_drop_the_instance_id_paragraph_and_name_the_recording_tools() -> None:
+    ic = prompts.intervention_prompt("IC")
+    assert "location" not in ic and "`instance_id` is the tracking id" not in ic
+    assert "`start_recording`" in ic and "`stop_recording`" in ic
+    # Everything but the swapped lines is the paper's LT prompt.
+    assert ic.startswith(prompts.INTERVENTION_LT[:60])
+    assert ic.endswith(prompts.INTERVENTION_LT[-240:])
+    assert "information shown" in prompts.notification_prompt("IC")
 
 
 def test_judge_template_and_notification_references_are_the_papers() -> None:

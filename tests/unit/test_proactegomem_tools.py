@@ -97,3 +97,20 @@ def test_an_open_tracker_ends_with_the_clip_and_replay_is_the_live_state() -> No
 def test_frame_window_is_the_ten_latest_frames_numbered_from_one() -> None:
     window = frame_window([float(t) for t in range(30)], 14.0).splitlines()
     assert window[0] == "Frame 1: t=5.0s" and window[-1] == "Frame 10: t=14.0s"
+
+
+def test_ic_keeps_a_single_recording_whose_stop_needs_no_id() -> None:
+    s = ToolState("IC", INTERVENTION)
+    rec = {"name": "start_recording", "arguments": {"name": "receipt"}}
+    stop_rec = {"name": "stop_recording", "arguments": {}}
+    [early] = s.apply(0, 1.0, answer(stop_rec))
+    assert not early["valid"] and "no recording is active" in early["error"]
+    [first, second] = s.apply(1, 2.0, answer(rec, rec))
+    assert first["valid"] and not second["valid"] and "already active" in second["error"]
+    [nameless] = s.apply(2, 3.0, answer({"name": "start_recording", "arguments": {}}))
+    assert not nameless["valid"] and "`name`" in nameless["error"]
+    [stopped] = s.apply(3, 5.0, answer(stop_rec))
+    assert stopped["valid"] and stopped["instance_id"] == "ic-1"
+    [done] = s.intervals(60.0)
+    assert (done["started_at_sec"], done["ended_at_sec"]) == (2.0, 5.0)
+    assert s.invalid_calls == 3

@@ -6,7 +6,8 @@ One `dataset.json` ("benchmark": "proactegomem"; docs/PROACTEGOMEM.md has an exa
   spec), its task ("ST" state tracking or "LT" location tracking) and length;
 - events: the ground-truth opportunities of a clip: the object and the moment
   an assistant should act (`start_s`) and, for a tracker, when it should stop
-  (`end_s`);
+  (`end_s`); an LT event may name the `location` the object was placed at (the
+  Oracle Memory lists it);
 - questions: multiple choice (A-D), one correct, about one clip.
 
 Times are clip-local seconds. Every clip is played once per proactive level the
@@ -29,7 +30,7 @@ from apmbench.harness.suites.proactegomem.tools import LEVELS
 BENCHMARK = "proactegomem"
 FORMAT_VERSION = 1
 OPTION_IDS = ("A", "B", "C", "D")
-TASKS = ("ST", "LT")
+TASKS = ("ST", "LT", "IC")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Event:
     object: str
     start_s: float
     end_s: float
+    location: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,11 @@ def _event(raw: object, where: str, duration: float, task: str) -> Event:
             f"{where}: needs 0 <= start_s <= end_s <= the clip's duration_s ({duration}), "
             f"got start_s={start}, end_s={end}"
         )
-    return Event(_req(raw, "event_id", where, str), _req(raw, "object", where, str), start, end)
+    location = _req(raw, "location", where, str) if "location" in raw else ""
+    if location and task != "LT":
+        raise DatasetError(f"{where}: 'location' is for LT events, this clip's task is {task}")
+    eid, obj = _req(raw, "event_id", where, str), _req(raw, "object", where, str)
+    return Event(eid, obj, start, end, location)
 
 
 def _question(raw: object, where: str, clip_id: str) -> Question:

@@ -33,6 +33,7 @@ from scipy.optimize import linear_sum_assignment
 from apmbench.harness.scoring import measures
 from apmbench.harness.scoring.answers import parse_choice
 from apmbench.harness.suites.proactegomem import prompts
+from apmbench.harness.suites.proactegomem.dataset import TASKS
 from apmbench.harness.suites.proactegomem.tools import INTERVENTION, NOTIFICATION, replay
 
 SCHEMA_VERSION = 1
@@ -261,6 +262,8 @@ def score_levels(
         n_pred = n_truth = 0
         counts = {"invalid_calls": 0, "unparseable": 0, "tool_calls": 0, "steps": 0}
         per_clip: dict[str, Any] = {}
+        # The paper reports each task (IC, ST, LT) on its own: pooled per task as well.
+        tasks: dict[str, tuple[list[Pair], list[int]]] = {}
         for (lv, clip), rows in clips.items():
             if lv != level:
                 continue
@@ -273,13 +276,27 @@ def score_levels(
             pooled += pairs
             n_pred += len(preds)
             n_truth += len(gts)
+            task_pairs, task_counts = tasks.setdefault(head["task"], ([], [0, 0]))
+            task_pairs += pairs
+            task_counts[0] += len(preds)
+            task_counts[1] += len(gts)
             for k, v in c.items():
                 counts[k] += v
             counts["steps"] += len(rows)
             per_clip[clip] = summarize(pairs, len(preds), len(gts), level)
         if not per_clip:
             continue
-        out[level] = {**summarize(pooled, n_pred, n_truth, level), **counts, "clips": per_clip}
+        by_task = {
+            t: summarize(tasks[t][0], tasks[t][1][0], tasks[t][1][1], level)
+            for t in TASKS
+            if t in tasks
+        }
+        out[level] = {
+            **summarize(pooled, n_pred, n_truth, level),
+            **counts,
+            "by_task": by_task,
+            "clips": per_clip,
+        }
     return out
 
 
@@ -291,10 +308,18 @@ def qa_accuracy(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         cats: dict[str, list[bool]] = {}
         for r in rows:
             cats.setdefault(r["category"], []).append(bool(r["correct"]))
+        tasks: dict[str, list[bool]] = {}
+        for r in rows:
+            tasks.setdefault(r.get("task", ""), []).append(bool(r["correct"]))
         out[condition] = {
             "n": len(rows),
             "accuracy": 100.0 * hits / len(rows) if rows else None,
             "by_category": {k: 100.0 * sum(v) / len(v) for k, v in sorted(cats.items())},
+            "by_task": {
+                t: {"n": len(tasks[t]), "accuracy": 100.0 * sum(tasks[t]) / len(tasks[t])}
+                for t in TASKS
+                if t in tasks
+            },
         }
     return out
 

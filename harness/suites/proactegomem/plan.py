@@ -11,8 +11,9 @@
   then only that condition's frames, then the questions): No Memory pushes 40
   frames uniform over the clip and lists no memory; Proact Memory lists the
   trackers the system's own calls kept in the intervention pass; Oracle Memory
-  lists the ground-truth intervals. On ST the memory is text only, as in the
-  paper, so those two conditions push no frame.
+  lists the ground-truth intervals. On ST and LT the memory is text only, as in
+  the paper, so those two conditions push no frame; on IC they push up to 40
+  frames uniform over the memory's segments (the recordings' frames).
 """
 
 from __future__ import annotations
@@ -117,25 +118,47 @@ class ClipRun:
 
         return build
 
-    def memory(self, condition: str) -> list[str]:
+    def segments(self, condition: str) -> list[tuple[str, str, float, float]]:
+        """(name, tracked value, start, end) of each memory entry under `condition`."""
+        key = argument_key(self.clip.task)
         if condition == prompts.PROACT_MEMORY:
             state = self.states.get(INTERVENTION)
             if state is None:
                 return []
-            key = argument_key(self.clip.task)
             return [
-                f"- {r['arguments'].get('name', '')} ({key}: {r['arguments'].get(key, '')}): "
-                f"from {r['started_at_sec']:.1f} s to {r['ended_at_sec']:.1f} s"
+                (
+                    str(r["arguments"].get("name", "")),
+                    str(r["arguments"].get(key, "")) if key else "",
+                    r["started_at_sec"],
+                    r["ended_at_sec"],
+                )
                 for r in state.intervals(self.clip.duration_s)
             ]
         if condition == prompts.ORACLE_MEMORY:
-            key = argument_key(self.clip.task)
-            on = "on" if self.clip.task == "ST" else "placed"
-            return [
-                f"- {e.object} ({key}: {on}): from {e.start_s:.1f} s to {e.end_s:.1f} s"
-                for e in self.clip.events
-            ]
+            value = {"ST": "on", "LT": "placed", "IC": ""}[self.clip.task]
+            return [(e.object, e.location or value, e.start_s, e.end_s) for e in self.clip.events]
         return []
+
+    def memory(self, condition: str) -> list[str]:
+        key = argument_key(self.clip.task)
+        return [
+            f"- {name} ({key}: {value}): from {start:.1f} s to {end:.1f} s"
+            if key
+            else f"- {name}: from {start:.1f} s to {end:.1f} s"
+            for name, value, start, end in self.segments(condition)
+        ]
+
+    def memory_frames(self, condition: str) -> list[int]:
+        """IC's evidence frames: up to 40 uniform over the memory's segments (ms)."""
+        if self.clip.task != "IC":
+            return []
+        spans = self.segments(condition)
+        inside = [
+            round(t * 1000)
+            for t in self.frame_secs
+            if any(s <= t < e or s == t == e for _, _, s, e in spans)
+        ]
+        return uniform_frames(inside)
 
 
 class _Steps:
@@ -172,11 +195,36 @@ class _Questions:
         assert isinstance(item, QAItem)
         q = item.question
         memory = self.run.memory(self.condition)
-        prompt = prompts.qa_prompt(self.condition, memory, self.frames, q.question, list(q.choices))
+        frames = self.frames
+        if self.run.clip.task == "IC" and self.condition != prompts.NO_MEMORY:
+            kept = self.run.memory_frames(self.condition)
+            frames = _listing(kept, "sampled uniformly from the memory's segments")
+        prompt = prompts.qa_prompt(
+            self.condition, memory, frames, q.question, list(q.choices), self.run.clip.task
+        )
         return replace(query, prompt=prompt)
 
     def update(self, ask: Ask, record: dict[str, Any]) -> None:
         record["memory"] = self.run.memory(self.condition)
+
+
+def _listing(kept: list[int], how: str) -> str:
+    if not kept:
+        return "(none: the memory holds no frame)"
+    listed = ", ".join(f"{t / 1000:.1f}" for t in kept)
+    return f"{len(kept)} frames {how}, pushed before this question, at t = {listed} s."
+
+
+def _memory_keep(run: ClipRun, condition: str) -> Callable[[int], bool]:
+    """IC's frame filter: the Proact segments exist only once the intervention pass ran."""
+    cache: list[set[int]] = []
+
+    def keep(time_ms: int) -> bool:
+        if not cache:
+            cache.append(set(run.memory_frames(condition)))
+        return time_ms in cache[0]
+
+    return keep
 
 
 def uniform_frames(frame_ms: list[int], count: int = NO_MEMORY_FRAMES) -> list[int]:
@@ -240,15 +288,15 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
         return segments
     uniform = uniform_frames(times)
     for condition in prompts.CONDITIONS:
+        keep: Callable[[int], bool]
         if condition == prompts.NO_MEMORY:
-            keep = set(uniform)
-            listed = ", ".join(f"{t / 1000:.1f}" for t in uniform)
-            frames = (
-                f"{len(uniform)} frames sampled uniformly from the clip, pushed before this "
-                f"question, at t = {listed} s."
-            )
+            keep = set(uniform).__contains__
+            frames = _listing(uniform, "sampled uniformly from the clip")
+        elif clip.task == "IC":
+            keep = _memory_keep(run, condition)
+            frames = ""  # listed when asked: the Proact segments are known only then
         else:
-            keep = set()
+            keep = set().__contains__
             frames = "(none: on this task the memory is text only)"
         asks = []
         for q in clip.questions:
@@ -284,7 +332,7 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
                 asks=tuple(asks),
                 stop_after_last_ask=True,
                 state=_qa_state(run, condition, frames),
-                keep_frame=keep.__contains__,
+                keep_frame=keep,
             )
         )
     return segments

@@ -242,6 +242,8 @@ NOTIFY_POLICY_ST = (
 def intervention_prompt(task: str) -> str:
     if task == "LT":
         return INTERVENTION_LT
+    if task == "IC":
+        return _ic_intervention()
     if task != "ST":
         raise ValueError(f"no intervention prompt for task {task!r}")
     return _swap(INTERVENTION_LT, ST_POLICY_LT, ST_POLICY_ST).replace("location", "state")
@@ -250,9 +252,90 @@ def intervention_prompt(task: str) -> str:
 def notification_prompt(task: str) -> str:
     if task == "LT":
         return NOTIFICATION_LT
+    if task == "IC":
+        return _swap(NOTIFICATION_LT, NOTIFY_POLICY_LT, NOTIFY_POLICY_IC)
     if task != "ST":
         raise ValueError(f"no notification prompt for task {task!r}")
     return _swap(NOTIFICATION_LT, NOTIFY_POLICY_LT, NOTIFY_POLICY_ST)
+
+
+# -- IC: one recording, no instance id (appendix K.1, Table 7) -----------------------------
+
+# This suite's wording for the lines Table 7 changes for IC (they are not in the paper's
+# text): the recording tools and the policy. The rest is the LT prompt, less the
+# instance_id paragraph, as the paper says ("a single recording needs no id").
+NOTIFY_POLICY_IC = (
+    "- Infer the user’s intent and notify the user about relevant information shown around "
+    "them (documents, signs, labels, screens). But do not notify about every single thing in "
+    "view unless it is relevant to the user intent."
+)
+_IC_SWAPS = (
+    (
+        "whether to start tracking an object’s location, stop tracking an object’s location, "
+        "or do nothing.",
+        "whether to start recording, stop recording, or do nothing.",
+    ),
+    (
+        "the most recently completed location-tracking intervals",
+        "the most recently completed recording intervals",
+    ),
+    (
+        "For active location trackers, `active_tools` contains active `start_location_tracking` "
+        "instances. The `instance_id` is the tracking id that must be used when calling "
+        "`stop_location_tracking`.\n\n",
+        "",
+    ),
+    (
+        "short-term memory of location trackers that have already ended (it never contains an "
+        "active location tracker)",
+        "short-term memory of recordings that have already ended (it never contains an active "
+        "recording)",
+    ),
+    (
+        "Several location trackers may be active at the same time.",
+        "At most one recording is active at a time.",
+    ),
+    (
+        "### `start_location_tracking`\n\nArguments:\n- `name`: a short, specific name for the "
+        "object being tracked.\n- `location`: a concise description of the object’s location to "
+        "track.\n\n`start_location_tracking` starts actively tracking an object’s location for "
+        "the user and returns an instance id. A successful `start_location_tracking` call "
+        "remains active until `stop_location_tracking` is called with its corresponding "
+        "instance id.",
+        "### `start_recording`\n\nArguments:\n- `name`: a short, specific name for the "
+        "information being recorded (the document, sign, label or screen).\n\n"
+        "`start_recording` starts recording the video for the user. A successful "
+        "`start_recording` call remains active until `stop_recording` is called.",
+    ),
+    (
+        "### `stop_location_tracking`\n\nArguments:\n- `id`: the tracking id of the active "
+        "location tracker to stop.\n\n`stop_location_tracking` stops a currently active "
+        "location tracker. Use the `instance_id` from `active_tools` as the `id`.",
+        "### `stop_recording`\n\nArguments: none (`{}`).\n\n`stop_recording` stops the "
+        "active recording.",
+    ),
+    (
+        ST_POLICY_LT,
+        "The user wants help keeping transient information they see (a document, sign, label, "
+        "screen, recipe or instructions) for later. To achieve this, you should:\n- Infer the "
+        "user’s intent and record relevant information while it is in view with the recording "
+        "tool.",
+    ),
+    ("start tracking an object’s location because", "start recording because"),
+    ("stop tracking an object’s location because", "stop recording because"),
+    (
+        "`name` must be `start_location_tracking` or `stop_location_tracking`.",
+        "`name` must be `start_recording` or `stop_recording`.",
+    ),
+)
+
+
+def _ic_intervention() -> str:
+    out = INTERVENTION_LT
+    for old, new in _IC_SWAPS:
+        out = _swap(out, old, new)
+    assert "location" not in out, "an LT line the IC swaps missed"
+    return out
 
 
 def _swap(prompt: str, old: str, new: str) -> str:
@@ -269,12 +352,32 @@ ST_SEMANTICS = (
 )
 
 
+LT_SEMANTICS = (
+    "`start_location_tracking` starts tracking the named object where it was placed at the "
+    "step it was called; `stop_location_tracking` ends that tracker at the step it was called "
+    "(the object was picked up). Each memory entry is one tracker: the object's name, the "
+    "location it tracked, and its start and end times in clip seconds."
+)
+IC_SEMANTICS = (
+    "`start_recording` starts recording the video at the step it was called; "
+    "`stop_recording` ends the recording at the step it was called. Each memory entry is one "
+    "recording: what it was named and its start and end times in clip seconds; the evidence "
+    "frames were sampled from the recordings."
+)
+SEMANTICS = {"ST": ST_SEMANTICS, "LT": LT_SEMANTICS, "IC": IC_SEMANTICS}
+
+
 def qa_prompt(
-    condition: str, memory: list[str], frames: str, question: str, choices: list[tuple[str, str]]
+    condition: str,
+    memory: list[str],
+    frames: str,
+    question: str,
+    choices: list[tuple[str, str]],
+    task: str = "ST",
 ) -> str:
     return QA_TEMPLATE.format(
         instruction=CONDITION_INSTRUCTIONS[condition],
-        semantics=ST_SEMANTICS,
+        semantics=SEMANTICS[task],
         memory="\n".join(memory) if memory else "(none)",
         frames=frames,
         question=question,

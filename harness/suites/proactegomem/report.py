@@ -36,6 +36,20 @@ def level_row(name: str, cell: Mapping[str, Any] | None) -> list[str]:
     ]
 
 
+PAPER_ORDER = ("IC", "ST", "LT")
+"""The paper's order of its tasks in its tables."""
+
+
+def _level_rows(levels: Mapping[str, Any]) -> list[list[str]]:
+    """Each level's totals, then one row per task it played (the paper reports each task)."""
+    rows = []
+    for lv in LEVELS:
+        rows.append(level_row(lv, levels.get(lv)))
+        by_task = (levels.get(lv) or {}).get("by_task", {})
+        rows += [level_row(f"{lv} · {t}", by_task[t]) for t in PAPER_ORDER if t in by_task]
+    return rows
+
+
 def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     levels = report["levels"]
     lines = [
@@ -46,7 +60,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         "",
         "## Proactive levels (Table 4 columns; errors in seconds, the rest %)",
         "",
-        *table(list(LEVEL_HEADER), [level_row(lv, levels.get(lv)) for lv in LEVELS]),
+        *table(list(LEVEL_HEADER), _level_rows(levels)),
         "",
     ]
     for lv in LEVELS:
@@ -64,13 +78,22 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
             ious = ", ".join(f"IoU@{t:g} {_p(cell['iou_at'][f'{t:g}'])}" for t in IOU_TAUS)
             lines.append(f"  {ious}.")
     qa = report["qa"]
+    present = [t for t in PAPER_ORDER if any(t in qa[c].get("by_task", {}) for c in qa)]
     lines += [
         "",
         "## Memory QA accuracy (%)",
         "",
         *table(
-            ["Condition", "n", "Accuracy"],
-            [[c, str(qa[c]["n"]), _p(qa[c]["accuracy"])] for c in prompts.CONDITIONS],
+            ["Condition", "n", "Accuracy", *present],
+            [
+                [
+                    c,
+                    str(qa[c]["n"]),
+                    _p(qa[c]["accuracy"]),
+                    *(_p(qa[c].get("by_task", {}).get(t, {}).get("accuracy")) for t in present),
+                ]
+                for c in prompts.CONDITIONS
+            ],
         ),
         "",
         "## Cost",

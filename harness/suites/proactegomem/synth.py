@@ -1,16 +1,25 @@
-"""The synthetic ProactEgoMem benchmark: rendered devices turned on and off (state tracking).
+"""The synthetic ProactEgoMem benchmark: rendered clips of the paper's three tasks.
 
-Each clip shows a few devices (a tap, a lamp, a stove...), each a coloured
-square on a textured wall: dim when off, bright with a halo when on. Every
-device is switched on and off at whole seconds drawn from the seed, so the
-ground-truth moments are exact at the 1 fps of the streaming protocol: an
-assistant reading the pixels can start a tracker on the frame the device turns
-on and stop it on the frame it turns off.
+- ST (state tracking): a few devices (a tap, a lamp, a stove...), each a
+  coloured square on a textured wall, dim when off, bright with a halo when on.
+  An event is one switch-on: the moment it lights up to the moment it goes dark.
+- LT (location tracking): a few surfaces (table, shelf, counter...) and small
+  objects (keys, wallet, phone...) placed on them, picked up (out of view while
+  carried) and placed again elsewhere. An event is one placement: from the
+  moment the object is put down ("You just placed the keys") to the moment it is
+  picked up, with the surface as its location.
+- IC (information capture): panels (a receipt, a timetable...) shown one at a
+  time for a few seconds, a coloured header over a white card with a three-digit
+  number. An event is one showing: from the moment the panel appears ("I can
+  see the receipt") to the moment it goes away; the number is only in pixels.
 
-Nothing on the wire tells when: frames carry only their time and size, the step
-queries are the same text at every second but for the context the system's own
-calls built, and the switching times are drawn independently per clip, so a
-system that acts on timing alone matches nothing (tests/unit/test_proactegomem.py).
+Every change happens at whole seconds drawn from the seed, so the ground-truth
+moments are exact at the 1 fps of the streaming protocol. Nothing on the wire
+tells when or what: frames carry only their time and size, the step queries are
+the same text at every second but for the context the system's own calls
+built, and the times, places and numbers are drawn independently per clip, so a
+system that acts on timing alone matches nothing but by chance
+(tests/helpers/proact_cheaters.py).
 """
 
 from __future__ import annotations
@@ -33,10 +42,13 @@ from apmbench.harness.paths import cache_root
 from apmbench.harness.suites.proactegomem.dataset import BENCHMARK, FORMAT_VERSION, OPTION_IDS
 
 GENERATOR = "proactegomem-synth"
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 WIDTH, HEIGHT, SIDE = 320, 240, 56
 
-# Device name -> its colour when on; off, it shows at a third of that.
+# Every colour a detector looks for (devices lit, objects, panel headers) is at least 60
+# from every other colour drawn in quantity (Chebyshev distance; a test checks), so a
+# pixel reader with a tolerance of 40 never mistakes one for another.
+# ST: device name -> its colour when on; off, it shows at a third of that.
 PALETTE: dict[str, tuple[int, int, int]] = {
     "tap": (40, 120, 240),
     "lamp": (250, 220, 40),
@@ -45,40 +57,105 @@ PALETTE: dict[str, tuple[int, int, int]] = {
     "kettle": (200, 70, 220),
 }
 SLOTS = ((30, 40), (130, 40), (230, 40), (80, 150), (180, 150))
+# LT: objects and the surfaces they are placed on.
+OBJECTS: dict[str, tuple[int, int, int]] = {
+    "keys": (0, 255, 255),
+    "wallet": (150, 0, 0),
+    "phone": (0, 0, 140),
+    "glasses": (255, 0, 150),
+    "mug": (255, 140, 0),
+}
+SURFACES: dict[str, tuple[int, int, int]] = {
+    "table": (150, 100, 60),
+    "shelf": (200, 200, 200),
+    "counter": (90, 160, 150),
+    "drawer": (100, 60, 120),
+    "sofa": (60, 90, 40),
+}
+SURFACE_SLOTS = ((8, 20), (112, 20), (216, 20), (56, 140), (164, 140))
+SURFACE_W, SURFACE_H, OBJECT_SIDE = 96, 70, 22
+# IC: panels by their header colour; the card shows a number in a 5x7 font.
+PANELS: dict[str, tuple[int, int, int]] = {
+    "receipt": (0, 150, 0),
+    "timetable": (255, 255, 120),
+    "label": (120, 0, 255),
+    "poster": (0, 90, 180),
+    "screen": (160, 255, 0),
+}
+PANEL_X, PANEL_Y, PANEL_W, HEADER_H, CARD_H = 85, 70, 150, 20, 70
+CARD, INK = (235, 235, 235), (20, 20, 20)
+DIGIT_CELL, DIGIT_X, DIGIT_Y, DIGIT_PITCH = 5, 27, 37, 35
+"""Font cell in pixels; the first digit's offset from the panel's corner; digit pitch."""
+FONT = {
+    "0": ("01110", "10001", "10011", "10101", "11001", "10001", "01110"),
+    "1": ("00100", "01100", "00100", "00100", "00100", "00100", "01110"),
+    "2": ("01110", "10001", "00001", "00010", "00100", "01000", "11111"),
+    "3": ("11111", "00010", "00100", "00010", "00001", "10001", "01110"),
+    "4": ("00010", "00110", "01010", "10010", "11111", "00010", "00010"),
+    "5": ("11111", "10000", "11110", "00001", "00001", "10001", "01110"),
+    "6": ("00110", "01000", "10000", "11110", "10001", "10001", "01110"),
+    "7": ("11111", "00001", "00010", "00100", "01000", "01000", "01000"),
+    "8": ("01110", "10001", "10001", "01110", "10001", "10001", "01110"),
+    "9": ("01110", "10001", "10001", "01111", "00001", "00010", "01100"),
+}
 
 
 @dataclass(frozen=True)
 class Preset:
     name: str
-    clips: int
+    tasks: tuple[str, ...]
+    """One clip per entry, of that task."""
     duration_s: int
     devices: int
+    """Devices (ST), objects (LT) per clip; IC clips show one panel more than this."""
     spans: tuple[int, int]
-    """Switch-ons per device, at least and at most."""
+    """Switch-ons per device / placements per object, at least and at most."""
     description: str
 
 
 PRESETS = {
     p.name: p
     for p in (
-        Preset("tiny", 2, 40, 2, (1, 2), "tests: seconds end to end"),
-        Preset("small", 4, 90, 3, (2, 3), "the demo: a few minutes of CPU"),
+        Preset("tiny", ("ST", "LT", "IC"), 30, 2, (1, 2), "tests: seconds end to end"),
+        Preset(
+            "small",
+            ("ST", "ST", "LT", "LT", "IC", "IC"),
+            60,
+            3,
+            (2, 3),
+            "the demo: a few minutes of CPU",
+        ),
     )
 }
 
 
-def _spans(rng: random.Random, count: int, duration: int) -> list[tuple[int, int]]:
-    """`count` disjoint on-intervals [start, end) at whole seconds, 1-6 s long, >= 2 s apart."""
+def _spans(
+    rng: random.Random, count: int, duration: int, longest: int = 6
+) -> list[tuple[int, int]]:
+    """`count` disjoint intervals [start, end) at whole seconds, 1-`longest` s long, >= 2 s
+    apart."""
     for _ in range(1000):
         out: list[tuple[int, int]] = []
         for _ in range(count):
-            length = rng.randint(1, 6)
+            length = rng.randint(1, longest)
             start = rng.randint(1, duration - length - 1)
             out.append((start, start + length))
         out.sort()
         if all(b[0] - a[1] >= 2 for a, b in itertools.pairwise(out)):
             return out
-    raise ConfigError(f"cannot place {count} switch-ons in {duration} s")
+    raise ConfigError(f"cannot place {count} intervals in {duration} s")
+
+
+def _choices(rng: random.Random, correct: str, wrong: Sequence[str]) -> tuple[dict[str, str], str]:
+    options = [correct, *[w for w in wrong if w != correct][:3]]
+    rng.shuffle(options)
+    return dict(zip(OPTION_IDS, options, strict=True)), OPTION_IDS[options.index(correct)]
+
+
+def _count_choices(rng: random.Random, count: int) -> tuple[dict[str, str], str]:
+    wrong = [str(c) for c in range(0, 6) if c != count]
+    rng.shuffle(wrong)
+    return _choices(rng, str(count), wrong)
 
 
 def _questions(
@@ -87,17 +164,8 @@ def _questions(
     names = sorted(spans)
     others = [n for n in PALETTE if n not in names]
     out: list[dict[str, Any]] = []
-
-    def choices(correct: str, wrong: Sequence[str]) -> tuple[dict[str, str], str]:
-        options = [correct, *wrong[:3]]
-        rng.shuffle(options)
-        return dict(zip(OPTION_IDS, options, strict=True)), OPTION_IDS[options.index(correct)]
-
     for name in names:
-        count = len(spans[name])
-        wrong = [str(c) for c in range(0, 6) if c != count]
-        rng.shuffle(wrong)
-        ch, ans = choices(str(count), wrong)
+        ch, ans = _count_choices(rng, len(spans[name]))
         q = f"How many times was the {name} turned on?"
         out.append(_q(f"{cid}-count-{name}", q, ch, ans, "count"))
     longest = {n: max(e - s for s, e in v) for n, v in spans.items()}
@@ -105,14 +173,14 @@ def _questions(
     if sum(1 for v in longest.values() if v == best) == 1:
         winner = max(longest, key=lambda n: longest[n])
         pool = [n for n in names if n != winner] + others
-        ch, ans = choices(winner, pool)
+        ch, ans = _choices(rng, winner, pool)
         q = "Which device stayed on the longest in one stretch?"
         out.append(_q(f"{cid}-longest", q, ch, ans, "longest"))
     firsts = {n: v[0][0] for n, v in spans.items()}
     if len(set(firsts.values())) == len(firsts):
         first = min(firsts, key=lambda n: firsts[n])
         pool = [n for n in names if n != first] + others
-        ch, ans = choices(first, pool)
+        ch, ans = _choices(rng, first, pool)
         out.append(_q(f"{cid}-first", "Which device was turned on first?", ch, ans, "order"))
     return out
 
@@ -127,43 +195,116 @@ def _q(qid: str, question: str, choices: dict[str, str], answer: str, cat: str) 
     }
 
 
+def _st_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
+    names = rng.sample(sorted(PALETTE), preset.devices)
+    slots = rng.sample(range(len(SLOTS)), preset.devices)
+    spans = {n: _spans(rng, rng.randint(*preset.spans), preset.duration_s) for n in names}
+    evs = [
+        {"event_id": f"{cid}-{n}-{k}", "object": n, "start_s": float(s), "end_s": float(e)}
+        for n in names
+        for k, (s, e) in enumerate(spans[n])
+    ]
+    render = {
+        "devices": [
+            {"name": n, "slot": list(SLOTS[s]), "on": [list(x) for x in spans[n]]}
+            for n, s in zip(names, slots, strict=True)
+        ]
+    }
+    return {"events": evs, "questions": _questions(rng, cid, spans), "render": render}
+
+
+def _lt_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
+    names = rng.sample(sorted(OBJECTS), preset.devices)
+    places = rng.sample(sorted(SURFACES), len(SURFACES))
+    objects: list[dict[str, Any]] = []
+    evs: list[dict[str, Any]] = []
+    qs: list[dict[str, Any]] = []
+    for index, name in enumerate(names):
+        spans = _spans(rng, rng.randint(*preset.spans), preset.duration_s)
+        where: list[str] = []
+        for _ in spans:
+            # Each placement moves the object somewhere other than where it just was.
+            where.append(rng.choice([p for p in places if not where or p != where[-1]]))
+        placed = [(s, e, w) for (s, e), w in zip(spans, where, strict=True)]
+        objects.append({"name": name, "index": index, "placed": [list(p) for p in placed]})
+        evs += [
+            {
+                "event_id": f"{cid}-{name}-{k}",
+                "object": name,
+                "start_s": float(s),
+                "end_s": float(e),
+                "location": w,
+            }
+            for k, (s, e, w) in enumerate(placed)
+        ]
+        be = "were" if name.endswith("s") else "was"
+        ch, ans = _count_choices(rng, len(placed))
+        q = f"How many times {be} the {name} placed?"
+        qs.append(_q(f"{cid}-count-{name}", q, ch, ans, "count"))
+        ch, ans = _choices(rng, where[-1], rng.sample(places, len(places)))
+        q = f"Where {be} the {name} placed last?"
+        qs.append(_q(f"{cid}-last-{name}", q, ch, ans, "destination"))
+        if len(where) > 1:
+            ch, ans = _choices(rng, where[0], rng.sample(places, len(places)))
+            q = f"Where {be} the {name} first placed?"
+            qs.append(_q(f"{cid}-first-{name}", q, ch, ans, "original"))
+    render = {
+        "surfaces": [{"name": p, "slot": list(SURFACE_SLOTS[k])} for k, p in enumerate(places)],
+        "objects": objects,
+    }
+    return {"events": evs, "questions": qs, "render": render}
+
+
+def _ic_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
+    count = preset.devices + 1
+    names = rng.sample(sorted(PANELS), count)
+    # Panels never overlap: the paper's IC keeps a single recording at a time. They are
+    # brief (1-3 s), as transient information is: 40 uniform frames can miss one.
+    spans = _spans(rng, count, preset.duration_s, longest=3)
+    panels: list[dict[str, Any]] = []
+    evs: list[dict[str, Any]] = []
+    qs: list[dict[str, Any]] = []
+    for name, (s, e) in zip(names, spans, strict=True):
+        number = str(rng.randint(100, 999))
+        panels.append({"name": name, "shown": [s, e], "number": number})
+        evs.append(
+            {"event_id": f"{cid}-{name}", "object": name, "start_s": float(s), "end_s": float(e)}
+        )
+        wrong = [str(rng.randint(100, 999)) for _ in range(6)]
+        ch, ans = _choices(rng, number, list(dict.fromkeys(wrong)))
+        qs.append(_q(f"{cid}-read-{name}", f"What number did the {name} show?", ch, ans, "read"))
+    return {"events": evs, "questions": qs, "render": {"panels": panels}}
+
+
+CLIP_MAKERS = {"ST": _st_clip, "LT": _lt_clip, "IC": _ic_clip}
+
+
 def build(preset: Preset, seed: int, out: Path) -> dict[str, int]:
     rng = random.Random(f"{GENERATOR}/{preset.name}/{seed}")
     clips: list[dict[str, Any]] = []
     events = questions = 0
-    for c in range(preset.clips):
+    for c, task in enumerate(preset.tasks):
         cid = f"pem-{preset.name}-{c:02d}"
-        names = rng.sample(sorted(PALETTE), preset.devices)
-        slots = rng.sample(range(len(SLOTS)), preset.devices)
-        spans = {n: _spans(rng, rng.randint(*preset.spans), preset.duration_s) for n in names}
-        evs = [
-            {"event_id": f"{cid}-{n}-{k}", "object": n, "start_s": float(s), "end_s": float(e)}
-            for n in names
-            for k, (s, e) in enumerate(spans[n])
-        ]
-        evs.sort(key=lambda e: (e["start_s"], e["object"]))
-        qs = _questions(rng, cid, spans)
+        made = CLIP_MAKERS[task](rng, preset, cid)
+        evs = sorted(made["events"], key=lambda e: (e["start_s"], e["object"]))
         render = {
             "generator": GENERATOR,
             "version": GENERATOR_VERSION,
             "texture_seed": rng.randrange(1 << 30),
-            "devices": [
-                {"name": n, "slot": list(SLOTS[s]), "on": [list(x) for x in spans[n]]}
-                for n, s in zip(names, slots, strict=True)
-            ],
+            **made["render"],
         }
         clips.append(
             {
                 "clip_id": cid,
-                "task": "ST",
+                "task": task,
                 "duration_s": preset.duration_s,
                 "render": render,
                 "events": evs,
-                "questions": qs,
+                "questions": made["questions"],
             }
         )
         events += len(evs)
-        questions += len(qs)
+        questions += len(made["questions"])
     doc = {
         "benchmark": BENCHMARK,
         "format_version": FORMAT_VERSION,
@@ -205,6 +346,51 @@ def _is_on(device: Mapping[str, Any], t_s: float) -> bool:
     return any(s <= t_s < e for s, e in device["on"])
 
 
+def _draw_device(frame: npt.NDArray[np.uint8], device: Mapping[str, Any], t_s: float) -> None:
+    x, y = device["slot"]
+    color = np.array(PALETTE[device["name"]], dtype=np.uint16)
+    if _is_on(device, t_s):
+        frame[y - 6 : y + SIDE + 6, x - 6 : x + SIDE + 6] = (240, 240, 230)
+        frame[y : y + SIDE, x : x + SIDE] = color.astype(np.uint8)
+    else:
+        frame[y : y + SIDE, x : x + SIDE] = (color // 3).astype(np.uint8)
+
+
+def object_corner(slot: Sequence[int], index: int) -> tuple[int, int]:
+    """Where object number `index` of a clip sits on a surface (x, y): side by side."""
+    return slot[0] + 6 + 30 * index, slot[1] + 24
+
+
+def _draw_surfaces(frame: npt.NDArray[np.uint8], spec: Mapping[str, Any], t_s: float) -> None:
+    slots = {}
+    for surface in spec["surfaces"]:
+        x, y = surface["slot"]
+        slots[surface["name"]] = (x, y)
+        frame[y : y + SURFACE_H, x : x + SURFACE_W] = SURFACES[surface["name"]]
+    for obj in spec["objects"]:
+        for s, e, where in obj["placed"]:
+            if s <= t_s < e:
+                x, y = object_corner(slots[where], obj["index"])
+                frame[y : y + OBJECT_SIDE, x : x + OBJECT_SIDE] = OBJECTS[obj["name"]]
+
+
+def _draw_panels(frame: npt.NDArray[np.uint8], spec: Mapping[str, Any], t_s: float) -> None:
+    for panel in spec["panels"]:
+        s, e = panel["shown"]
+        if not s <= t_s < e:
+            continue
+        x, y = PANEL_X, PANEL_Y
+        frame[y : y + HEADER_H, x : x + PANEL_W] = PANELS[panel["name"]]
+        frame[y + HEADER_H : y + HEADER_H + CARD_H, x : x + PANEL_W] = CARD
+        for k, digit in enumerate(panel["number"]):
+            dx, dy = x + DIGIT_X + k * DIGIT_PITCH, y + DIGIT_Y
+            for r, row in enumerate(FONT[digit]):
+                for c, bit in enumerate(row):
+                    if bit == "1":
+                        cx, cy = dx + c * DIGIT_CELL, dy + r * DIGIT_CELL
+                        frame[cy : cy + DIGIT_CELL, cx : cx + DIGIT_CELL] = INK
+
+
 def render_frames(spec: Mapping[str, Any], times: Sequence[int]) -> Iterator[npt.NDArray[np.uint8]]:
     """The frame at each time (ms on the clip clock) of the clip `spec` describes."""
     if spec.get("generator") != GENERATOR or spec.get("version") != GENERATOR_VERSION:
@@ -218,12 +404,10 @@ def render_frames(spec: Mapping[str, Any], times: Sequence[int]) -> Iterator[npt
         # A little sensor noise per frame: the frames differ even when nothing changes.
         noise = np.random.default_rng(t + int(spec["texture_seed"])).integers(0, 6, frame.shape)
         frame = (frame + noise.astype(np.uint8)).astype(np.uint8)
-        for device in spec["devices"]:
-            x, y = device["slot"]
-            color = np.array(PALETTE[device["name"]], dtype=np.uint16)
-            if _is_on(device, t / 1000.0):
-                frame[y - 6 : y + SIDE + 6, x - 6 : x + SIDE + 6] = (240, 240, 230)
-                frame[y : y + SIDE, x : x + SIDE] = color.astype(np.uint8)
-            else:
-                frame[y : y + SIDE, x : x + SIDE] = (color // 3).astype(np.uint8)
+        for device in spec.get("devices", ()):
+            _draw_device(frame, device, t / 1000.0)
+        if "surfaces" in spec:
+            _draw_surfaces(frame, spec, t / 1000.0)
+        if "panels" in spec:
+            _draw_panels(frame, spec, t / 1000.0)
         yield frame

@@ -22,12 +22,15 @@ RECENT = 5
 
 
 def tool_names(task: str) -> tuple[str, str]:
+    if task == "IC":
+        return "start_recording", "stop_recording"
     noun = {"ST": "state", "LT": "location"}[task]
     return f"start_{noun}_tracking", f"stop_{noun}_tracking"
 
 
 def argument_key(task: str) -> str:
-    return {"ST": "state", "LT": "location"}[task]
+    """The start tool's second argument; IC's recording has none (only `name`)."""
+    return {"ST": "state", "LT": "location", "IC": ""}[task]
 
 
 @dataclass(frozen=True)
@@ -121,8 +124,12 @@ class ToolState:
             action.update(tool=name, arguments=args)
             if name == start:
                 key = argument_key(self.task)
-                if not _text(args.get("name")) or not _text(args.get(key)):
-                    problem = f"{start} needs string arguments `name` and `{key}`"
+                if not _text(args.get("name")) or (key and not _text(args.get(key))):
+                    needs = f"`name` and `{key}`" if key else "`name`"
+                    problem = f"{start} needs string arguments {needs}"
+                elif self.task == "IC" and self.active:
+                    # The paper's IC keeps a single recording, which is why its stop has no id.
+                    problem = f"{start}: a recording is already active; call {stop} first"
                 else:
                     iid = f"{self.task.lower()}-{self.next_id}"
                     self.next_id += 1
@@ -131,7 +138,12 @@ class ToolState:
             elif name == stop:
                 target = args.get("id")
                 hit = [i for i in self.active if i.instance_id == target]
-                if not hit:
+                if self.task == "IC":
+                    hit = self.active[:1]
+                    target = hit[0].instance_id if hit else None
+                if not hit and self.task == "IC":
+                    problem = f"{stop}: no recording is active"
+                elif not hit:
                     problem = f"{stop}: {target!r} is not an active instance id"
                 else:
                     self.active.remove(hit[0])
