@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from apmbench.adapters.sdk import (
+    AnswerFormat,
     Capabilities,
     ExportedState,
     Frame,
@@ -157,6 +158,8 @@ def shown(rgb: np.ndarray) -> dict[str, str]:
         y0, x0 = max(int(ys.min()) * STRIDE - STRIDE, 0), max(int(xs.min()) * STRIDE - STRIDE, 0)
         fine = _near(px[y0 : y0 + 2 * STRIDE, x0 : x0 + 2 * STRIDE], colour)
         fy, fx = np.nonzero(fine)
+        if not len(fy):  # scattered pixels of the colour (noise), not a panel's corner
+            continue
         top, left = y0 + int(fy.min()), x0 + int(fx.min())
         number = ""
         for k in range(DIGITS):
@@ -326,6 +329,9 @@ class ProactRules(MemorySystem):
     def query(self, query: Query) -> Iterator[str]:
         if query.kind is QueryKind.DECISION and _CONTEXT in query.prompt:
             yield self._step(query)
+        elif query.answer_format in (AnswerFormat.DECISION, AnswerFormat.DECISION_WITH_OPTION):
+            # Another suite's proactive probe (or `check`): this system never intervenes there.
+            yield '{"decision":"SILENT"}'
         else:
             yield self._qa(query)
 

@@ -106,3 +106,22 @@ def test_the_template_builds_and_serves(
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["system"]["name"] == "my-memory"
     assert manifest["system"]["capabilities"]["supports_import"] is True
+
+
+def test_proactegomem_through_an_image_scores_like_the_process_runtime(
+    tmp_path: Path, engine: docker.DockerClient
+) -> None:
+    """The third suite runs through the same containers: the rule-based image and the
+    same system as a process give the same records and scores."""
+    image = "apmbench/proact-rules:latest"
+    common = ("--benchmark", "proactegomem", "--synthetic", "tiny", "--persistence", "reset")
+    contained = tmp_path / "image"
+    done = cli("--image", image, *common, "--out", str(contained))
+    assert done.returncode == 0, done.stderr
+    in_process = tmp_path / "process"
+    done = cli("--system", "proact-rules", *common, "--out", str(in_process))
+    assert done.returncode == 0, done.stderr
+    assert untimed(contained / "instances.jsonl") == untimed(in_process / "instances.jsonl")
+    report = json.loads((contained / "report.json").read_text())
+    assert scores(report) == scores(json.loads((in_process / "report.json").read_text()))
+    assert run_containers(engine, contained) == []

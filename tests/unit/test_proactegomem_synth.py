@@ -215,3 +215,12 @@ def test_ic_memory_frames_come_from_the_recordings_and_answer_the_panel(
             # The number is in the frames only, never in the memory the prompt lists.
             memory = prompt.split("## Memory")[1].split("## Evidence Frames")[0]
             assert not any(c in memory for _, c in q.choices)
+
+
+def test_the_reader_takes_noise_frames_without_failing() -> None:
+    """Frames that are not the suite's (`check` pushes random pixels) hold scattered pixels
+    of every colour; the reader must see nothing in them rather than fail."""
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        seen = detect(rng.integers(0, 256, size=(240, 320, 3), dtype=np.uint8))
+        assert set(seen) == {"lit", "placed", "shown"}
