@@ -122,8 +122,11 @@ class CommandRuntime(ProcessRuntime):
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
+        spare: bool = False,
     ) -> None:
-        super().__init__(command, log_path, deadlines, startup_timeout_s, env=env, sandbox=sandbox)
+        super().__init__(
+            command, log_path, deadlines, startup_timeout_s, env=env, sandbox=sandbox, spare=spare
+        )
         self.command = command
         self.cwd = Path(os.path.realpath(cwd or Path.cwd()))
         self.words, self.executable = parse_command(command, self.cwd)
@@ -157,6 +160,7 @@ def command_process(
     hidden: tuple[Path, ...] = (),
     cwd: Path | None = None,
     share_net: bool = False,
+    spare: bool = False,
 ) -> CommandRuntime:
     """`--command` as `evaluate` and `check` start it: sandboxed like `--system` (see
     `sandboxed_process`), or unconfined with `--no-sandbox`, which every report then says."""
@@ -167,11 +171,12 @@ def command_process(
     if not sandbox:
         return CommandRuntime(
             command, log_path, deadlines, startup_timeout_s, cwd=where,
-            env={**os.environ, **extra},
+            env={**os.environ, **extra}, spare=spare,
         )  # fmt: skip
     words, executable = parse_command(command, where)
     policy = command_policy(words, executable, where, (*hidden, cache_root()), allowed_env(extra))
     policy = dataclasses.replace(policy, share_net=share_net)
     return CommandRuntime(
-        command, log_path, deadlines, startup_timeout_s, cwd=where, sandbox=Sandbox(policy)
-    )
+        command, log_path, deadlines, startup_timeout_s, cwd=where, sandbox=Sandbox(policy),
+        spare=spare,
+    )  # fmt: skip

@@ -21,7 +21,7 @@ import tempfile
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, RuntimeStartError
@@ -123,6 +123,7 @@ class ProcessRuntime(Runtime):
         startup_timeout_s: float = 60.0,
         env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
+        spare: bool = False,
     ) -> None:
         self.system = system
         self.log_path = log_path
@@ -134,7 +135,9 @@ class ProcessRuntime(Runtime):
         self._dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._client: SystemClient | None = None
-        self._log: IO[bytes] | None = None
+        self.spare = spare
+        self._spare: _Launch | None = None
+        self._serving = 0
 
     @property
     def can_restart(self) -> bool:
@@ -152,26 +155,11 @@ class ProcessRuntime(Runtime):
     def start(self) -> SystemClient:
         if self._proc is not None:
             raise RuntimeStartError("process runtime already started: use restart()")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("ab")
-        self._log.write(f"--- start #{self.starts + 1}: serve {self.system}\n".encode())
-        self._log.flush()
-        # Unix socket paths are limited to 107 bytes: keep the directory short.
-        self._dir = Path(tempfile.mkdtemp(prefix="apm-", dir="/tmp"))
-        env = dict(os.environ if self.env is None else self.env)
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        cmd = self.argv()
-        if self.sandbox is not None:
-            cmd = self.sandbox.wrap(cmd, writable=[self._dir])
-        self._proc = subprocess.Popen(
-            cmd,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-            cwd=self.cwd,
-        )
-        self.starts += 1
+        spare, self._spare = self._spare, None
+        launch = spare if spare is not None and spare.proc.poll() is None else self._launch()
+        if spare is not None and launch is not spare:
+            spare.discard()  # it died while waiting: this start gets a new one
+        self._dir, self._proc, self._serving = launch.dir, launch.proc, launch.number
         deadline = time.monotonic() + self.startup_timeout_s
         self._wait_socket(deadline)
         client = SystemClient(self.address, self.deadlines)
@@ -190,6 +178,34 @@ class ProcessRuntime(Runtime):
         self._check_socket()
         self._client = client
         return client
+
+    def _launch(self) -> _Launch:
+        """A fresh process in a fresh socket directory, not waited for."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.starts += 1
+        # Unix socket paths are limited to 107 bytes: keep the directory short.
+        directory = Path(tempfile.mkdtemp(prefix="apm-", dir="/tmp"))
+        env = dict(os.environ if self.env is None else self.env)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        current, self._dir = self._dir, directory
+        try:
+            cmd = self.argv()  # overridable; it reads `address`, i.e. this launch's directory
+        finally:
+            self._dir = current
+        if self.sandbox is not None:
+            cmd = self.sandbox.wrap(cmd, writable=[directory])
+        with self.log_path.open("ab") as log:
+            log.write(f"--- start #{self.starts}: serve {self.system}\n".encode())
+            log.flush()
+            proc = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                cwd=self.cwd,
+            )
+        return _Launch(self.starts, directory, proc)
 
     SOCKET_POLL_S = 0.002
 
@@ -249,9 +265,6 @@ class ProcessRuntime(Runtime):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
         # Whatever the process left beside its socket dies with it.
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
@@ -259,10 +272,20 @@ class ProcessRuntime(Runtime):
 
     def restart(self) -> SystemClient:
         self._kill()
-        return self.start()
+        client = self.start()
+        if self.spare:
+            # The next restart's process starts now, while this one works: its interpreter,
+            # imports and server set-up overlap with the session instead of delaying the
+            # next. It is a new process in its own sandbox and socket directory, gets no
+            # request before it is promoted, and serves one start only.
+            self._spare = self._launch()
+        return client
 
     def stop(self) -> None:
         self._kill()
+        if self._spare is not None:
+            self._spare.discard()
+            self._spare = None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -270,6 +293,7 @@ class ProcessRuntime(Runtime):
             "system": self.system,
             "python": sys.executable,
             "sandbox": self.sandbox.describe() if self.sandbox is not None else unconfined(),
+            "spare": self.spare,
         }
 
     def log_tail(self, lines: int = 15) -> str:
@@ -277,9 +301,28 @@ class ProcessRuntime(Runtime):
             text = self.log_path.read_text(errors="replace").strip().splitlines()
         except OSError:
             return ""
-        starts = [i for i, line in enumerate(text) if line.startswith("--- start")]
-        last = text[starts[-1] + 1 :] if starts else text  # this start's output only
-        return "\n".join(last[-lines:])
+        mine = f"--- start #{self._serving}:"
+        starts = [i for i, line in enumerate(text) if line.startswith(mine)]
+        # This start's output only; a spare launched meanwhile adds its marker (and its
+        # start-up lines) after it.
+        last = text[starts[-1] + 1 :] if starts else text
+        return "\n".join([line for line in last if not line.startswith("--- start")][-lines:])
+
+
+@dataclasses.dataclass(frozen=True)
+class _Launch:
+    """A started server process: its start number, socket directory and process."""
+
+    number: int
+    dir: Path
+    proc: subprocess.Popen[bytes]
+
+    def discard(self) -> None:
+        """Stop it, never used, and remove its directory."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def sandboxed_process(
@@ -292,6 +335,7 @@ def sandboxed_process(
     env: tuple[str, ...] = (),
     hidden: tuple[Path, ...] = (),
     share_net: bool = False,
+    spare: bool = False,
 ) -> ProcessRuntime:
     """`--system SPEC` as `evaluate` and `check` start it: in a bubblewrap sandbox that sees
     none of `hidden` (plus the synthetic cache), with only the allowlisted environment and
@@ -303,8 +347,10 @@ def sandboxed_process(
     extra = parse_env(env)
     if not sandbox:
         return ProcessRuntime(
-            system, log_path, deadlines, startup_timeout_s, env={**os.environ, **extra}
+            system, log_path, deadlines, startup_timeout_s, env={**os.environ, **extra}, spare=spare
         )
     policy = python_policy(system, (*hidden, cache_root()), allowed_env(extra))
     policy = dataclasses.replace(policy, share_net=share_net)
-    return ProcessRuntime(system, log_path, deadlines, startup_timeout_s, sandbox=Sandbox(policy))
+    return ProcessRuntime(
+        system, log_path, deadlines, startup_timeout_s, sandbox=Sandbox(policy), spare=spare
+    )

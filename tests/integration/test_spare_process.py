@@ -1,0 +1,84 @@
+"""The spare process: each restart promotes a process started while the previous one
+served; every start is a different, never reused process, and nothing outlives `stop`."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.runtimes import RuntimeSpec, wants_spare
+from apmbench.harness.runtimes.process import ProcessRuntime, sandboxed_process
+from apmbench.harness.runtimes.sandbox import find_bwrap
+
+
+def runtime(tmp_path: Path, sandbox: bool) -> ProcessRuntime:
+    if sandbox and find_bwrap() is None:
+        pytest.skip("bubblewrap is not installed")
+    return sandboxed_process(
+        "null", tmp_path / "system.log", Deadlines(), 60, sandbox=sandbox, spare=True
+    )
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandboxed", "unconfined"])
+def test_every_start_is_a_new_process_and_nothing_outlives_stop(
+    tmp_path: Path, sandbox: bool
+) -> None:
+    rt = runtime(tmp_path, sandbox)
+    rt.start()
+    assert rt._spare is None  # no restart asked for yet: no spare (reset and trust modes)
+    served: list[int] = []
+    dirs: set[Path] = set()
+    for _ in range(4):
+        client = rt.restart()
+        client.describe()
+        assert rt._proc is not None and rt._dir is not None and rt._spare is not None
+        served.append(rt._proc.pid)
+        dirs.add(rt._dir)
+        assert rt._spare.proc.pid not in served and rt._spare.dir != rt._dir
+        assert rt._spare.proc.poll() is None
+    assert len(set(served)) == len(served)  # never one process for two starts
+    assert len(dirs) == len(served)
+    spare = rt._spare
+    rt.stop()
+    assert spare.proc.poll() is not None
+    assert not spare.dir.exists() and not any(d.exists() for d in dirs)
+    assert rt.starts == 6  # the first, four restarts, and the spare that was never used
+
+
+def test_a_spare_that_died_while_waiting_is_replaced(tmp_path: Path) -> None:
+    rt = runtime(tmp_path, sandbox=False)
+    rt.start()
+    rt.restart()
+    assert rt._spare is not None
+    dead = rt._spare
+    os.killpg(dead.proc.pid, signal.SIGKILL)
+    dead.proc.wait()
+    rt.restart().describe()
+    assert rt._proc is not None and rt._proc.pid != dead.proc.pid
+    assert not dead.dir.exists()
+    rt.stop()
+
+
+def test_the_log_tail_is_the_serving_process_output(tmp_path: Path) -> None:
+    rt = runtime(tmp_path, sandbox=False)
+    rt.start()
+    rt.restart()
+    log = (tmp_path / "system.log").read_text()
+    assert log.count("--- start #") == 3  # the spare's marker is already there
+    tail = rt.log_tail()
+    assert "serving null" in tail and "--- start" not in tail
+    rt.stop()
+
+
+def test_no_spare_for_a_model_or_the_host_network() -> None:
+    spec = RuntimeSpec(system="null", spare=True)
+    assert wants_spare(spec, environ={})
+    assert not wants_spare(RuntimeSpec(system="null"), environ={})
+    assert not wants_spare(spec, environ={"APMBENCH_VLM_MODEL": "/models/x"})
+    model = RuntimeSpec(system="null", spare=True, env=("APMBENCH_VLM_MODEL=/models/x",))
+    assert not wants_spare(model, environ={})
+    assert not wants_spare(RuntimeSpec(system="null", spare=True, sandbox_net=True), environ={})
