@@ -76,6 +76,31 @@ def _run(commands: list[tuple[list[str], Path]]) -> list[dict[str, float]]:
     ]
 
 
+def frames_pushed(dataset: Path, fps: float = 1.0) -> int:
+    """Frames the run pushes, forks and replays included: each segment replays its
+    sessions, the last one up to its last question when the segment stops there."""
+    from apmbench.harness.media.frames import frame_times
+    from apmbench.harness.suites import get_suite
+
+    suite = get_suite("apmbench")
+    data = suite.load(dataset)
+    total = 0
+    for trajectory in data.trajectories:
+        for segment in suite.plan(data, trajectory, True):
+            last_ask = segment.asks[-1].time_ms if segment.asks else None
+            for index in range(segment.first_session, segment.last_session + 1):
+                final = index == segment.last_session
+                stop = last_ask if final and segment.stop_after_last_ask else None
+                times = frame_times(trajectory.sessions[index], fps)
+                total += sum(1 for t in times if stop is None or t <= stop)
+    return total
+
+
+def _load() -> float:
+    """The 1-minute load average: other work on the machine slows every figure here."""
+    return round(os.getloadavg()[0], 2)
+
+
 def _scores(run: Path) -> dict[str, Any]:
     report: dict[str, Any] = json.loads((run / "report.json").read_text())
     report.pop("latency", None)
@@ -89,10 +114,13 @@ def bench_paper(tmp: Path) -> dict[str, Any]:
     _log(f"paper: preparing {count} paper-shaped trajectories")
     dataset = paper_dataset(tmp, count)
     _log("paper: evaluate --system null, one process")
+    load_before = _load()
     single = _run([(_evaluate(dataset, tmp / "paper-single"), tmp / "paper-single.log")])[0]
+    single["load_before"], single["load_after"] = load_before, _load()
     sessions = (tmp / "paper-single" / "sessions.jsonl").read_text().splitlines()
     instances = (tmp / "paper-single" / "instances.jsonl").read_text().splitlines()
     _log(f"paper: single run {single['wall_s']} s; now --shard 0/2 and 1/2 at once")
+    load_before = _load()
     shards = _run(
         [
             (
@@ -102,6 +130,8 @@ def bench_paper(tmp: Path) -> dict[str, Any]:
             for i in range(2)
         ]
     )
+    for shard in shards:
+        shard["load_before"], shard["load_after"] = load_before, _load()
     started = time.perf_counter()
     merge([tmp / "paper-shards"], tmp / "paper-merged")
     merge_s = round(time.perf_counter() - started, 1)
@@ -114,6 +144,7 @@ def bench_paper(tmp: Path) -> dict[str, Any]:
         "trajectories": count,
         "single": single,
         "main_pass_frames": sum(json.loads(line)["frames"] for line in sessions),
+        "frames_pushed": frames_pushed(dataset),
         "queries": len(instances),
         "per_trajectory_s": round(single["wall_s"] / count, 2),
         "paper_wall_s": round(projected, 1),
