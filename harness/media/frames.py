@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -84,6 +84,21 @@ def _encode_rgb(rgb: Any, time_ms: int, settings: FrameSettings) -> Frame:
             np.ascontiguousarray(rgb), quality=settings.jpeg_quality, colorspace="RGB"
         )
     return Frame(time_ms, settings.encoding, width, height, data)
+
+
+def rendered_frames_at(
+    session: Session, settings: FrameSettings, times: Iterable[int]
+) -> Iterator[Frame]:
+    """The frames `decode_session` gives at `times` (some of the session's sampling times),
+    in time order, for a rendered session: a renderer draws each time from the session's
+    state at that time, so drawing only these gives the same frames as drawing every frame
+    before them (a report's thumbnails want a few frames late in a 13-minute session)."""
+    if session.render is None:
+        raise VideoError(f"session {session.session_id} is not rendered")
+    wanted = sorted(set(times))
+    render_frames = renderer_for(session.render)
+    for t, rgb in zip(wanted, render_frames(session.render, wanted), strict=True):
+        yield _encode_rendered(rgb, t, settings)
 
 
 def decode_session(

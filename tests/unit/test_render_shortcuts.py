@@ -20,6 +20,7 @@ import pytest
 from apmbench.adapters.perception import layout
 from apmbench.harness.media import frames
 from apmbench.harness.media.frames import FrameSettings
+from apmbench.harness.media.timeline import Session
 from apmbench.harness.suites.apmbench.synth import live, render
 from apmbench.harness.suites.apmbench.synth.world import SessionPlan, apply
 
@@ -144,3 +145,23 @@ def test_a_recorded_life_that_does_not_cover_every_task_is_searched_again(
     path.write_text(planted)
     assert live.trajectory_world("tiny", 0, 0) == expected
     assert live._attempt("tiny", 0, 0, int(path.read_text())) == expected
+
+
+def rendered_session(index: int) -> Session:
+    plan = plans()[index]
+    spec = live.session_spec("small", 0, 0, index)
+    return Session(plan.session_id, plan.day_id, plan.start_ms, plan.end_ms, None, spec)
+
+
+@pytest.mark.parametrize("index", [0, 2])
+def test_frames_rendered_at_chosen_times_equal_the_full_decode(index: int) -> None:
+    """A report's thumbnails draw a few frames only; they must be the frames the run
+    pushed, events before them applied, whatever times are skipped."""
+    session = rendered_session(index)
+    settings = FrameSettings(max_side=160, jpeg_quality=70)
+    every = list(frames.decode_session(session, settings))
+    wanted = [f.time_ms for f in every[5::37]] + [every[-1].time_ms]
+    picked = list(frames.rendered_frames_at(session, settings, reversed(wanted)))
+    assert picked == [f for f in every if f.time_ms in set(wanted)]
+    changed = [f for f in every if f.time_ms in set(wanted)]
+    assert len({f.data for f in changed}) == len(changed)  # different frames, not one repeated
