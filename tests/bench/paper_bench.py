@@ -4,6 +4,9 @@ work as `--shard 0/2` and `--shard 1/2` in two local processes at once, and merg
 
 Targets: the single run under 10 minutes; the two shards' wall times summed, plus the merge
 (which scores, as the single run does at its end), within 10 % of the single run's; the merged report's scores equal to the single run's.
+Also printed: each shard run alone, one after the other (as on its own node), summed with the
+merge (`shards_alone_sum_over_single`): what sharding itself costs, apart from two shards
+sharing the two cores the single run already keeps busy.
 
 APMBENCH_BENCH_PAPER_TRAJECTORIES=K runs the first K paper trajectories only (the same
 sessions, frames and questions as in the full dataset) and projects the full time from them,
@@ -137,6 +140,24 @@ def bench_paper(tmp: Path) -> dict[str, Any]:
     merge_s = round(time.perf_counter() - started, 1)
     # The single run scores at its end; the shards do not, the merge does: count it.
     shard_sum = sum(s["wall_s"] for s in shards) + merge_s
+    # Each shard alone, as on its own node: what sharding itself costs. At once, the two
+    # shards share the 2 cores that the single run already keeps busy (harness, system
+    # process, spare), so their summed wall times measure the cores, not the sharding.
+    alone = []
+    for i in range(2):
+        _log(f"paper: --shard {i}/2 alone")
+        load_before = _load()
+        run = _run(
+            [
+                (
+                    _evaluate(dataset, tmp / f"paper-alone-{i}", "--shard", f"{i}/2"),
+                    tmp / f"paper-alone-{i}.log",
+                )
+            ]
+        )[0]
+        run["load_before"], run["load_after"] = load_before, _load()
+        alone.append(run)
+    alone_sum = sum(s["wall_s"] for s in alone) + merge_s
     scale = PAPER_TRAJECTORIES / count
     projected = single["wall_s"] * scale
     ratio = shard_sum / single["wall_s"]
@@ -152,6 +173,8 @@ def bench_paper(tmp: Path) -> dict[str, Any]:
         "shards": shards,
         "merge_s": merge_s,
         "shard_sum_over_single": round(ratio, 3),
+        "shards_alone": alone,
+        "shards_alone_sum_over_single": round(alone_sum / single["wall_s"], 3),
         "shard_makespan_s": round(max(s["wall_s"] for s in shards) + merge_s, 1),
         "merged_equals_single": _scores(tmp / "paper-merged") == _scores(tmp / "paper-single"),
         "target": f"paper_wall_s <= {WALL_TARGET_S:.0f}; shard sum / single <= {SHARD_SUM_TARGET}",
