@@ -11,8 +11,12 @@ import pytest
 
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes import RuntimeSpec, wants_spare
-from apmbench.harness.runtimes.process import ProcessRuntime, sandboxed_process
+from apmbench.harness.runtimes.process import ProcessRuntime, _Launch, sandboxed_process
 from apmbench.harness.runtimes.sandbox import find_bwrap
+
+
+def spare_of(rt: ProcessRuntime) -> _Launch | None:
+    return rt._spare
 
 
 def runtime(tmp_path: Path, sandbox: bool) -> ProcessRuntime:
@@ -29,23 +33,25 @@ def test_every_start_is_a_new_process_and_nothing_outlives_stop(
 ) -> None:
     rt = runtime(tmp_path, sandbox)
     rt.start()
-    assert rt._spare is None  # no restart asked for yet: no spare (reset and trust modes)
+    assert spare_of(rt) is None  # no restart asked for yet: no spare (reset and trust modes)
     served: list[int] = []
     dirs: set[Path] = set()
     for _ in range(4):
         client = rt.restart()
         client.describe()
-        assert rt._proc is not None and rt._dir is not None and rt._spare is not None
+        spare = spare_of(rt)
+        assert rt._proc is not None and rt._dir is not None and spare is not None
         served.append(rt._proc.pid)
         dirs.add(rt._dir)
-        assert rt._spare.proc.pid not in served and rt._spare.dir != rt._dir
-        assert rt._spare.proc.poll() is None
+        assert spare.proc.pid not in served and spare.dir != rt._dir
+        assert spare.proc.poll() is None
     assert len(set(served)) == len(served)  # never one process for two starts
     assert len(dirs) == len(served)
-    spare = rt._spare
+    last = spare_of(rt)
+    assert last is not None
     rt.stop()
-    assert spare.proc.poll() is not None
-    assert not spare.dir.exists() and not any(d.exists() for d in dirs)
+    assert last.proc.poll() is not None
+    assert not last.dir.exists() and not any(d.exists() for d in dirs)
     assert rt.starts == 6  # the first, four restarts, and the spare that was never used
 
 

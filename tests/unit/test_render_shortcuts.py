@@ -15,16 +15,19 @@ from pathlib import Path
 
 import av
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from apmbench.adapters.perception import layout
+from apmbench.adapters.perception.font import draw_text
+from apmbench.adapters.sdk.types import Frame, FrameEncoding
 from apmbench.harness.media import frames
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.media.timeline import Session
 from apmbench.harness.suites.apmbench.synth import live, render
 from apmbench.harness.suites.apmbench.synth.world import SessionPlan, apply
 
-Image = np.ndarray  # type: ignore[type-arg]
+Image = npt.NDArray[np.uint8]
 
 
 def scenes(plan: SessionPlan) -> Iterator[layout.Scene]:
@@ -71,13 +74,13 @@ def test_the_comparison_catches_a_clock_drawn_over_other_elements() -> None:
 
     def overlapping(scene: layout.Scene) -> Image:
         image = render._without_clock(dataclasses.replace(scene, clock="")).copy()
-        render.draw_text(image, layout.PLACE_ROW[0], layout.PLACE_ROW[1] + 4, scene.clock, 2)
+        draw_text(image, layout.PLACE_ROW[0], layout.PLACE_ROW[1] + 4, scene.clock, 2)
         return image
 
     assert mismatches(overlapping) > 0
 
 
-def via_pyav(rgb: Image, time_ms: int, settings: FrameSettings) -> frames.Frame:
+def via_pyav(rgb: Image, time_ms: int, settings: FrameSettings) -> Frame:
     return frames._encode(av.VideoFrame.from_ndarray(rgb, format="rgb24"), time_ms, settings)
 
 
@@ -86,7 +89,7 @@ def via_pyav(rgb: Image, time_ms: int, settings: FrameSettings) -> frames.Frame:
     [
         FrameSettings(),
         FrameSettings(max_side=224),
-        FrameSettings(encoding=frames.FrameEncoding.RGB24),
+        FrameSettings(encoding=FrameEncoding.RGB24),
     ],
     ids=["jpeg-448", "jpeg-224-resized", "rgb24"],
 )
@@ -126,11 +129,11 @@ def test_the_recorded_life_is_the_searched_one(cache: Path) -> None:
         calls.append(attempt)
         return real(preset, seed, trajectory, attempt)
 
-    live._attempt = counted  # type: ignore[assignment]
+    live._attempt = counted
     try:
         assert live.trajectory_world("tiny", 0, 0) == expected
     finally:
-        live._attempt = real  # type: ignore[assignment]
+        live._attempt = real
     assert calls == [int(recorded.read_text())]  # one simulation, not the search
 
 
