@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import shutil
@@ -136,7 +137,7 @@ class ProcessRuntime(Runtime):
         self._proc: subprocess.Popen[bytes] | None = None
         self._client: SystemClient | None = None
         self.spare = spare
-        self._spare: _Launch | None = None
+        self._spares: collections.deque[_Launch] = collections.deque()
         self._serving = 0
 
     @property
@@ -155,10 +156,13 @@ class ProcessRuntime(Runtime):
     def start(self) -> SystemClient:
         if self._proc is not None:
             raise RuntimeStartError("process runtime already started: use restart()")
-        spare, self._spare = self._spare, None
-        launch = spare if spare is not None and spare.proc.poll() is None else self._launch()
-        if spare is not None and launch is not spare:
-            spare.discard()  # it died while waiting: this start gets a new one
+        launch: _Launch | None = None
+        while launch is None and self._spares:
+            launch = self._spares.popleft()
+            if launch.proc.poll() is not None:
+                launch.discard()  # it died while waiting: the next one, or a new one
+                launch = None
+        launch = launch or self._launch()
         self._dir, self._proc, self._serving = launch.dir, launch.proc, launch.number
         deadline = time.monotonic() + self.startup_timeout_s
         self._wait_socket(deadline)
@@ -206,6 +210,10 @@ class ProcessRuntime(Runtime):
                 cwd=self.cwd,
             )
         return _Launch(self.starts, directory, proc)
+
+    SPARES = 2
+    """Spares kept ready: a fork that stops at its question can end before one spare has
+    started, so the next restart would still wait; two start during two segments."""
 
     SOCKET_POLL_S = 0.002
 
@@ -273,19 +281,18 @@ class ProcessRuntime(Runtime):
     def restart(self) -> SystemClient:
         self._kill()
         client = self.start()
-        if self.spare:
-            # The next restart's process starts now, while this one works: its interpreter,
-            # imports and server set-up overlap with the session instead of delaying the
-            # next. It is a new process in its own sandbox and socket directory, gets no
-            # request before it is promoted, and serves one start only.
-            self._spare = self._launch()
+        while self.spare and len(self._spares) < self.SPARES:
+            # The next restarts' processes start now, while this one works: their
+            # interpreter, imports and server set-up overlap with the sessions instead of
+            # delaying the restarts. Each is a new process in its own sandbox and socket
+            # directory, gets no request before it is promoted, and serves one start only.
+            self._spares.append(self._launch())
         return client
 
     def stop(self) -> None:
         self._kill()
-        if self._spare is not None:
-            self._spare.discard()
-            self._spare = None
+        while self._spares:
+            self._spares.popleft().discard()
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -16,7 +16,8 @@ from apmbench.harness.runtimes.sandbox import find_bwrap
 
 
 def spare_of(rt: ProcessRuntime) -> _Launch | None:
-    return rt._spare
+    """The spare the next restart promotes."""
+    return rt._spares[0] if rt._spares else None
 
 
 def runtime(tmp_path: Path, sandbox: bool) -> ProcessRuntime:
@@ -43,24 +44,25 @@ def test_every_start_is_a_new_process_and_nothing_outlives_stop(
         assert rt._proc is not None and rt._dir is not None and spare is not None
         served.append(rt._proc.pid)
         dirs.add(rt._dir)
-        assert spare.proc.pid not in served and spare.dir != rt._dir
-        assert spare.proc.poll() is None
+        assert len(rt._spares) == rt.SPARES
+        for waiting in rt._spares:
+            assert waiting.proc.pid not in served and waiting.dir != rt._dir
+            assert waiting.proc.poll() is None
     assert len(set(served)) == len(served)  # never one process for two starts
     assert len(dirs) == len(served)
-    last = spare_of(rt)
-    assert last is not None
+    waiting = list(rt._spares)
     rt.stop()
-    assert last.proc.poll() is not None
-    assert not last.dir.exists() and not any(d.exists() for d in dirs)
-    assert rt.starts == 6  # the first, four restarts, and the spare that was never used
+    assert all(w.proc.poll() is not None and not w.dir.exists() for w in waiting)
+    assert not any(d.exists() for d in dirs)
+    assert rt.starts == 1 + 4 + rt.SPARES  # the first, four restarts, the unused spares
 
 
 def test_a_spare_that_died_while_waiting_is_replaced(tmp_path: Path) -> None:
     rt = runtime(tmp_path, sandbox=False)
     rt.start()
     rt.restart()
-    assert rt._spare is not None
-    dead = rt._spare
+    dead = spare_of(rt)
+    assert dead is not None
     os.killpg(dead.proc.pid, signal.SIGKILL)
     dead.proc.wait()
     rt.restart().describe()
@@ -74,7 +76,7 @@ def test_the_log_tail_is_the_serving_process_output(tmp_path: Path) -> None:
     rt.start()
     rt.restart()
     log = (tmp_path / "system.log").read_text()
-    assert log.count("--- start #") == 3  # the spare's marker is already there
+    assert log.count("--- start #") == 2 + rt.SPARES  # the spares' markers are there
     tail = rt.log_tail()
     assert "serving null" in tail and "--- start" not in tail
     rt.stop()
