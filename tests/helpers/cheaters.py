@@ -194,11 +194,14 @@ class ProbeCounter(_Base):
 
     def __init__(self) -> None:
         self.local = 0
-        self.total = max((v.get("count", 0) for v in read_stashes().values()), default=0)
+        self.total = 0
 
     def reply(self, query: Query) -> dict[str, Any]:
         self.local += 1
-        self.total += 1
+        # Read at every probe, not at start: a process started ahead of its turn (a spare)
+        # would miss what its predecessors wrote meanwhile.
+        stashed = max((v.get("count", 0) for v in read_stashes().values()), default=0)
+        self.total = max(self.total, stashed) + 1
         write_stashes({"count": self.total})
         out = super().reply(query)
         out["local"] = self.local

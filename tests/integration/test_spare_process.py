@@ -50,9 +50,9 @@ def test_every_start_is_a_new_process_and_nothing_outlives_stop(
             assert waiting.proc.poll() is None
     assert len(set(served)) == len(served)  # never one process for two starts
     assert len(dirs) == len(served)
-    waiting = list(rt._spares)
+    unused = list(rt._spares)
     rt.stop()
-    assert all(w.proc.poll() is not None and not w.dir.exists() for w in waiting)
+    assert all(w.proc.poll() is not None and not w.dir.exists() for w in unused)
     assert not any(d.exists() for d in dirs)
     assert rt.starts == 1 + 4 + rt.SPARES  # the first, four restarts, the unused spares
 
