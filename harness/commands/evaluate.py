@@ -176,6 +176,14 @@ if TYPE_CHECKING:
 )
 @deadline_options(Deadlines())
 @cap_options
+@click.option(
+    "--no-spare",
+    is_flag=True,
+    help="With a --system or --command process in restart mode: do not start the next "
+    "process (new, empty, in its own sandbox) while the current one works; each restart "
+    "then waits for a whole start-up. Default: a spare is started, except when "
+    "APMBENCH_VLM_MODEL names a model (the spare would hold a second copy of it).",
+)
 @judge_options(default_judge=AUTO)
 @process_options
 @container_options
@@ -203,6 +211,7 @@ def evaluate(
     backend: str,
     ray_address: str | None,
     ray_gpus: float,
+    no_spare: bool,
     image: str | None,
     container: ContainerSettings,
     sandbox: bool,
@@ -268,6 +277,7 @@ def evaluate(
             command=command,
             sandbox_net=sandbox_net,
             max_log_bytes=caps.max_log_bytes,
+            spare=not no_spare,
         )
         opts = EvaluateOptions(
             dataset=dataset,

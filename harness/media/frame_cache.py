@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,6 +119,11 @@ class _Session:
             yield self.frame(entry)
             k += 1
 
+    def wait_done(self) -> None:
+        with self.changed:
+            while not self.done and self.error is None and not self.cache.stopping.is_set():
+                self.changed.wait(0.5)
+
     def close(self) -> None:
         self._thread.join(timeout=10)
         if self._spill is not None:
@@ -152,6 +157,7 @@ class SessionFrames:
         self._held = 0
         self.productions = 0
         """Sessions produced (each once): what a test counts."""
+        self._prefetcher: threading.Thread | None = None
 
     def reserve(self, size: int) -> bool:
         """Whether `size` more bytes may stay in memory (False: spill them)."""
@@ -166,6 +172,9 @@ class SessionFrames:
         return self._held
 
     def frames(self, index: int, session: Session, until_ms: int | None = None) -> Generator[Frame]:
+        return self._entry(index, session).read(until_ms)
+
+    def _entry(self, index: int, session: Session) -> _Session:
         with self._lock:
             if self.stopping.is_set():
                 raise RuntimeError("the frame cache is closed")
@@ -173,10 +182,31 @@ class SessionFrames:
             if entry is None:
                 entry = self._sessions[index] = _Session(self, index, session)
                 self.productions += 1
-        return entry.read(until_ms)
+        return entry
+
+    def prefetch(self, sessions: Sequence[tuple[int, Session]]) -> None:
+        """Produce these sessions ahead of their first replay, one after another, in the
+        background: the harness waits on every system start, and a session produced
+        then is not produced while frames are pushed. The frames are those the replays
+        would have produced (the same producer, once per session)."""
+
+        def run() -> None:
+            for index, session in sessions:
+                if self.stopping.is_set():
+                    return
+                try:
+                    entry = self._entry(index, session)
+                except RuntimeError:
+                    return
+                entry.wait_done()
+
+        self._prefetcher = threading.Thread(target=run, daemon=True, name="frames-prefetch")
+        self._prefetcher.start()
 
     def close(self) -> None:
         self.stopping.set()
+        if self._prefetcher is not None:
+            self._prefetcher.join(timeout=10)
         for entry in self._sessions.values():
             entry.close()
         self._sessions.clear()

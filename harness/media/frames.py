@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -60,12 +60,45 @@ def _target_size(width: int, height: int, max_side: int) -> tuple[int, int]:
 
 def _encode(frame: Any, time_ms: int, settings: FrameSettings) -> Frame:
     width, height = _target_size(frame.width, frame.height, settings.max_side)
-    rgb = frame.to_ndarray(width=width, height=height, format="rgb24")
+    return _encode_rgb(
+        frame.to_ndarray(width=width, height=height, format="rgb24"), time_ms, settings
+    )
+
+
+def _encode_rendered(rgb: Any, time_ms: int, settings: FrameSettings) -> Frame:
+    """A rendered RGB frame: PyAV's rgb24-to-rgb24 conversion at the same size is the
+    identity (a test checks it on whole sessions), so it is skipped unless the frame must
+    be resized; it cost as much as the JPEG encoding."""
+    height, width = rgb.shape[:2]
+    if _target_size(width, height, settings.max_side) == (width, height):
+        return _encode_rgb(rgb, time_ms, settings)
+    return _encode(av.VideoFrame.from_ndarray(rgb, format="rgb24"), time_ms, settings)
+
+
+def _encode_rgb(rgb: Any, time_ms: int, settings: FrameSettings) -> Frame:
+    height, width = rgb.shape[:2]
     if settings.encoding is FrameEncoding.RGB24:
         data = np.ascontiguousarray(rgb).tobytes()
     else:
-        data = simplejpeg.encode_jpeg(rgb, quality=settings.jpeg_quality, colorspace="RGB")
+        data = simplejpeg.encode_jpeg(
+            np.ascontiguousarray(rgb), quality=settings.jpeg_quality, colorspace="RGB"
+        )
     return Frame(time_ms, settings.encoding, width, height, data)
+
+
+def rendered_frames_at(
+    session: Session, settings: FrameSettings, times: Iterable[int]
+) -> Iterator[Frame]:
+    """The frames `decode_session` gives at `times` (some of the session's sampling times),
+    in time order, for a rendered session: a renderer draws each time from the session's
+    state at that time, so drawing only these gives the same frames as drawing every frame
+    before them (a report's thumbnails want a few frames late in a 13-minute session)."""
+    if session.render is None:
+        raise VideoError(f"session {session.session_id} is not rendered")
+    wanted = sorted(set(times))
+    render_frames = renderer_for(session.render)
+    for t, rgb in zip(wanted, render_frames(session.render, wanted), strict=True):
+        yield _encode_rendered(rgb, t, settings)
 
 
 def decode_session(
@@ -90,7 +123,7 @@ def decode_session(
     if session.render is not None:
         render_frames = renderer_for(session.render)
         for t, rgb in zip(times, render_frames(session.render, times), strict=True):
-            yield _encode(av.VideoFrame.from_ndarray(rgb, format="rgb24"), t, settings)
+            yield _encode_rendered(rgb, t, settings)
         return
     if session.video is None:
         raise VideoError(f"session {session.session_id} has neither a video nor a render spec")

@@ -271,6 +271,7 @@ class TrajectoryRunner:
         # Forks and replays push the sessions the main pass pushes: produce each once.
         with SessionFrames(self.frames, self.work_dir / "frames") as cache:
             self.frame_cache = cache
+            cache.prefetch(list(enumerate(self.trajectory.sessions)))
             for segment in ordered:
                 if segment.kind != "main" or not main_started:  # one tick for the main pass
                     self.on_segment(segment)

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 from apmbench.harness.runtimes.process import EndpointRuntime, Runtime, sandboxed_process
 
-__all__ = ["Runtime", "RuntimeSpec", "make_runtime"]
+__all__ = ["Runtime", "RuntimeSpec", "make_runtime", "wants_spare"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,10 @@ class RuntimeSpec:
     max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES
     """The system's output kept per start (`--max-log-size`); the rest is dropped with a
     notice. None: all of it."""
+    spare: bool = False
+    """For a local process: start the next restart's process while the current one works
+    (`evaluate` turns it on unless `--no-spare`; never when a model is named, see
+    `wants_spare`)."""
 
     @property
     def label(self) -> str:
@@ -113,6 +119,7 @@ def make_runtime(
             hidden=(*hidden, run_dir),
             share_net=spec.sandbox_net,
             max_log_bytes=spec.max_log_bytes,
+            spare=wants_spare(spec),
         )
     assert spec.system is not None
     return sandboxed_process(
@@ -125,4 +132,19 @@ def make_runtime(
         hidden=(*hidden, run_dir),
         share_net=spec.sandbox_net,
         max_log_bytes=spec.max_log_bytes,
+        spare=wants_spare(spec),
     )
+
+
+MODEL_ENV = "APMBENCH_VLM_MODEL"
+
+
+def wants_spare(spec: RuntimeSpec, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether restarts get a spare process: asked for, not on the host's network, and no
+    model named for the system. A spare lives beside the serving process: sandboxed, each
+    has its own network namespace, but on the host's network (`--sandbox-net`) the
+    serving one could hand its memory to it over a socket. And a spare loads at its start
+    whatever the system loads: a second copy of a model while the current one serves."""
+    env = os.environ if environ is None else environ
+    named = MODEL_ENV in env or any(e.partition("=")[0] == MODEL_ENV for e in spec.env)
+    return spec.spare and not spec.sandbox_net and not named

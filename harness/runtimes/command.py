@@ -124,6 +124,7 @@ class CommandRuntime(ProcessRuntime):
         env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
         max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
+        spare: bool = False,
     ) -> None:
         super().__init__(
             command,
@@ -133,6 +134,7 @@ class CommandRuntime(ProcessRuntime):
             env=env,
             sandbox=sandbox,
             max_log_bytes=max_log_bytes,
+            spare=spare,
         )
         self.command = command
         self.cwd = Path(os.path.realpath(cwd or Path.cwd()))
@@ -168,6 +170,7 @@ def command_process(
     cwd: Path | None = None,
     share_net: bool = False,
     max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
+    spare: bool = False,
 ) -> CommandRuntime:
     """`--command` as `evaluate` and `check` start it: sandboxed like `--system` (see
     `sandboxed_process`), or unconfined with `--no-sandbox`, which every report then says."""
@@ -178,12 +181,12 @@ def command_process(
     if not sandbox:
         return CommandRuntime(
             command, log_path, deadlines, startup_timeout_s, cwd=where,
-            env={**os.environ, **extra}, max_log_bytes=max_log_bytes,
+            env={**os.environ, **extra}, max_log_bytes=max_log_bytes, spare=spare,
         )  # fmt: skip
     words, executable = parse_command(command, where)
     policy = command_policy(words, executable, where, (*hidden, cache_root()), allowed_env(extra))
     policy = dataclasses.replace(policy, share_net=share_net)
     return CommandRuntime(
         command, log_path, deadlines, startup_timeout_s, cwd=where, sandbox=Sandbox(policy),
-        max_log_bytes=max_log_bytes,
+        max_log_bytes=max_log_bytes, spare=spare,
     )  # fmt: skip

@@ -10,8 +10,10 @@ next start's section.
 
 from __future__ import annotations
 
+import io
 import threading
 from pathlib import Path
+from typing import BinaryIO
 
 DEFAULT_MAX_LOG_BYTES = 64 << 20
 """Output kept per start (`--max-log-size`)."""
@@ -20,17 +22,39 @@ DEFAULT_MAX_LOG_BYTES = 64 << 20
 class LogSection:
     """Appends one start's output to `path`, at most `max_bytes` of it (None: all)."""
 
-    def __init__(self, path: Path, header: str, max_bytes: int | None) -> None:
+    def __init__(
+        self, path: Path, header: str, max_bytes: int | None, deferred: bool = False
+    ) -> None:
+        """`deferred`: hold the output in memory (bounded like the section) until
+        `activate`; a section closed before that leaves nothing in the log (a spare
+        process that never served)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.header = header
         self.max_bytes = max_bytes
         self.written = 0
         self.dropped = 0
         self._lock = threading.Lock()
         self._closed = False
-        self._out = path.open("ab")
-        self._out.write(f"--- {header}\n".encode())
-        self._out.flush()
+        # Until activated, the section writes into memory.
+        self._held: io.BytesIO | None = io.BytesIO() if deferred else None
+        self._out: BinaryIO = self._held if self._held is not None else self._open()
+
+    def _open(self) -> BinaryIO:
+        out = self.path.open("ab")
+        out.write(f"--- {self.header}\n".encode())
+        out.flush()
+        return out
+
+    def activate(self) -> None:
+        """Start writing into the log: the header, then what was held back."""
+        with self._lock:
+            if self._held is None or self._closed:
+                return
+            held, self._held = self._held.getvalue(), None
+            self._out = self._open()
+            self._out.write(held)
+            self._out.flush()
 
     @property
     def full(self) -> bool:
@@ -62,6 +86,6 @@ class LogSection:
             if self._closed:
                 return
             self._closed = True
-            if note:
+            if note and self._held is None:
                 self._out.write(f"\n--- {note}\n".encode())
             self._out.close()

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import os
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import IO, Any
@@ -170,6 +172,7 @@ class ProcessRuntime(Runtime):
         env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
         max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
+        spare: bool = False,
     ) -> None:
         self.system = system
         self.max_log_bytes = max_log_bytes
@@ -184,6 +187,9 @@ class ProcessRuntime(Runtime):
         self._client: SystemClient | None = None
         self._log: LogSection | None = None
         self._pump: threading.Thread | None = None
+        self.spare = spare
+        self._spares: collections.deque[_Launch] = collections.deque()
+        self._serving = 0
 
     @property
     def can_restart(self) -> bool:
@@ -201,39 +207,22 @@ class ProcessRuntime(Runtime):
     def start(self) -> SystemClient:
         if self._proc is not None:
             raise RuntimeStartError("process runtime already started: use restart()")
-        self._log = LogSection(
-            self.log_path, f"start #{self.starts + 1}: serve {self.system}", self.max_log_bytes
-        )
-        remove_dead_dirs()
-        # Unix socket paths are limited to 107 bytes: keep the directory short. The
-        # harness's pid in the name (which the system cannot change) lets a later harness
-        # remove it when this one was killed before it could.
-        self._dir = Path(tempfile.mkdtemp(prefix=_dir_prefix(), dir=DIR_BASE))
-        env = dict(os.environ if self.env is None else self.env)
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        cmd = self.argv()
-        if self.sandbox is not None:
-            cmd = self.sandbox.wrap(cmd, writable=[self._dir])
-        # Through a pipe the harness reads, not straight into the file, so the output is
-        # bounded; it keeps being read past the bound, so a flooding system never blocks.
-        with uninterrupted():  # a stop signal now would orphan the child
-            self._proc = subprocess.Popen(
-                cmd,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-                cwd=self.cwd,
-            )
-            assert self._proc.stdout is not None
-            self._pump = threading.Thread(
-                target=_pump, args=(self._proc.stdout, self._log), name="system-log", daemon=True
-            )
-            self._pump.start()
-        self.starts += 1
+        launch: _Launch | None = None
+        while launch is None and self._spares:
+            launch = self._spares.popleft()
+            if launch.proc.poll() is not None:
+                launch.discard()  # it died while waiting: the next one, or a new one
+                launch = None
+        launch = launch or self._launch(spare=False)
+        # Its section reaches the log only now that the previous start's is closed.
+        launch.log.activate()
+        self._dir, self._proc, self._serving = launch.dir, launch.proc, launch.number
+        self._log, self._pump = launch.log, launch.pump
+        deadline = time.monotonic() + self.startup_timeout_s
+        self._wait_socket(deadline)
         client = SystemClient(self.address, self.deadlines)
         try:
-            client.wait_serving(self.startup_timeout_s, alive=self._alive)
+            client.wait_serving(max(deadline - time.monotonic(), 1.0), alive=self._alive)
         except errors.Unavailable as e:
             client.close()
             code = self._proc.poll()
@@ -247,6 +236,67 @@ class ProcessRuntime(Runtime):
         self._check_socket()
         self._client = client
         return client
+
+    def _launch(self, spare: bool) -> _Launch:
+        """A fresh process in a fresh socket directory, not waited for. A spare's output is
+        held back until it is promoted, so two live processes never share a log section."""
+        self.starts += 1
+        remove_dead_dirs()
+        # Unix socket paths are limited to 107 bytes: keep the directory short. The
+        # harness's pid in the name (which the system cannot change) lets a later harness
+        # remove it when this one was killed before it could.
+        directory = Path(tempfile.mkdtemp(prefix=_dir_prefix(), dir=DIR_BASE))
+        env = dict(os.environ if self.env is None else self.env)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        current, self._dir = self._dir, directory
+        try:
+            cmd = self.argv()  # overridable; it reads `address`, i.e. this launch's directory
+        finally:
+            self._dir = current
+        if self.sandbox is not None:
+            cmd = self.sandbox.wrap(cmd, writable=[directory])
+        log = LogSection(
+            self.log_path,
+            f"start #{self.starts}: serve {self.system}",
+            self.max_log_bytes,
+            deferred=spare,
+        )
+        # Through a pipe the harness reads, not straight into the file, so the output is
+        # bounded; it keeps being read past the bound, so a flooding system never blocks.
+        with uninterrupted():  # a stop signal now would orphan the child
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                cwd=self.cwd,
+            )
+            assert proc.stdout is not None
+            pump = threading.Thread(
+                target=_pump, args=(proc.stdout, log), name="system-log", daemon=True
+            )
+            pump.start()
+        return _Launch(self.starts, directory, proc, log, pump)
+
+    SPARES = 2
+    """Spares kept ready: a fork that stops at its question can end before one spare has
+    started, so the next restart would still wait; two start during two segments."""
+
+    SOCKET_POLL_S = 0.002
+
+    def _wait_socket(self, deadline: float) -> None:
+        """Return once the socket file exists (or the process died, or time is up; the
+        health wait then reports which). A gRPC channel dialled before the server listens
+        backs off exponentially between attempts, which cost about 150 ms per start, more
+        than the null system's whole start-up; a stat every 2 ms costs nothing, and the
+        first dial then meets a listening socket."""
+        assert self._dir is not None
+        sock = self._dir / "sock"
+        while time.monotonic() < deadline and self._alive():
+            if os.path.lexists(sock):
+                return
+            time.sleep(self.SOCKET_POLL_S)
 
     cwd: Path | None = None
     """Where the server process starts (unsandboxed; a sandbox sets its own)."""
@@ -289,29 +339,8 @@ class ProcessRuntime(Runtime):
         if self._client is not None:
             self._client.close()
             self._client = None
-        family: list[psutil.Process] = []
-        if proc is not None and proc.poll() is None:
-            # Taken before the stop: once the sandbox's monitor is gone, what it forked is
-            # no longer findable as ours. A child that had not yet tied its life to the
-            # monitor's (a stop right after the start) would otherwise live on.
-            with contextlib.suppress(psutil.Error):
-                family = psutil.Process(proc.pid).children(recursive=True)
-            proc.send_signal(signal.SIGTERM)
-            try:
-                # As long as a container gets (DockerRuntime.stop_timeout_s): a system that
-                # hangs in a call ignores the graceful stop, and every fault would cost more.
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
         if proc is not None:
-            # The system started its own session (group = its pid): whatever it forked and
-            # left behind goes with it.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        for member in family:
-            with contextlib.suppress(psutil.Error):
-                member.kill()
+            _terminate(proc)
         pump, self._pump = self._pump, None
         if pump is not None:
             pump.join(5.0)
@@ -330,10 +359,20 @@ class ProcessRuntime(Runtime):
 
     def restart(self) -> SystemClient:
         self._kill()
-        return self.start()
+        client = self.start()
+        while self.spare and len(self._spares) < self.SPARES:
+            # The next restarts' processes start now, while this one works: their
+            # interpreter, imports and server set-up overlap with the sessions instead of
+            # delaying the restarts. Each is a new process in its own sandbox and socket
+            # directory, gets no request before it is promoted, and serves one start only.
+            self._spares.append(self._launch(spare=True))
+        return client
 
     def stop(self) -> None:
         self._kill()
+        with uninterrupted():
+            while self._spares:
+                self._spares.popleft().discard()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -342,6 +381,7 @@ class ProcessRuntime(Runtime):
             "python": sys.executable,
             "sandbox": self.sandbox.describe() if self.sandbox is not None else unconfined(),
             "max_log_bytes": self.max_log_bytes,
+            "spare": self.spare,
         }
 
     def log_tail(self, lines: int = 15) -> str:
@@ -352,6 +392,50 @@ class ProcessRuntime(Runtime):
         starts = [i for i, line in enumerate(text) if line.startswith("--- start")]
         last = text[starts[-1] + 1 :] if starts else text  # this start's output only
         return "\n".join(last[-lines:])
+
+
+def _terminate(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server process and everything it started."""
+    family: list[psutil.Process] = []
+    if proc.poll() is None:
+        # Taken before the stop: once the sandbox's monitor is gone, what it forked is
+        # no longer findable as ours. A child that had not yet tied its life to the
+        # monitor's (a stop right after the start) would otherwise live on.
+        with contextlib.suppress(psutil.Error):
+            family = psutil.Process(proc.pid).children(recursive=True)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            # As long as a container gets (DockerRuntime.stop_timeout_s): a system that
+            # hangs in a call ignores the graceful stop, and every fault would cost more.
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    # The system started its own session (group = its pid): whatever it forked and
+    # left behind goes with it.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    for member in family:
+        with contextlib.suppress(psutil.Error):
+            member.kill()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Launch:
+    """A started server process: its start number, socket directory, process and log."""
+
+    number: int
+    dir: Path
+    proc: subprocess.Popen[bytes]
+    log: LogSection
+    pump: threading.Thread
+
+    def discard(self) -> None:
+        """Stop it, never used: its held-back output is dropped with its directory."""
+        _terminate(self.proc)
+        self.pump.join(5.0)
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def _pump(stream: IO[bytes], section: LogSection) -> None:
@@ -373,6 +457,7 @@ def sandboxed_process(
     hidden: tuple[Path, ...] = (),
     share_net: bool = False,
     max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
+    spare: bool = False,
 ) -> ProcessRuntime:
     """`--system SPEC` as `evaluate` and `check` start it: in a bubblewrap sandbox that sees
     none of `hidden` (plus the synthetic cache), with only the allowlisted environment and
@@ -390,6 +475,7 @@ def sandboxed_process(
             startup_timeout_s,
             env={**os.environ, **extra},
             max_log_bytes=max_log_bytes,
+            spare=spare,
         )
     policy = python_policy(system, (*hidden, cache_root()), allowed_env(extra))
     policy = dataclasses.replace(policy, share_net=share_net)
@@ -400,4 +486,5 @@ def sandboxed_process(
         startup_timeout_s,
         sandbox=Sandbox(policy),
         max_log_bytes=max_log_bytes,
+        spare=spare,
     )

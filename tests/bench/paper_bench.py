@@ -4,6 +4,9 @@ work as `--shard 0/2` and `--shard 1/2` in two local processes at once, and merg
 
 Targets: the single run under 10 minutes; the two shards' wall times summed, plus the merge
 (which scores, as the single run does at its end), within 10 % of the single run's; the merged report's scores equal to the single run's.
+Also printed: each shard run alone, one after the other (as on its own node), summed with the
+merge (`shards_alone_sum_over_single`): what sharding itself costs, apart from two shards
+sharing the two cores the single run already keeps busy.
 
 APMBENCH_BENCH_PAPER_TRAJECTORIES=K runs the first K paper trajectories only (the same
 sessions, frames and questions as in the full dataset) and projects the full time from them,
@@ -76,6 +79,31 @@ def _run(commands: list[tuple[list[str], Path]]) -> list[dict[str, float]]:
     ]
 
 
+def frames_pushed(dataset: Path, fps: float = 1.0) -> int:
+    """Frames the run pushes, forks and replays included: each segment replays its
+    sessions, the last one up to its last question when the segment stops there."""
+    from apmbench.harness.media.frames import frame_times
+    from apmbench.harness.suites import get_suite
+
+    suite = get_suite("apmbench")
+    data = suite.load(dataset)
+    total = 0
+    for trajectory in data.trajectories:
+        for segment in suite.plan(data, trajectory, True):
+            last_ask = segment.asks[-1].time_ms if segment.asks else None
+            for index in range(segment.first_session, segment.last_session + 1):
+                final = index == segment.last_session
+                stop = last_ask if final and segment.stop_after_last_ask else None
+                times = frame_times(trajectory.sessions[index], fps)
+                total += sum(1 for t in times if stop is None or t <= stop)
+    return total
+
+
+def _load() -> float:
+    """The 1-minute load average: other work on the machine slows every figure here."""
+    return round(os.getloadavg()[0], 2)
+
+
 def _scores(run: Path) -> dict[str, Any]:
     report: dict[str, Any] = json.loads((run / "report.json").read_text())
     report.pop("latency", None)
@@ -89,10 +117,13 @@ def bench_paper(tmp: Path) -> dict[str, Any]:
     _log(f"paper: preparing {count} paper-shaped trajectories")
     dataset = paper_dataset(tmp, count)
     _log("paper: evaluate --system null, one process")
+    load_before = _load()
     single = _run([(_evaluate(dataset, tmp / "paper-single"), tmp / "paper-single.log")])[0]
+    single["load_before"], single["load_after"] = load_before, _load()
     sessions = (tmp / "paper-single" / "sessions.jsonl").read_text().splitlines()
     instances = (tmp / "paper-single" / "instances.jsonl").read_text().splitlines()
     _log(f"paper: single run {single['wall_s']} s; now --shard 0/2 and 1/2 at once")
+    load_before = _load()
     shards = _run(
         [
             (
@@ -102,11 +133,31 @@ def bench_paper(tmp: Path) -> dict[str, Any]:
             for i in range(2)
         ]
     )
+    for shard in shards:
+        shard["load_before"], shard["load_after"] = load_before, _load()
     started = time.perf_counter()
     merge([tmp / "paper-shards"], tmp / "paper-merged")
     merge_s = round(time.perf_counter() - started, 1)
     # The single run scores at its end; the shards do not, the merge does: count it.
     shard_sum = sum(s["wall_s"] for s in shards) + merge_s
+    # Each shard alone, as on its own node: what sharding itself costs. At once, the two
+    # shards share the 2 cores that the single run already keeps busy (harness, system
+    # process, spare), so their summed wall times measure the cores, not the sharding.
+    alone = []
+    for i in range(2):
+        _log(f"paper: --shard {i}/2 alone")
+        load_before = _load()
+        run = _run(
+            [
+                (
+                    _evaluate(dataset, tmp / f"paper-alone-{i}", "--shard", f"{i}/2"),
+                    tmp / f"paper-alone-{i}.log",
+                )
+            ]
+        )[0]
+        run["load_before"], run["load_after"] = load_before, _load()
+        alone.append(run)
+    alone_sum = sum(s["wall_s"] for s in alone) + merge_s
     scale = PAPER_TRAJECTORIES / count
     projected = single["wall_s"] * scale
     ratio = shard_sum / single["wall_s"]
@@ -114,6 +165,7 @@ def bench_paper(tmp: Path) -> dict[str, Any]:
         "trajectories": count,
         "single": single,
         "main_pass_frames": sum(json.loads(line)["frames"] for line in sessions),
+        "frames_pushed": frames_pushed(dataset),
         "queries": len(instances),
         "per_trajectory_s": round(single["wall_s"] / count, 2),
         "paper_wall_s": round(projected, 1),
@@ -121,6 +173,8 @@ def bench_paper(tmp: Path) -> dict[str, Any]:
         "shards": shards,
         "merge_s": merge_s,
         "shard_sum_over_single": round(ratio, 3),
+        "shards_alone": alone,
+        "shards_alone_sum_over_single": round(alone_sum / single["wall_s"], 3),
         "shard_makespan_s": round(max(s["wall_s"] for s in shards) + merge_s, 1),
         "merged_equals_single": _scores(tmp / "paper-merged") == _scores(tmp / "paper-single"),
         "target": f"paper_wall_s <= {WALL_TARGET_S:.0f}; shard sum / single <= {SHARD_SUM_TARGET}",

@@ -42,15 +42,26 @@ def tag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 def outputs(
-    tmp_path: Path, system: str, sandbox: bool, tag: str, persistence: Persistence
+    tmp_path: Path,
+    system: str,
+    sandbox: bool,
+    tag: str,
+    persistence: Persistence,
+    sandbox_net: bool = False,
 ) -> list[dict[str, Any]]:
     out = tmp_path / "run"
+    # With a spare process, as `evaluate` runs by default: the next restart's process is
+    # alive while the current one serves.
+    runtime = RuntimeSpec(
+        system=system,
+        sandbox=sandbox,
+        env=(f"APMBENCH_CHEAT_TAG={tag}",),
+        sandbox_net=sandbox_net,
+        spare=True,
+    )
     evaluate(
         EvaluateOptions(
-            dataset=TESTS / "fixtures" / "mini",
-            out=out,
-            runtime=RuntimeSpec(system=system, sandbox=sandbox, env=(f"APMBENCH_CHEAT_TAG={tag}",)),
-            persistence=persistence,
+            dataset=TESTS / "fixtures" / "mini", out=out, runtime=runtime, persistence=persistence
         )
     )
     manifest = json.loads((out / "manifest.json").read_text())
@@ -120,6 +131,27 @@ def test_probe_counter_restarts_with_every_process(
     else:
         assert max(total for _, total in counts) == len(rows)  # counted across every process
         assert any(total > local for local, total in counts)
+
+
+@pytest.mark.usefixtures("helper_env")
+@pytest.mark.parametrize("mode", ["sandboxed", "sandbox-net", "unconfined"])
+def test_a_spare_process_hears_nothing_from_the_one_serving(
+    tmp_path: Path, tag: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The spare started for the next restart lives beside the serving process; sandboxed,
+    each has its own network namespace, so the two cannot talk. Sharing the host's network
+    (`--sandbox-net`) would let them, so no spare is started then."""
+    monkeypatch.chdir(tmp_path)
+    sandbox, net = mode != "unconfined", mode == "sandbox-net"
+    rows = outputs(tmp_path, "helpers.cheaters:LiveHandoff", sandbox, tag, Persistence.RESTART, net)
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["runtime"]["spare"] is (mode != "sandbox-net")
+    assert sum(r["said"]["seen"] for r in rows) > 0  # it had something to hand over
+    recalled = [r["said"]["recalled"] for r in rows]
+    if sandbox:
+        assert not any(recalled), "a restarted process heard what the one before it saw"
+    else:
+        assert any(recalled)  # caught: unconfined, the spare heard the serving process
 
 
 def test_missing_bwrap_refuses_with_the_install_command(tmp_path: Path) -> None:

@@ -162,3 +162,24 @@ def test_a_stop_signal_while_a_system_is_being_started_waits_for_the_step() -> N
         steps.append("after the step")
     assert steps == ["child recorded"] and stopped.value.exit_code == 143
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_a_spares_log_section_waits_for_its_promotion(tmp_path: Path) -> None:
+    """A spare process starts while the current one serves: its output is held back until
+    it is promoted, so the two never share a section; a spare never promoted leaves
+    nothing in the log."""
+    log = tmp_path / "system.log"
+    serving = LogSection(log, "start #1: serve x", 1 << 10)
+    spare = LogSection(log, "start #2: serve x", 1 << 10, deferred=True)
+    unused = LogSection(log, "start #3: serve x", 1 << 10, deferred=True)
+    spare.write(b"spare starting\n")
+    unused.write(b"never promoted\n")
+    serving.write(b"answering\n")
+    serving.close()
+    spare.activate()
+    spare.write(b"spare serving\n")
+    spare.close()
+    unused.close()
+    assert log.read_text() == (
+        "--- start #1: serve x\nanswering\n--- start #2: serve x\nspare starting\nspare serving\n"
+    )

@@ -21,8 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.adapters.sdk.clock import format_ms
-from apmbench.adapters.sdk.types import FrameEncoding
-from apmbench.harness.media.frames import FrameProducer, FrameSettings, frame_times
+from apmbench.adapters.sdk.types import Frame, FrameEncoding
+from apmbench.harness.media.frames import (
+    FrameProducer,
+    FrameSettings,
+    frame_times,
+    rendered_frames_at,
+)
 from apmbench.harness.run.plan import Ask
 from apmbench.harness.suites.base import Suite, SuiteDataset
 
@@ -111,11 +116,18 @@ class Thumbnails:
         by_id = {t.trajectory_id: t for t in self.dataset.trajectories}
         for (tid, index), times in sorted(self.wanted.items()):
             session = by_id[tid].sessions[index]
+            if session.render is not None:
+                for frame in rendered_frames_at(session, self.settings, times):
+                    self._keep(tid, index, frame)
+                continue
             with FrameProducer(session, self.settings, until_ms=max(times)) as frames:
                 for frame in frames:
                     if frame.time_ms in times:
-                        data = base64.b64encode(frame.data).decode("ascii")
-                        self.images[self.key(tid, index, frame.time_ms)] = data
+                        self._keep(tid, index, frame)
+
+    def _keep(self, trajectory_id: str, index: int, frame: Frame) -> None:
+        data = base64.b64encode(frame.data).decode("ascii")
+        self.images[self.key(trajectory_id, index, frame.time_ms)] = data
 
 
 def _when(row: Mapping[str, Any], ask: Ask | None) -> str:

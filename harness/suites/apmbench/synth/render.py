@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 
@@ -44,8 +45,33 @@ def _blank() -> Image:
 
 
 def render(scene: layout.Scene) -> Image:
+    """The frame of `scene`: pixel for pixel what `draw` gives.
+
+    Between two events only the clock changes, so everything else is drawn once per
+    distinct rest-of-scene and the clock on a copy of it. The clock row overlaps no other
+    element of the layout, so drawing it last lays down the same pixels as drawing it
+    first (a test compares both on whole sessions); this halves a rendered frame's cost.
+    """
+    image = _without_clock(dataclasses.replace(scene, clock="")).copy()
+    _draw_clock(image, scene.clock)
+    return image
+
+
+@functools.lru_cache(maxsize=256)
+def _without_clock(scene: layout.Scene) -> Image:
+    image = draw(scene)
+    image.flags.writeable = False
+    return image
+
+
+def _draw_clock(image: Image, clock: str) -> None:
+    draw_text(image, layout.TIME_ROW[0], layout.TIME_ROW[1], clock, layout.SCALE)
+
+
+def draw(scene: layout.Scene) -> Image:
+    """The reference drawing of `scene`, element by element."""
     image = _blank().copy()
-    draw_text(image, layout.TIME_ROW[0], layout.TIME_ROW[1], scene.clock, layout.SCALE)
+    _draw_clock(image, scene.clock)
     draw_text(image, layout.PLACE_ROW[0], layout.PLACE_ROW[1], scene.place, layout.SCALE)
     draw_text(image, layout.SCREEN_ROW[0], layout.SCREEN_ROW[1], scene.screen, layout.SCALE)
     for i, slot in enumerate(scene.slots):

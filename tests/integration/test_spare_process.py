@@ -1,0 +1,92 @@
+"""The spare process: each restart promotes a process started while the previous one
+served; every start is a different, never reused process, and nothing outlives `stop`."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.runtimes import RuntimeSpec, wants_spare
+from apmbench.harness.runtimes.process import ProcessRuntime, _Launch, sandboxed_process
+from apmbench.harness.runtimes.sandbox import find_bwrap
+
+
+def spare_of(rt: ProcessRuntime) -> _Launch | None:
+    """The spare the next restart promotes."""
+    return rt._spares[0] if rt._spares else None
+
+
+def runtime(tmp_path: Path, sandbox: bool) -> ProcessRuntime:
+    if sandbox and find_bwrap() is None:
+        pytest.skip("bubblewrap is not installed")
+    return sandboxed_process(
+        "null", tmp_path / "system.log", Deadlines(), 60, sandbox=sandbox, spare=True
+    )
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandboxed", "unconfined"])
+def test_every_start_is_a_new_process_and_nothing_outlives_stop(
+    tmp_path: Path, sandbox: bool
+) -> None:
+    rt = runtime(tmp_path, sandbox)
+    rt.start()
+    assert spare_of(rt) is None  # no restart asked for yet: no spare (reset and trust modes)
+    served: list[int] = []
+    dirs: set[Path] = set()
+    for _ in range(4):
+        client = rt.restart()
+        client.describe()
+        spare = spare_of(rt)
+        assert rt._proc is not None and rt._dir is not None and spare is not None
+        served.append(rt._proc.pid)
+        dirs.add(rt._dir)
+        assert len(rt._spares) == rt.SPARES
+        for waiting in rt._spares:
+            assert waiting.proc.pid not in served and waiting.dir != rt._dir
+            assert waiting.proc.poll() is None
+    assert len(set(served)) == len(served)  # never one process for two starts
+    assert len(dirs) == len(served)
+    unused = list(rt._spares)
+    rt.stop()
+    assert all(w.proc.poll() is not None and not w.dir.exists() for w in unused)
+    assert not any(d.exists() for d in dirs)
+    assert rt.starts == 1 + 4 + rt.SPARES  # the first, four restarts, the unused spares
+
+
+def test_a_spare_that_died_while_waiting_is_replaced(tmp_path: Path) -> None:
+    rt = runtime(tmp_path, sandbox=False)
+    rt.start()
+    rt.restart()
+    dead = spare_of(rt)
+    assert dead is not None
+    os.killpg(dead.proc.pid, signal.SIGKILL)
+    dead.proc.wait()
+    rt.restart().describe()
+    assert rt._proc is not None and rt._proc.pid != dead.proc.pid
+    assert not dead.dir.exists()
+    rt.stop()
+
+
+def test_the_log_tail_is_the_serving_process_output(tmp_path: Path) -> None:
+    rt = runtime(tmp_path, sandbox=False)
+    rt.start()
+    rt.restart()
+    log = (tmp_path / "system.log").read_text()
+    assert log.count("--- start #") == 2 + rt.SPARES  # the spares' markers are there
+    tail = rt.log_tail()
+    assert "serving null" in tail and "--- start" not in tail
+    rt.stop()
+
+
+def test_no_spare_for_a_model_or_the_host_network() -> None:
+    spec = RuntimeSpec(system="null", spare=True)
+    assert wants_spare(spec, environ={})
+    assert not wants_spare(RuntimeSpec(system="null"), environ={})
+    assert not wants_spare(spec, environ={"APMBENCH_VLM_MODEL": "/models/x"})
+    model = RuntimeSpec(system="null", spare=True, env=("APMBENCH_VLM_MODEL=/models/x",))
+    assert not wants_spare(model, environ={})
+    assert not wants_spare(RuntimeSpec(system="null", spare=True, sandbox_net=True), environ={})
