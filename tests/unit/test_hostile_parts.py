@@ -6,6 +6,8 @@ import io
 import os
 import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -183,3 +185,17 @@ def test_a_spares_log_section_waits_for_its_promotion(tmp_path: Path) -> None:
     assert log.read_text() == (
         "--- start #1: serve x\nanswering\n--- start #2: serve x\nspare starting\nspare serving\n"
     )
+
+
+def test_a_stop_signal_after_the_command_ended_does_not_kill_the_exit() -> None:
+    """A scheduler's SIGTERM landing while a finished run's interpreter exits must not turn
+    exit 0 into a death by signal (it has nothing left to stop)."""
+    script = (
+        "import os, signal, sys\n"
+        "from apmbench.harness.commands.common import stoppable\n"
+        "stoppable(lambda: None)()\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "sys.exit(0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
