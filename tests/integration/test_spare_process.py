@@ -76,10 +76,18 @@ def test_the_log_tail_is_the_serving_process_output(tmp_path: Path) -> None:
     rt.start()
     rt.restart()
     log = (tmp_path / "system.log").read_text()
-    assert log.count("--- start #") == 2 + rt.SPARES  # the spares' markers are there
+    # The spares started, but their output waits for their promotion: the log holds only
+    # the sections of the processes that served, whole.
+    assert log.count("--- start #") == 2
+    rt.restart()  # promotes the first spare (start #3): its start-up lines come with it
+    log = (tmp_path / "system.log").read_text()
+    sections = log.split("--- start #")[1:]
+    assert [s.split(":", 1)[0] for s in sections] == ["1", "2", "3"]
+    assert "serving null" in sections[-1]
     tail = rt.log_tail()
     assert "serving null" in tail and "--- start" not in tail
     rt.stop()
+    assert (tmp_path / "system.log").read_text().count("--- start #") == 3  # unused: nothing
 
 
 def test_no_spare_for_a_model_or_the_host_network() -> None:
