@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +31,7 @@ from typing import Any
 
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.media.timecode import MS_PER_DAY, format_ms
-from apmbench.harness.paths import cache_root
+from apmbench.harness.paths import cached_dataset
 from apmbench.harness.suites.apmbench.synth.world import (
     FIXTURES,
     Event,
@@ -375,19 +373,8 @@ def synthetic_dataset(preset: str, seed: int, root: Path | None = None) -> Path:
     """The directory of the synthetic dataset, generated on first use into the cache."""
     if preset not in PRESETS:
         raise ConfigError(f"unknown EgoProbe preset {preset!r}: use one of {', '.join(PRESETS)}")
-    root = root or cache_root()
-    target = root / "synthetic" / f"egoprobe-{preset}-seed{seed}-v{GENERATOR_VERSION}"
-    if (target / "dataset.json").exists():
-        return target
-    (root / "synthetic").mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".egoprobe-{preset}-", dir=root / "synthetic"))
-    try:
-        build(PRESETS[preset], seed, work)
-        try:
-            work.rename(target)
-        except OSError:
-            if not (target / "dataset.json").exists():
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return target
+    return cached_dataset(
+        f"egoprobe-{preset}-seed{seed}-v{GENERATOR_VERSION}",
+        lambda work: build(PRESETS[preset], seed, work),
+        root,
+    )

@@ -27,8 +27,6 @@ from __future__ import annotations
 import itertools
 import json
 import random
-import shutil
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from apmbench.harness.errors import ConfigError, DatasetError
-from apmbench.harness.paths import cache_root
+from apmbench.harness.paths import cached_dataset
 from apmbench.harness.suites.proactegomem.dataset import BENCHMARK, FORMAT_VERSION, OPTION_IDS
 
 GENERATOR = "proactegomem-synth"
@@ -324,22 +322,11 @@ def synthetic_dataset(preset: str, seed: int, root: Path | None = None) -> Path:
         raise ConfigError(
             f"unknown ProactEgoMem preset {preset!r}: use one of {', '.join(PRESETS)}"
         )
-    root = root or cache_root()
-    target = root / "synthetic" / f"proactegomem-{preset}-seed{seed}-v{GENERATOR_VERSION}"
-    if (target / "dataset.json").exists():
-        return target
-    (root / "synthetic").mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".proactegomem-{preset}-", dir=root / "synthetic"))
-    try:
-        build(PRESETS[preset], seed, work)
-        try:
-            work.rename(target)
-        except OSError:
-            if not (target / "dataset.json").exists():
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return target
+    return cached_dataset(
+        f"proactegomem-{preset}-seed{seed}-v{GENERATOR_VERSION}",
+        lambda work: build(PRESETS[preset], seed, work),
+        root,
+    )
 
 
 def _is_on(device: Mapping[str, Any], t_s: float) -> bool:
