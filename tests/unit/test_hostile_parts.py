@@ -155,6 +155,9 @@ def test_dead_harness_dirs_go_but_links_and_live_ones_stay(tmp_path: Path) -> No
 def test_a_stop_signal_while_a_system_is_being_started_waits_for_the_step() -> None:
     from apmbench.harness.stopping import Stopped, stop_signals_interrupt, uninterrupted
 
+    # Whatever handler was there before (another library in this process may have set
+    # one, Ray's does) is what the context must restore.
+    before = signal.getsignal(signal.SIGTERM)
     steps = []
     with pytest.raises(Stopped) as stopped, stop_signals_interrupt():
         with uninterrupted():
@@ -163,7 +166,7 @@ def test_a_stop_signal_while_a_system_is_being_started_waits_for_the_step() -> N
             steps.append("child recorded")
         steps.append("after the step")
     assert steps == ["child recorded"] and stopped.value.exit_code == 143
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_a_spares_log_section_waits_for_its_promotion(tmp_path: Path) -> None:
