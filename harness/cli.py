@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import click
 
 from apmbench.harness import logs
@@ -33,5 +35,23 @@ main.add_command(check)
 main.add_command(view)
 main.add_command(merge)
 
+
+def _late_signal(signum: int, frame: object) -> None:
+    """A stop signal after the command ended: nothing is left to stop."""
+
+
+def run() -> None:
+    """The console script. Once the command is over (its systems removed, its records
+    written) the interpreter is only exiting: a stop signal then would turn a finished
+    run's exit code into a bare death by signal, so it is caught and dropped. (A Python
+    handler, not SIG_IGN: an ignored signal would be inherited by processes started later
+    in the same interpreter, e.g. tests that call the CLI in-process.)"""
+    try:
+        main()
+    finally:
+        for s in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, _late_signal)
+
+
 if __name__ == "__main__":
-    main()
+    run()

@@ -45,12 +45,6 @@ def stoppable(command: Callable[..., Any]) -> Callable[..., Any]:
             code, what = interrupted_exit(e)
             console.print(f"{what} outside a run: no system was running, nothing to clean up")
             sys.exit(code)
-        finally:
-            # The command is over (its systems removed, its records written) and the
-            # interpreter is only exiting: a stop signal now would turn a finished run's
-            # exit code into a bare death by signal, with nothing left to stop.
-            for s in (signal.SIGTERM, signal.SIGHUP):
-                signal.signal(s, signal.SIG_IGN)
 
     return wrapper
 

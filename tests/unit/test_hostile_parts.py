@@ -194,11 +194,11 @@ def test_a_stop_signal_after_the_command_ended_does_not_kill_the_exit() -> None:
     """A scheduler's SIGTERM landing while a finished run's interpreter exits must not turn
     exit 0 into a death by signal (it has nothing left to stop)."""
     script = (
-        "import os, signal, sys\n"
-        "from apmbench.harness.commands.common import stoppable\n"
-        "stoppable(lambda: None)()\n"
-        "os.kill(os.getpid(), signal.SIGTERM)\n"
-        "sys.exit(0)\n"
+        "import atexit, os, signal, sys\n"
+        "atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))\n"
+        "sys.argv = ['apmbench-grpc', '--help']\n"
+        "from apmbench.harness.cli import run\n"
+        "run()\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
