@@ -32,6 +32,10 @@ def interrupted_exit(e: KeyboardInterrupt) -> tuple[int, str]:
     return EXIT_INTERRUPTED, "interrupted"
 
 
+def _late_signal(signum: int, frame: object) -> None:
+    """A stop signal after the command ended: dropped."""
+
+
 def stoppable(command: Callable[..., Any]) -> Callable[..., Any]:
     """Run `command` with SIGTERM and SIGHUP raising `Stopped` from its first line on; one
     that arrives outside the run itself (preparing a dataset) exits with its code too."""
@@ -45,6 +49,11 @@ def stoppable(command: Callable[..., Any]) -> Callable[..., Any]:
             code, what = interrupted_exit(e)
             console.print(f"{what} outside a run: no system was running, nothing to clean up")
             sys.exit(code)
+        finally:
+            # The command is over: a stop signal from here to the exit has nothing left to
+            # stop (see cli.run; a Python handler, so processes started later inherit none).
+            for s in (signal.SIGTERM, signal.SIGHUP):
+                signal.signal(s, _late_signal)
 
     return wrapper
 
