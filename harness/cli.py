@@ -36,21 +36,20 @@ main.add_command(view)
 main.add_command(merge)
 
 
-def _late_signal(signum: int, frame: object) -> None:
-    """A stop signal after the command ended: nothing is left to stop."""
-
-
 def run() -> None:
     """The console script. Once the command is over (its systems removed, its records
     written) the interpreter is only exiting: a stop signal then would turn a finished
-    run's exit code into a bare death by signal, so it is caught and dropped. (A Python
-    handler, not SIG_IGN: an ignored signal would be inherited by processes started later
-    in the same interpreter, e.g. tests that call the CLI in-process.)"""
+    run's exit code into a bare death by signal, so it is ignored. SIG_IGN, not a Python
+    handler: the interpreter resets Python handlers to the default while it finalizes,
+    which is the very window (module teardown can take a while) a scheduler's SIGTERM
+    lands in; an ignored signal stays ignored. Nothing starts a process after this point,
+    so no child inherits it (in-process callers use `main`, whose wrapper installs a
+    Python handler instead)."""
     try:
         main()
     finally:
         for s in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(s, _late_signal)
+            signal.signal(s, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

@@ -190,13 +190,27 @@ def test_a_spares_log_section_waits_for_its_promotion(tmp_path: Path) -> None:
     )
 
 
-def test_a_stop_signal_after_the_command_ended_does_not_kill_the_exit() -> None:
+# Two windows after the command: exit handlers, and the interpreter's own teardown (where
+# Python-level signal handlers are already reset to the default).
+LATE = {
+    "atexit": "atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))\n",
+    "teardown": (
+        "class Late:\n"
+        "    def __del__(self, kill=os.kill, pid=os.getpid(), sig=signal.SIGTERM):\n"
+        "        kill(pid, sig)\n"
+        "late = Late()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("window", sorted(LATE))
+def test_a_stop_signal_after_the_command_ended_does_not_kill_the_exit(window: str) -> None:
     """A scheduler's SIGTERM landing while a finished run's interpreter exits must not turn
     exit 0 into a death by signal (it has nothing left to stop)."""
     script = (
         "import atexit, os, signal, sys\n"
-        "atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))\n"
-        "sys.argv = ['apmbench-grpc', '--help']\n"
+        + LATE[window]
+        + "sys.argv = ['apmbench-grpc', '--help']\n"
         "from apmbench.harness.cli import run\n"
         "run()\n"
     )
