@@ -14,7 +14,6 @@ import collections
 import contextlib
 import dataclasses
 import os
-import re
 import shutil
 import signal
 import stat
@@ -32,26 +31,13 @@ import psutil
 from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
+from apmbench.harness.runtimes import owned_dirs
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import Sandbox, unconfined
 from apmbench.harness.stopping import uninterrupted
 
 DIR_BASE = "/tmp"
 DIR_PREFIX = "apm-"
-_DIR_NAME = re.compile(rf"{DIR_PREFIX}(\d+)-(\d+)-[A-Za-z0-9_]+")
-
-
-def _started_cs(pid: int) -> int | None:
-    """When process `pid` started, in centiseconds since the epoch; None if it is gone."""
-    try:
-        return round(psutil.Process(pid).create_time() * 100)
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return None
-
-
-def _dir_prefix() -> str:
-    # The pid and its start time: pids are reused (pid_max is often 32768), the pair is not.
-    return f"{DIR_PREFIX}{os.getpid()}-{_started_cs(os.getpid())}-"
 
 
 def remove_dead_dirs(base: Path = Path(DIR_BASE)) -> list[Path]:
@@ -59,18 +45,12 @@ def remove_dead_dirs(base: Path = Path(DIR_BASE)) -> list[Path]:
     could: only real directories (never a link), directly in `base`, owned by this user,
     named by a harness (pid and start time) that no longer runs."""
     removed = []
-    for entry in base.glob(f"{DIR_PREFIX}*-*"):
-        found = _DIR_NAME.fullmatch(entry.name)
-        if found is None:
-            continue
+    for entry in owned_dirs.dead_owner_dirs(base, DIR_PREFIX):
         try:
             info = os.lstat(entry)
         except OSError:
             continue
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-            continue
-        started = _started_cs(int(found.group(1)))
-        if started is not None and abs(started - int(found.group(2))) <= 1:
             continue
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
@@ -245,7 +225,7 @@ class ProcessRuntime(Runtime):
         # Unix socket paths are limited to 107 bytes: keep the directory short. The
         # harness's pid in the name (which the system cannot change) lets a later harness
         # remove it when this one was killed before it could.
-        directory = Path(tempfile.mkdtemp(prefix=_dir_prefix(), dir=DIR_BASE))
+        directory = Path(tempfile.mkdtemp(prefix=owned_dirs.name_prefix(DIR_PREFIX), dir=DIR_BASE))
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         current, self._dir = self._dir, directory

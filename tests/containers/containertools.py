@@ -12,7 +12,7 @@ import docker
 import pytest
 from docker.models.containers import Container
 
-from apmbench.harness.runtimes.docker import leftovers
+from apmbench.harness.runtimes.docker import leftovers, socketdir
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -39,6 +39,19 @@ def run_containers(engine: docker.DockerClient, run_dir: Path) -> list[Container
     """Every container, running or not, that belongs to the run in `run_dir`."""
     key = leftovers.run_key(run_dir)
     return list(engine.containers.list(all=True, filters={"label": f"{leftovers.RUN}={key}"}))
+
+
+def socket_mounts() -> list[str]:
+    """Mount points of the harness's socket-directory tmpfs on this host."""
+    lines = Path("/proc/self/mounts").read_text().splitlines()
+    return [line.split()[1] for line in lines if line.split()[0] == socketdir.FS_NAME]
+
+
+def socket_dirs() -> list[str]:
+    """Every socket directory on this host, mounted or not (a harness removes its own)."""
+    return sorted(
+        str(p) for p in Path(socketdir.PREFIX).parent.glob(Path(socketdir.PREFIX).name + "*")
+    )
 
 
 def evaluate_cmd(*args: str) -> list[str]:

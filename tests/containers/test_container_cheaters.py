@@ -23,7 +23,7 @@ from typing import Any
 
 import docker
 import pytest
-from containertools import HERE, ROOT, cli, run_containers
+from containertools import HERE, ROOT, cli, run_containers, socket_mounts
 
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
@@ -48,12 +48,6 @@ def cheaters(builder: Builder, images: dict[str, str]) -> str:
         **tree_files(ROOT / "tests", ["helpers"], [], ""),
     }
     return builder.build(CHEATERS, files, parent=images[BASE])
-
-
-def socket_mounts() -> list[str]:
-    """Mount points of the harness's socket-directory tmpfs on this host."""
-    lines = Path("/proc/self/mounts").read_text().splitlines()
-    return [line.split()[1] for line in lines if line.split()[0] == socketdir.FS_NAME]
 
 
 def cheat(name: str, **env: str) -> ContainerSettings:

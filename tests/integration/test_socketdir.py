@@ -146,3 +146,38 @@ def test_as_root_the_directory_is_a_small_tmpfs_and_goes_away() -> None:
     finally:
         found.remove()
     assert not found.path.exists() and not os.path.ismount(found.path)
+
+
+def _made_by_a_killed_harness() -> Path:
+    """A harness SIGKILLed right after making its socket directory (before any container
+    was labelled with it): what it printed is all that is left of it."""
+    code = (
+        "import os, signal\n"
+        "from apmbench.harness.runtimes.docker.socketdir import SocketDir\n"
+        "found = SocketDir.create(10001, 10001, on_overflow=lambda what: None)\n"
+        "print(found.path, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == -9, done.stderr
+    return Path(done.stdout.strip())
+
+
+def test_a_killed_harness_socket_directory_goes_at_the_next_start_and_nothing_else() -> None:
+    if os.getuid() != 0:
+        pytest.skip("only root mounts the tmpfs")
+    left = _made_by_a_killed_harness()
+    assert left.name.startswith("apmd-") and os.path.ismount(left)
+    # Named like a dead harness's, but mounted by someone else: not the harness's to touch.
+    foreign = Path(tempfile.mkdtemp(prefix="apmd-4123456-123-", dir="/tmp"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "other", str(foreign)], check=True)
+    mine = SocketDir.create(10001, 10001, on_overflow=lambda what: None)
+    try:
+        removed = socketdir.remove_dead()
+        assert left in removed and not left.exists() and not os.path.ismount(left)
+        assert foreign not in removed and os.path.ismount(foreign)
+        assert mine.path not in removed and os.path.ismount(mine.path)
+    finally:
+        mine.remove()
+        subprocess.run(["umount", str(foreign)], check=True)
+        foreign.rmdir()

@@ -8,7 +8,9 @@ starts it removes:
 - every container whose harness on this host is dead (a resumed run's own
   leftovers, and those of runs nobody resumes);
 - none of a live harness: if that harness runs the same run directory,
-  starting fails instead (the two would fight over it).
+  starting fails instead (the two would fight over it);
+- every socket directory named by a dead harness (`socketdir.remove_dead`),
+  labelled by a container or not.
 
 Containers of other hosts sharing the engine are never touched, and neither is
 anything this harness cannot prove it made: labels can be copied by anyone who
@@ -203,4 +205,8 @@ def clean(client: docker.DockerClient, key: str, me: Owner) -> list[str]:
         log.info("removing leftover container", name=container.name, run=found.get(RUN_DIR))
         _remove_leftover(container)
         removed.append(str(container.name))
+    # Socket directories no container names any more (the harness was killed between
+    # making one and labelling its container, or between removing the two).
+    for path in socketdir.remove_dead():
+        log.info("removed a leftover socket directory", path=str(path))
     return removed

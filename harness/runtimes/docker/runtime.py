@@ -284,9 +284,10 @@ class DockerRuntime(Runtime):
         self._remove_own(engine, name)
         self._remove_dir()
         uid, gid = _uid_gid(self.settings.user)
-        self._dir = SocketDir.create(uid, gid, on_overflow=self._overflowed)
-        # A stop signal between creating the container and keeping it would leak it.
+        # A stop signal between making the socket directory or the container and keeping
+        # it would leak it.
         with uninterrupted():
+            self._dir = SocketDir.create(uid, gid, on_overflow=self._overflowed)
             try:
                 # By id, not tag: exactly the image recorded in the manifest, even
                 # if the tag is moved while the run goes on.

@@ -4,7 +4,11 @@ It is the only host path a container can write to, so three rules keep it from
 carrying anything between containers or reaching outside:
 
 - Fresh: every start gets a new directory, and the old one is removed with its
-  container; nothing a container leaves there reaches its successor.
+  container; nothing a container leaves there reaches its successor. The name
+  carries the harness's pid and start time (`owned_dirs`), so a directory that
+  a killed harness left before its container was labelled with it, or after the
+  container was gone, is still found and removed by the next start
+  (`remove_dead`).
 - Bounded: as root the harness mounts a tmpfs of `SIZE_BYTES` and `INODES` on
   it (the socket needs no data blocks and one inode), so a write past that
   fails with ENOSPC and never touches the host's disk. Without root nothing
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import RuntimeStartError
+from apmbench.harness.runtimes import owned_dirs
 
 # Short (socket paths are limited to 107 bytes); leftover cleanup removes no other directory.
 PREFIX = "/tmp/apmd-"
@@ -98,6 +103,42 @@ def remove_path(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _mounts() -> dict[str, tuple[str, str]]:
+    """Mount point -> (source, file system type), the topmost mount where they stack."""
+    found = {}
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 3:
+                found[fields[1]] = (fields[0], fields[2])
+    return found
+
+
+def remove_dead() -> list[Path]:
+    """Remove the socket directories of harnesses killed (SIGKILL) before they could, and
+    return them: directories named by a harness that no longer runs, that are either the
+    harness's own tmpfs (only root mounts one, under `FS_NAME`) or, unmounted, owned by
+    this user. Anything else with that name (someone else's mount or directory) stays."""
+    mounts = _mounts()
+    removed = []
+    for entry in owned_dirs.dead_owner_dirs(Path(PREFIX).parent, Path(PREFIX).name):
+        try:
+            info = os.lstat(entry)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode):
+            continue
+        mounted = mounts.get(str(entry))
+        if mounted is not None:
+            if mounted != (FS_NAME, "tmpfs"):
+                continue
+        elif info.st_uid != os.getuid():
+            continue
+        remove_path(entry)
+        removed.append(entry)
+    return removed
+
+
 class SocketDir:
     """One start's directory; `wait_socket` returns the only address the client may use."""
 
@@ -118,7 +159,8 @@ class SocketDir:
     @classmethod
     def create(cls, uid: int, gid: int, on_overflow: Callable[[str], None]) -> SocketDir:
         """A new directory that the container's user `uid:gid` can create its socket in."""
-        path = Path(tempfile.mkdtemp(prefix=Path(PREFIX).name, dir=Path(PREFIX).parent))
+        name = owned_dirs.name_prefix(Path(PREFIX).name)
+        path = Path(tempfile.mkdtemp(prefix=name, dir=Path(PREFIX).parent))
         try:
             if os.getuid() == 0:
                 options = (
