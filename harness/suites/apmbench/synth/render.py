@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from apmbench.adapters.perception import layout
-from apmbench.adapters.perception.font import draw_text
+from apmbench.adapters.perception.font import GLYPH_H, GLYPH_W, advance, draw_text
 
 Image = npt.NDArray[np.uint8]
 
@@ -65,13 +65,33 @@ def _without_clock(scene: layout.Scene) -> Image:
 
 
 def _draw_clock(image: Image, clock: str) -> None:
-    draw_text(image, layout.TIME_ROW[0], layout.TIME_ROW[1], clock, layout.SCALE)
+    """The clock, character by character, as tiles: nothing but the blank frame lies under
+    the clock row, so each (position, character) tile is drawn once and then copied, the
+    same pixels as `draw_text` at a fraction of its cost (the clock is the one part of a
+    frame drawn anew every frame: about a third of the paper-scale dry run's rendering)."""
+    x, y = layout.TIME_ROW[0], layout.TIME_ROW[1]
+    step = advance(layout.SCALE)
+    for i, ch in enumerate(clock):
+        tile = _clock_tile(i, ch)
+        left = x + i * step
+        image[y : y + tile.shape[0], left : left + tile.shape[1]] = tile
+
+
+@functools.cache
+def _clock_tile(position: int, ch: str) -> Image:
+    x, y = layout.TIME_ROW[0] + position * advance(layout.SCALE), layout.TIME_ROW[1]
+    canvas = _blank().copy()
+    draw_text(canvas, x, y, ch, layout.SCALE)
+    height, width = GLYPH_H * layout.SCALE, GLYPH_W * layout.SCALE
+    tile = canvas[y : y + height, x : x + width].copy()
+    tile.flags.writeable = False
+    return tile
 
 
 def draw(scene: layout.Scene) -> Image:
-    """The reference drawing of `scene`, element by element."""
+    """The reference drawing of `scene`, element by element (`render` is checked against it)."""
     image = _blank().copy()
-    _draw_clock(image, scene.clock)
+    draw_text(image, layout.TIME_ROW[0], layout.TIME_ROW[1], scene.clock, layout.SCALE)
     draw_text(image, layout.PLACE_ROW[0], layout.PLACE_ROW[1], scene.place, layout.SCALE)
     draw_text(image, layout.SCREEN_ROW[0], layout.SCREEN_ROW[1], scene.screen, layout.SCALE)
     for i, slot in enumerate(scene.slots):
