@@ -9,6 +9,12 @@
   harness's confinement (no network, --init, a uid it does not choose) to
   SERVING, median of SERVING_RUNS, with the image's size; skipped without an
   engine or the image.
+- restart_cpu_ms: the CPU the whole machine spends per `restart` of a sandboxed
+  `null` process runtime (the harness, bubblewrap, the new interpreter, its imports
+  and server, the stop of the old one), over RESTARTS restarts with spares, from
+  /proc/stat; and the harness's own share. A paper-shaped trajectory restarts the
+  system about 32 times in `restart` mode: on 2 cores this is the dry run's largest
+  cost (README, "Cost model").
 
 Machines under load stretch every figure alike; `load_1m` says how loaded this one was.
 """
@@ -30,6 +36,7 @@ from apmbench.harness.protocol.client import SystemClient
 IMPORT_RUNS = 9
 SERVING_RUNS = 5
 IMPORT_TARGET_MS = 100.0
+RESTARTS = 20
 NULL_IMAGE = "apmbench/null:latest"
 _ROW = re.compile(r"import time:\s+\d+ \|\s+(\d+) \| apmbench\.adapters\.sdk$")
 
@@ -107,6 +114,39 @@ def container_serving(tmp: Path) -> dict[str, Any]:
     }
 
 
+def _busy_s() -> float:
+    """Seconds of CPU the whole machine has spent, all cores, all processes."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def restart_cpu(tmp: Path) -> dict[str, Any]:
+    import resource
+
+    from apmbench.harness.protocol.client import Deadlines
+    from apmbench.harness.runtimes.process import sandboxed_process
+
+    runtime = sandboxed_process(
+        "null", tmp / "restart" / "system.log", Deadlines(), 30, sandbox=True, spare=True
+    )
+    with runtime:
+        runtime.start().describe()
+        busy, own = _busy_s(), resource.getrusage(resource.RUSAGE_SELF)
+        started = time.perf_counter()
+        for _ in range(RESTARTS):
+            runtime.restart().describe()
+        wall = time.perf_counter() - started
+        machine = _busy_s() - busy
+        mine = resource.getrusage(resource.RUSAGE_SELF)
+    harness = (mine.ru_utime + mine.ru_stime) - (own.ru_utime + own.ru_stime)
+    return {
+        "restart_cpu_ms": round(machine / RESTARTS * 1000, 1),
+        "restart_harness_cpu_ms": round(harness / RESTARTS * 1000, 1),
+        "restart_wall_ms": round(wall / RESTARTS * 1000, 1),
+        "restarts": RESTARTS,
+    }
+
+
 def bench_startup(tmp: Path) -> dict[str, Any]:
     imports = [import_ms() for _ in range(IMPORT_RUNS)]
     serving = [process_serving_ms(tmp) for _ in range(SERVING_RUNS)]
@@ -115,6 +155,7 @@ def bench_startup(tmp: Path) -> dict[str, Any]:
         "import_ms": round(median_import, 1),
         "import_samples_ms": [round(s, 1) for s in imports],
         "process_serving_ms": round(statistics.median(serving), 1),
+        **restart_cpu(tmp),
         "container_serving": container_serving(tmp),
         "load_1m": round(os.getloadavg()[0], 2),
         "target": f"import_ms < {IMPORT_TARGET_MS}",
