@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 import psutil
@@ -30,10 +31,11 @@ def name_prefix(prefix: str) -> str:
     return f"{prefix}{os.getpid()}-{started_cs(os.getpid())}-"
 
 
-def dead_owner_dirs(base: Path, prefix: str) -> list[Path]:
-    """Entries directly in `base` named by `name_prefix(prefix)` of a process that no
-    longer runs. Only the name is read: each caller decides what else proves a directory
-    is its to remove (owner, mount source), and removes it its own way."""
+def dead_owner_dirs(base: Path, prefix: str) -> list[tuple[Path, os.stat_result]]:
+    """Real directories (never a link) directly in `base`, named by `name_prefix(prefix)`
+    of a process that no longer runs, with what `lstat` found. Each caller decides what
+    else proves a directory is its to remove (owner, mount source), and removes it its
+    own way."""
     pattern = re.compile(rf"{re.escape(prefix)}(\d+)-(\d+)-[A-Za-z0-9_]+")
     dead = []
     for entry in base.glob(f"{prefix}*-*"):
@@ -43,5 +45,10 @@ def dead_owner_dirs(base: Path, prefix: str) -> list[Path]:
         started = started_cs(int(found.group(1)))
         if started is not None and abs(started - int(found.group(2))) <= 1:
             continue
-        dead.append(entry)
+        try:
+            info = os.lstat(entry)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            dead.append((entry, info))
     return dead

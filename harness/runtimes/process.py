@@ -45,12 +45,8 @@ def remove_dead_dirs(base: Path = Path(DIR_BASE)) -> list[Path]:
     could: only real directories (never a link), directly in `base`, owned by this user,
     named by a harness (pid and start time) that no longer runs."""
     removed = []
-    for entry in owned_dirs.dead_owner_dirs(base, DIR_PREFIX):
-        try:
-            info = os.lstat(entry)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+    for entry, info in owned_dirs.dead_owner_dirs(base, DIR_PREFIX):
+        if info.st_uid != os.getuid():
             continue
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
@@ -221,7 +217,8 @@ class ProcessRuntime(Runtime):
         """A fresh process in a fresh socket directory, not waited for. A spare's output is
         held back until it is promoted, so two live processes never share a log section."""
         self.starts += 1
-        remove_dead_dirs()
+        if self.starts == 1:  # leftovers of killed harnesses: once, not on every restart
+            remove_dead_dirs()
         # Unix socket paths are limited to 107 bytes: keep the directory short. The
         # harness's pid in the name (which the system cannot change) lets a later harness
         # remove it when this one was killed before it could.

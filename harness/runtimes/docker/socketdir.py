@@ -121,13 +121,7 @@ def remove_dead() -> list[Path]:
     this user. Anything else with that name (someone else's mount or directory) stays."""
     mounts = _mounts()
     removed = []
-    for entry in owned_dirs.dead_owner_dirs(Path(PREFIX).parent, Path(PREFIX).name):
-        try:
-            info = os.lstat(entry)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(info.st_mode):
-            continue
+    for entry, info in owned_dirs.dead_owner_dirs(Path(PREFIX).parent, Path(PREFIX).name):
         mounted = mounts.get(str(entry))
         if mounted is not None:
             if mounted != (FS_NAME, "tmpfs"):
