@@ -18,11 +18,11 @@ from typing import Any
 
 import av
 import numpy as np
-import simplejpeg
 
 from apmbench.adapters.sdk.clock import format_ms
 from apmbench.adapters.sdk.types import Frame, FrameEncoding
 from apmbench.harness.errors import VideoError
+from apmbench.harness.media import jpeg_rows
 from apmbench.harness.media.frame_index import DecodePlan, DecodeStats, plan, pts_limit, read_index
 from apmbench.harness.media.renderers import renderer_for
 from apmbench.harness.media.timeline import Session
@@ -65,24 +65,33 @@ def _encode(frame: Any, time_ms: int, settings: FrameSettings) -> Frame:
     )
 
 
-def _encode_rendered(rgb: Any, time_ms: int, settings: FrameSettings) -> Frame:
+def _encode_rendered(
+    rgb: Any, time_ms: int, settings: FrameSettings, coder: jpeg_rows.RowCoder
+) -> Frame:
     """A rendered RGB frame: PyAV's rgb24-to-rgb24 conversion at the same size is the
     identity (a test checks it on whole sessions), so it is skipped unless the frame must
-    be resized; it cost as much as the JPEG encoding."""
+    be resized; it cost as much as the JPEG encoding. Consecutive rendered frames differ
+    in a few rows, which `coder` alone codes again."""
     height, width = rgb.shape[:2]
     if _target_size(width, height, settings.max_side) == (width, height):
-        return _encode_rgb(rgb, time_ms, settings)
-    return _encode(av.VideoFrame.from_ndarray(rgb, format="rgb24"), time_ms, settings)
+        return _encode_rgb(rgb, time_ms, settings, coder)
+    width, height = _target_size(width, height, settings.max_side)
+    resized = av.VideoFrame.from_ndarray(rgb, format="rgb24").to_ndarray(
+        width=width, height=height, format="rgb24"
+    )
+    return _encode_rgb(resized, time_ms, settings, coder)
 
 
-def _encode_rgb(rgb: Any, time_ms: int, settings: FrameSettings) -> Frame:
+def _encode_rgb(
+    rgb: Any, time_ms: int, settings: FrameSettings, coder: jpeg_rows.RowCoder | None = None
+) -> Frame:
     height, width = rgb.shape[:2]
     if settings.encoding is FrameEncoding.RGB24:
         data = np.ascontiguousarray(rgb).tobytes()
+    elif coder is not None:
+        data = coder.encode(rgb)
     else:
-        data = simplejpeg.encode_jpeg(
-            np.ascontiguousarray(rgb), quality=settings.jpeg_quality, colorspace="RGB"
-        )
+        data = jpeg_rows.encode(rgb, settings.jpeg_quality)
     return Frame(time_ms, settings.encoding, width, height, data)
 
 
@@ -97,8 +106,9 @@ def rendered_frames_at(
         raise VideoError(f"session {session.session_id} is not rendered")
     wanted = sorted(set(times))
     render_frames = renderer_for(session.render)
+    coder = jpeg_rows.RowCoder(settings.jpeg_quality)
     for t, rgb in zip(wanted, render_frames(session.render, wanted), strict=True):
-        yield _encode_rendered(rgb, t, settings)
+        yield _encode_rendered(rgb, t, settings, coder)
 
 
 def decode_session(
@@ -122,8 +132,9 @@ def decode_session(
         return
     if session.render is not None:
         render_frames = renderer_for(session.render)
+        coder = jpeg_rows.RowCoder(settings.jpeg_quality)
         for t, rgb in zip(times, render_frames(session.render, times), strict=True):
-            yield _encode_rendered(rgb, t, settings)
+            yield _encode_rendered(rgb, t, settings, coder)
         return
     if session.video is None:
         raise VideoError(f"session {session.session_id} has neither a video nor a render spec")

@@ -21,7 +21,7 @@ import pytest
 from apmbench.adapters.perception import layout
 from apmbench.adapters.perception.font import draw_text
 from apmbench.adapters.sdk.types import Frame, FrameEncoding
-from apmbench.harness.media import frames
+from apmbench.harness.media import frames, jpeg_rows
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.media.timeline import Session
 from apmbench.harness.suites.apmbench.synth import live, render
@@ -94,9 +94,10 @@ def via_pyav(rgb: Image, time_ms: int, settings: FrameSettings) -> Frame:
     ids=["jpeg-448", "jpeg-224-resized", "rgb24"],
 )
 def test_rendered_frames_encode_as_through_pyav(settings: FrameSettings) -> None:
+    coder = jpeg_rows.RowCoder(settings.jpeg_quality)
     for k, scene in enumerate(scenes(plans()[0])):
         rgb = render.render(scene)
-        assert frames._encode_rendered(rgb, k, settings) == via_pyav(rgb, k, settings)
+        assert frames._encode_rendered(rgb, k, settings, coder) == via_pyav(rgb, k, settings)
 
 
 def search(preset: str, seed: int, trajectory: int) -> live.World:
