@@ -132,7 +132,7 @@ class MemorySystemServicer(pb_grpc.MemorySystemServicer):
         raise AssertionError("unreachable: context.abort raises")
 
     def Describe(self, request: pb.DescribeRequest, context: grpc.ServicerContext) -> pb.SystemInfo:
-        return wire.system_info_to_pb(self._info)
+        return wire.system_info_to_pb(self._info, item_batches=True)  # PushItemBatches below
 
     def Reset(self, request: pb.ResetRequest, context: grpc.ServicerContext) -> pb.ResetResponse:
         def body() -> pb.ResetResponse:
@@ -160,10 +160,21 @@ class MemorySystemServicer(pb_grpc.MemorySystemServicer):
     def PushFrames(
         self, request_iterator: Iterator[pb.StreamItem], context: grpc.ServicerContext
     ) -> pb.PushFramesResponse:
+        return self._push("PushFrames", request_iterator, context)
+
+    def PushItemBatches(
+        self, request_iterator: Iterator[pb.StreamItemBatch], context: grpc.ServicerContext
+    ) -> pb.PushFramesResponse:
+        # R13: the batches' items, in order, exactly as PushFrames would take them.
+        return self._push("PushItemBatches", wire.unbatched(request_iterator), context)
+
+    def _push(
+        self, rpc: str, items: Iterator[pb.StreamItem], context: grpc.ServicerContext
+    ) -> pb.PushFramesResponse:
         def body() -> pb.PushFramesResponse:
-            self._lifecycle.require_session("PushFrames")
+            self._lifecycle.require_session(rpc)
             frames = turns = 0
-            for msg in request_iterator:
+            for msg in items:
                 item = wire.item_from_pb(msg)
                 if isinstance(item, Frame):
                     self._lifecycle.check_frame(item)

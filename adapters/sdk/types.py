@@ -15,8 +15,8 @@ if TYPE_CHECKING:  # numpy loads on the first Frame.rgb(): a server need not pay
     import numpy as np
     import numpy.typing as npt
 
-PROTOCOL_VERSION = "1.1"
-"""What this SDK and harness speak; 1.0 servers are still evaluated (R9)."""
+PROTOCOL_VERSION = "1.2"
+"""What this SDK and harness speak; 1.0 and 1.1 servers are still evaluated (R9)."""
 
 
 class FrameEncoding(enum.Enum):
@@ -53,6 +53,9 @@ class Capabilities:
     preferred_max_side: int = 448
     supports_import: bool = True
     streaming_ingest: bool = True
+    accepts_item_batches: bool = False
+    """Whether the server implements PushItemBatches (R13). The SDK's server declares it
+    whatever a system sets here: it is a property of the server, not of the method."""
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,13 @@ _RULES = (
         "The answer is exactly one JSON object in the format `QueryRequest.answer_format` names",
     ),
     Rule(
+        "R13",
+        "Item batches",
+        "A server that declares `accepts_item_batches` implements PushItemBatches: the items of "
+        "its batches, in order, are ingested exactly as the same items sent one per message to "
+        "PushFrames",
+    ),
+    Rule(
         "PRECEDENCE",
         "Status precedence",
         "when a call breaks several rules, the first that applies in this order is answered: "

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from apmbench.adapters.sdk import errors, wire
 from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.harness.check import (
+    checks_batches,
     checks_dialogue,
     checks_frames,
     checks_lifecycle,
@@ -37,6 +38,7 @@ CHECKS: tuple[Check, ...] = (
     *checks_service.CHECKS,
     *checks_lifecycle.CHECKS,
     *checks_frames.CHECKS,
+    *checks_batches.CHECKS,
     *checks_rules.CHECKS,
     *(c for c in checks_query.CHECKS if c.name != "query-cancel"),
     *checks_dialogue.CHECKS,

@@ -68,6 +68,7 @@ class Deadlines:
     # Which deadline each RPC runs under; the rest (Describe, Reset, health...) are control.
     RPCS: ClassVar[dict[str, str]] = {
         "PushFrames": "push",
+        "PushItemBatches": "push",
         "Query": "query",
         "ExportState": "state",
         "ImportState": "state",
@@ -247,8 +248,26 @@ class SystemClient:
             ),
         )
 
-    def push(self, items: Iterable[StreamItem]) -> PushResult:
-        """Push items in one PushFrames stream; time is measured around the call only."""
+    def push(
+        self,
+        items: Iterable[StreamItem],
+        *,
+        batched: bool = False,
+        batch_bytes: int = wire.BATCH_BYTES,
+    ) -> PushResult:
+        """Push items in one PushFrames stream, or with `batched` (for a server that declares
+        `accepts_item_batches`) one PushItemBatches stream of batches of up to `batch_bytes`
+        of frames; time is measured around the call only."""
+        if batched:
+            batches = list(wire.item_batches(items, batch_bytes))
+            started = time.perf_counter()
+            reply = self._call(
+                "PushItemBatches",
+                lambda: self._stub.PushItemBatches(iter(batches), timeout=self.deadlines.push),
+            )
+            return PushResult(
+                reply.frames_ingested, reply.user_turns_ingested, time.perf_counter() - started
+            )
         messages = [wire.item_to_pb(item) for item in items]
         started = time.perf_counter()
         reply = self._call(

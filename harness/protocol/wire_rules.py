@@ -45,6 +45,7 @@ ALLOWED_STATUS: dict[str, frozenset[str]] = {
     "Reset": _ANY_CALL | {"INVALID_ARGUMENT"},
     "StartSession": _TIMED,
     "PushFrames": _TIMED,
+    "PushItemBatches": _TIMED,
     "Query": _TIMED,
     "EndSession": _TIMED,
     # "Callable outside PushFrames at any time": refusing during a push is lifecycle order.

@@ -340,7 +340,9 @@ class TrajectoryRunner:
             if batch:
                 latest = max(item.time_ms for item in batch)
                 self.held_ms = latest if self.held_ms is None else max(self.held_ms, latest)
-                pushed = self.client.push(batch)
+                pushed = self.client.push(
+                    batch, batched=self.info.capabilities.accepts_item_batches
+                )
                 ingest_s += pushed.seconds
                 frames += pushed.frames
                 turns += pushed.user_turns

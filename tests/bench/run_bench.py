@@ -7,7 +7,9 @@ Three measurements, each against a baseline measured in the same run:
    harness's p50 is at most 1.2x the echo's).
 2. push: frames/s of `SystemClient.push` in batches of 64 real 448x336 JPEGs,
    versus a bare gRPC client stream of the same bytes in the same batches
-   (targets: at least half the baseline, and at least 1000 frames/s).
+   (targets: at least half the baseline, and at least 1000 frames/s); and the
+   CPU per frame of the harness and of the server, one frame per PushFrames
+   message versus packed into PushItemBatches messages (protocol 1.2, R13).
 3. rss: the `evaluate` command's peak RSS on a short and on a 20x longer
    trajectory (target: flat, long/short at most 1.2).
 4. sandbox: wall time of a `restart`-mode `evaluate --synthetic small --system
@@ -352,21 +354,37 @@ def _test_image(width: int, height: int, shift: int = 0) -> npt.NDArray[np.uint8
     return out
 
 
-def bench_push(echo: grpc.Channel, client: SystemClient) -> dict[str, Any]:
+def _process_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_push(echo: grpc.Channel, client: SystemClient, server_pid: int) -> dict[str, Any]:
     width, height = FRAME_SIZE
     jpeg: bytes = simplejpeg.encode_jpeg(_test_image(width, height), quality=90, colorspace="RGB")
     sink = echo.stream_unary(SINK_METHOD, None, None)
     start_ms = 9 * 3600 * 1000
     clock = start_ms
 
-    def harness_batch() -> int:
+    def harness_batch(batched: bool = False) -> int:
         nonlocal clock
         frames = []
         for _ in range(PUSH_BATCH):
             clock += 1000
             frames.append(Frame(clock, FrameEncoding.JPEG, width, height, jpeg))
-        result = client.push(frames)
+        result = client.push(frames, batched=batched)
         return result.frames
+
+    def cpu_per_frame(batched: bool) -> dict[str, float]:
+        """CPU of each side per frame over a third of the push rounds' frames."""
+        batches = max(1, PUSH_BATCHES // 3)
+        server0, harness0 = _process_cpu_s(server_pid), time.process_time()
+        sent, _ = run(lambda: harness_batch(batched), batches)
+        harness_s, server_s = time.process_time() - harness0, _process_cpu_s(server_pid) - server0
+        return {
+            "harness_us": round(harness_s / sent * 1e6, 1),
+            "server_us": round(server_s / sent * 1e6, 1),
+        }
 
     def baseline_batch() -> int:
         return int.from_bytes(sink(iter([jpeg] * PUSH_BATCH)), "little")
@@ -391,6 +409,16 @@ def bench_push(echo: grpc.Channel, client: SystemClient) -> dict[str, Any]:
         n, s = run(harness_batch, per_round)
         harness_frames, harness_s = harness_frames + n, harness_s + s
         log(f"push round {r + 1}/{PUSH_ROUNDS}")
+    log("push: CPU per frame, PushFrames then PushItemBatches, twice")
+    single = [cpu_per_frame(False), cpu_per_frame(True), cpu_per_frame(False), cpu_per_frame(True)]
+    cpu = {
+        name: {
+            side: round(statistics.median(m[side] for m in single[k::2]), 1)
+            for side in ("harness_us", "server_us")
+        }
+        for k, name in enumerate(("push_frames", "push_item_batches"))
+    }
+    both = {name: sum(sides.values()) for name, sides in cpu.items()}
     client.end_session(SessionEnd("S001", clock + 1))
     expected = PUSH_BATCH * PUSH_BATCHES
     if base_frames != expected or harness_frames != expected:
@@ -409,6 +437,8 @@ def bench_push(echo: grpc.Channel, client: SystemClient) -> dict[str, Any]:
         "baseline_mb_per_s": round(base_fps * len(jpeg) / 1e6, 1),
         "harness_mb_per_s": round(harness_fps * len(jpeg) / 1e6, 1),
         "ratio": round(ratio, 3),
+        "cpu_per_frame": cpu,
+        "batched_cpu_ratio": round(both["push_item_batches"] / both["push_frames"], 3),
         "target": f"ratio >= {PUSH_RATIO_TARGET} and harness_fps >= {PUSH_FPS_TARGET:.0f}",
         "met_ratio": ratio >= PUSH_RATIO_TARGET,
         "met_fps": harness_fps >= PUSH_FPS_TARGET,
@@ -763,7 +793,8 @@ def run_all(only: set[str]) -> dict[str, Any]:
                     report["query_overhead"] = bench_query(channel, client)
                 if "push" in only:
                     log(f"push: {PUSH_BATCHES} batches of {PUSH_BATCH} frames each")
-                    report["push"] = bench_push(channel, client)
+                    assert null_proc is not None
+                    report["push"] = bench_push(channel, client, null_proc.pid)
             channel.close()
             client.close()
             channel = client = None

@@ -73,6 +73,20 @@ class EndsAnySessionServicer(MemorySystemServicer):
         self._lifecycle = _EndsAnySession(self._info)
 
 
+class FirstOfBatchServicer(MemorySystemServicer):
+    """Declares accepts_item_batches (as the SDK does) but ingests only each batch's first
+    item, where R13 says every item, as PushFrames would."""
+
+    def PushItemBatches(
+        self, request_iterator: Iterator[pb.StreamItemBatch], context: grpc.ServicerContext
+    ) -> pb.PushFramesResponse:
+        def firsts() -> Iterator[pb.StreamItem]:
+            for batch in request_iterator:
+                yield batch.items[0]
+
+        return self._push("PushItemBatches", firsts(), context)
+
+
 class KindBlindServicer(MemorySystemServicer):
     """Takes a user turn without kind as a registration, a frame without encoding as JPEG
     and ignores an empty item, where R10 says INVALID_ARGUMENT."""

@@ -115,9 +115,10 @@ def test_a_server_that_ignores_time_order(raw: list[RunningServer], sock_dir: Pa
         ("KindBlindServicer", "misuse-malformed-items", "R10"),
         ("LaxShaServicer", "misuse-import-bad-manifest", "MANIFEST"),
         ("FieldsFirstServicer", "status-precedence", "PRECEDENCE"),
+        ("FirstOfBatchServicer", "push-batches", "R13"),
     ],
 )
-def test_a_server_breaking_one_rule_of_protocol_1_1_fails_exactly_that_check(
+def test_a_server_breaking_one_rule_of_protocol_1_1_or_1_2_fails_exactly_that_check(
     servicer: str, aimed: str, rule: str, raw: list[RunningServer], sock_dir: Path
 ) -> None:
     address = f"unix:{sock_dir}/one-rule"
@@ -161,7 +162,7 @@ def test_another_major_version_is_a_clear_refusal(raw: list[RunningServer], sock
     report = on_endpoint(f"unix:{sock_dir}/v2")
     assert outcomes(report, Outcome.FAIL) == {"describe-version"}, explain(report)
     refusal = next(r for r in report.results if r.name == "describe-version")
-    assert "speaks protocol 2.3; this harness speaks 1.1" in refusal.reason
+    assert "speaks protocol 2.3; this harness speaks 1.2" in refusal.reason
     assert "protocol 1.x" in refusal.hint
     later = [
         r for r in report.results if r.name not in ("health", "reflection", "describe-version")
@@ -196,4 +197,4 @@ def test_a_1_0_server_is_still_checked_and_evaluated(
     )
     manifest = json.loads((out / "manifest.json").read_text())
     # Both versions are on record: the harness's and the one the server speaks.
-    assert (manifest["protocol_version"], manifest["system"]["protocol_version"]) == ("1.1", "1.0")
+    assert (manifest["protocol_version"], manifest["system"]["protocol_version"]) == ("1.2", "1.0")

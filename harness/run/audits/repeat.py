@@ -62,15 +62,16 @@ def repeat(
         snapshot = runner.snapshots[index - 1]
         client.import_file(snapshot.manifest, snapshot.path, runner.settings.max_chunk_bytes)
     client.start_session(SessionStart(trajectory_id, session_id, session.day_id, session.start_ms))
+    batched = runner.info.capabilities.accepts_item_batches
     batch: list[StreamItem] = []
     with FrameProducer(session, runner.frames, until_ms=query.time_ms) as frames:
         for frame in frames:
             batch.append(frame)
             if len(batch) >= runner.settings.push_batch:
-                client.push(batch)
+                client.push(batch, batched=batched)
                 batch = []
     if batch:
-        client.push(batch)
+        client.push(batch, batched=batched)
     fresh = client.query(replace(query, query_id=uuid.uuid4().hex))
     same = client.query(query)
     answers = {

@@ -54,6 +54,11 @@ class MemorySystemStub:
                 request_serializer=apmbench_dot_v1_dot_memory__system__pb2.StreamItem.SerializeToString,
                 response_deserializer=apmbench_dot_v1_dot_memory__system__pb2.PushFramesResponse.FromString,
                 _registered_method=True)
+        self.PushItemBatches = channel.stream_unary(
+                '/apmbench.v1.MemorySystem/PushItemBatches',
+                request_serializer=apmbench_dot_v1_dot_memory__system__pb2.StreamItemBatch.SerializeToString,
+                response_deserializer=apmbench_dot_v1_dot_memory__system__pb2.PushFramesResponse.FromString,
+                _registered_method=True)
         self.EndSession = channel.unary_unary(
                 '/apmbench.v1.MemorySystem/EndSession',
                 request_serializer=apmbench_dot_v1_dot_memory__system__pb2.EndSessionRequest.SerializeToString,
@@ -105,6 +110,14 @@ class MemorySystemServicer:
         """Frames and user turns of the open session, in non-decreasing time
         (R2, R4). One call may carry any number of items; the harness sends the
         items between two queries in one or more calls.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PushItemBatches(self, request_iterator, context):
+        """PushFrames with the items packed in batches (R13, protocol 1.2). Called
+        only on a server that declares `accepts_item_batches`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -166,6 +179,11 @@ def add_MemorySystemServicer_to_server(servicer, server):
             'PushFrames': grpc.stream_unary_rpc_method_handler(
                     servicer.PushFrames,
                     request_deserializer=apmbench_dot_v1_dot_memory__system__pb2.StreamItem.FromString,
+                    response_serializer=apmbench_dot_v1_dot_memory__system__pb2.PushFramesResponse.SerializeToString,
+            ),
+            'PushItemBatches': grpc.stream_unary_rpc_method_handler(
+                    servicer.PushItemBatches,
+                    request_deserializer=apmbench_dot_v1_dot_memory__system__pb2.StreamItemBatch.FromString,
                     response_serializer=apmbench_dot_v1_dot_memory__system__pb2.PushFramesResponse.SerializeToString,
             ),
             'EndSession': grpc.unary_unary_rpc_method_handler(
@@ -296,6 +314,33 @@ class MemorySystem:
             target,
             '/apmbench.v1.MemorySystem/PushFrames',
             apmbench_dot_v1_dot_memory__system__pb2.StreamItem.SerializeToString,
+            apmbench_dot_v1_dot_memory__system__pb2.PushFramesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PushItemBatches(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/apmbench.v1.MemorySystem/PushItemBatches',
+            apmbench_dot_v1_dot_memory__system__pb2.StreamItemBatch.SerializeToString,
             apmbench_dot_v1_dot_memory__system__pb2.PushFramesResponse.FromString,
             options,
             channel_credentials,

@@ -1,0 +1,68 @@
+"""PushItemBatches (R13, protocol 1.2): a server that declares it takes batched items
+exactly as PushFrames takes them one per message."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from apmbench.adapters.sdk import errors
+from apmbench.adapters.sdk.types import Frame, StreamItem
+from apmbench.harness.check import probes
+from apmbench.harness.check.context import CheckContext
+from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
+from apmbench.harness.check.probes import SESSION_1
+
+HINT = (
+    "take each batch's items in order through the same code as PushFrames' items (the Python "
+    "SDK's server does), or do not declare accepts_item_batches"
+)
+
+
+def _frame(ctx: CheckContext, time_ms: int) -> Frame:
+    side = min(ctx.info.capabilities.preferred_max_side or 64, 64)
+    return probes.encode(
+        probes.noise(side, side * 3 // 4, time_ms), time_ms, probes.probe_encoding(ctx.info)
+    )
+
+
+def _outcome(ctx: CheckContext, items: Sequence[StreamItem], batched: bool, limit: int) -> str:
+    """What pushing `items` at the start of a fresh session gives: the counts, or the error."""
+    probes.start(ctx.client, ctx.fresh("batches"), SESSION_1)
+    try:
+        pushed = ctx.client.push(items, batched=batched, batch_bytes=limit)
+        return f"{pushed.frames} frames and {pushed.user_turns} user turns ingested"
+    except errors.ProtocolError as e:
+        return f"{type(e).__name__} ({e.message})"
+    finally:
+        probes.end(ctx.client, SESSION_1)
+
+
+@check("push-batches", "R13", "items in PushItemBatches are ingested as PushFrames ingests them")
+def push_batches(ctx: CheckContext) -> Passed:
+    """The same item sequences through PushFrames and through PushItemBatches, each on a
+    fresh trajectory, must come out the same. Compared with the server's own PushFrames, not
+    with the rules: a server that breaks R2 in both is blamed by R2's check alone."""
+    if not ctx.info.capabilities.accepts_item_batches:
+        raise NotApplicable(
+            "the server does not declare accepts_item_batches: the harness uses PushFrames"
+        )
+    items = probes.session_items(SESSION_1, ctx.info)
+    # Batches of about two frames: several batches, each of several items.
+    limit = 2 * max(len(i.data) for i in items if isinstance(i, Frame))
+    t = SESSION_1.start_ms
+    backwards = [_frame(ctx, t + 1000), _frame(ctx, t + 3000), _frame(ctx, t + 2000)]
+    differences = []
+    for label, sequence in (("a session's items", items), ("a frame going back", backwards)):
+        one, batched = (_outcome(ctx, sequence, b, limit) for b in (False, True))
+        # The error's words may name the call; its kind may not differ.
+        if one.split(" (")[0] != batched.split(" (")[0]:
+            differences.append(f"{label}: PushFrames {one}, PushItemBatches {batched}")
+    if differences:
+        raise CheckFailed("; ".join(differences), HINT)
+    return Passed(
+        f"{len(items)} items, and a frame going back, in batches of about two frames: "
+        "the same outcome as one per PushFrames message"
+    )
+
+
+CHECKS = (push_batches,)
