@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import Frame, StreamItem
 from apmbench.harness.check import probes
+from apmbench.harness.check.checks_lifecycle import _frame
 from apmbench.harness.check.context import CheckContext
 from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
 from apmbench.harness.check.probes import SESSION_1
@@ -16,13 +17,6 @@ HINT = (
     "take each batch's items in order through the same code as PushFrames' items (the Python "
     "SDK's server does), or do not declare accepts_item_batches"
 )
-
-
-def _frame(ctx: CheckContext, time_ms: int) -> Frame:
-    side = min(ctx.info.capabilities.preferred_max_side or 64, 64)
-    return probes.encode(
-        probes.noise(side, side * 3 // 4, time_ms), time_ms, probes.probe_encoding(ctx.info)
-    )
 
 
 def _outcome(ctx: CheckContext, items: Sequence[StreamItem], batched: bool, limit: int) -> str:
