@@ -46,9 +46,11 @@ class _Stop(transformers.StoppingCriteria):  # type: ignore[misc]
 
     def __init__(self, event: threading.Event) -> None:
         self.event = event
+        self.fired = False  # logged, so a test can assert on the event rather than a count
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-        return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool)
+        self.fired = self.fired or self.event.is_set()
+        return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool)
 
 
 class _Pieces:
@@ -245,7 +247,7 @@ class QwenVL(VideoLanguageModel):
         prompt_tokens = int(inputs["input_ids"].shape[1])
         video_tokens = int((inputs["mm_token_type_ids"] == VIDEO_TYPE).sum())
         pieces = _Pieces(IncrementalText(self._decode))
-        stop = threading.Event()
+        stop = _Stop(threading.Event())
         worker = threading.Thread(
             target=self._generate,
             args=(inputs, max_new_tokens, pieces, stop),
@@ -260,24 +262,25 @@ class QwenVL(VideoLanguageModel):
                     first_s = time.monotonic() - started
                 yield piece
         finally:
-            stop.set()
+            stop.event.set()
             worker.join()
             first = "none" if first_s is None else f"{first_s:.3f}"
             log(
                 f"generated frames={prompt.frame_count()} video_tokens={video_tokens} "
-                f"prompt_tokens={prompt_tokens} new_tokens={pieces.tokens} first_text_s={first} "
+                f"prompt_tokens={prompt_tokens} new_tokens={pieces.tokens} "
+                f"stopped_by_consumer={'yes' if stop.fired else 'no'} first_text_s={first} "
                 f"total_s={time.monotonic() - started:.3f}{_gpu_memory(self.device)}"
             )
         if pieces.error is not None:
             self._raise(pieces.error, prompt_tokens)
 
     def _generate(
-        self, inputs: dict[str, Any], max_new_tokens: int, pieces: _Pieces, stop: threading.Event
+        self, inputs: dict[str, Any], max_new_tokens: int, pieces: _Pieces, stop: _Stop
     ) -> None:
         options: dict[str, Any] = {
             "max_new_tokens": max_new_tokens,
             "streamer": pieces,
-            "stopping_criteria": transformers.StoppingCriteriaList([_Stop(stop)]),
+            "stopping_criteria": transformers.StoppingCriteriaList([stop]),
             "pad_token_id": self.pad_token_id,
         }
         if self.settings.temperature > 0:

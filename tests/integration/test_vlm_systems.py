@@ -113,9 +113,12 @@ def test_both_families_load_from_disk_stream_and_stop_when_closed(
     assert next(stream) == full[0]
     stream.close()  # as a cancelled query closes it
     runs = generated(capfd.readouterr().err)
-    assert int(runs[0]["new_tokens"]) == 200 and int(runs[-1]["new_tokens"]) < 20
+    assert int(runs[0]["new_tokens"]) == 200 and runs[0]["stopped_by_consumer"] == "no"
+    # Events, not counts a scheduler decides: the generation loop saw the consumer go
+    # and ended before its limit, which also proves the first piece came out while
+    # generation was still running (it streamed).
+    assert runs[-1]["stopped_by_consumer"] == "yes" and int(runs[-1]["new_tokens"]) < 200
     assert int(runs[0]["video_tokens"]) > 0
-    assert float(runs[0]["first_text_s"]) < float(runs[0]["total_s"]) / 2
 
 
 def evaluate(

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Install the system tools CI needs, one at a time, only those that are missing.
+
+Why one at a time: a machine may already carry a tool from another source
+(Node.js 20 with its own npm from a vendor repository, a Docker client in
+/usr/local/bin). Installing Debian's packages for every tool in one apt-get line
+then fails as a whole ("nodejs : Conflicts: npm"), so a tool that is present, from
+wherever, is kept, and each missing one is installed by itself, so a failure names
+the tool that could not be had.
+
+Standard library only: it runs before the project's virtual environment exists.
+
+    python3 .ci/install_tools.py            # install what is missing
+    python3 .ci/install_tools.py --dry-run  # print the plan, change nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Tool:
+    command: str  # what must be on PATH afterwards
+    package: str  # the Debian package that provides it
+    why: str
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool("dockerd", "docker.io", "the Docker engine of the container tier"),
+    Tool("mmdebstrap", "mmdebstrap", "the Debian root the base image is built from"),
+    Tool("bwrap", "bubblewrap", "the sandbox every --system and --command process runs in"),
+    Tool("node", "nodejs", "the Node.js template server (containers/template-node)"),
+    Tool("npm", "npm", "installs the Node.js template's packages"),
+    Tool("chromium", "chromium", "the viewer's browser test"),
+)
+
+
+class InstallError(Exception):
+    pass
+
+
+def missing(tools: tuple[Tool, ...], path: str | None) -> list[Tool]:
+    return [t for t in tools if shutil.which(t.command, path=path) is None]
+
+
+def plan(tools: tuple[Tool, ...], path: str | None) -> list[list[str]]:
+    """The apt-get commands, in order: one update, then one install per missing tool."""
+    absent = missing(tools, path)
+    if not absent:
+        return []
+    commands = [["apt-get", "update", "-q"]]
+    for tool in absent:
+        commands.append(["apt-get", "install", "-y", "-q", tool.package])
+    return commands
+
+
+def install(tools: tuple[Tool, ...], path: str | None) -> None:
+    absent = missing(tools, path)
+    for tool in tools:
+        state = "missing" if tool in absent else "present: " + str(shutil.which(tool.command, path=path))
+        print(f"install-tools: {tool.command:<16} {state}", flush=True)
+    if not absent:
+        return
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    if path is not None:
+        env["PATH"] = path
+    _run(["apt-get", "update", "-q"], env, "the package lists (apt-get update)")
+    for tool in absent:
+        print(f"install-tools: installing {tool.package} for {tool.command} ({tool.why})", flush=True)
+        command = ["apt-get", "install", "-y", "-q", tool.package]
+        _run(command, env, f"{tool.command} (Debian package {tool.package}, {tool.why})")
+        if shutil.which(tool.command, path=path) is None:
+            raise InstallError(
+                f"{tool.command}: Debian package {tool.package} installed, yet {tool.command} "
+                "is not on PATH; install it by hand and run again"
+            )
+
+
+def _run(command: list[str], env: dict[str, str], what: str) -> None:
+    done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if done.returncode != 0:
+        tail = "\n".join(done.stdout.strip().splitlines()[-12:])
+        raise InstallError(
+            f"could not install {what}: `{' '.join(command)}` exited {done.returncode}\n{tail}\n"
+            "Install that tool by hand (any source will do: a present tool is kept) and run again."
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dry-run", action="store_true", help="print the apt-get commands, run nothing")
+    args = parser.parse_args(argv)
+    path = os.environ.get("PATH")
+    if args.dry_run:
+        for tool in missing(TOOLS, path):
+            print(f"missing {tool.command} -> {tool.package}")
+        for command in plan(TOOLS, path):
+            print(" ".join(command))
+        return 0
+    try:
+        install(TOOLS, path)
+    except InstallError as error:
+        print(f"install-tools: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
