@@ -56,7 +56,7 @@ bench: install
 # each wheel installed into a fresh venv (the SDK alone serves `null` and passes
 # `check`); prints the SDK's installed size.
 dist: install
-	$(BIN)/python -m apmbench.harness.distributions --out dist
+	$(BIN)/python -m apmbench.harness.build.distributions --out dist
 
 # Images for `evaluate --image` (README, section Containers): a Debian root
 # built by mmdebstrap (no registry needed; as root), apmbench/base, and one image
@@ -64,17 +64,17 @@ dist: install
 # change. ROOTFS=IMAGE builds on an image from a registry instead.
 .PHONY: images images-gpu images-vlm-cpu gpu-check containers
 images: install
-	$(BIN)/python -m apmbench.harness.runtimes.docker.images $(if $(ROOTFS),--rootfs $(ROOTFS))
+	$(BIN)/python -m apmbench.harness.build.images $(if $(ROOTFS),--rootfs $(ROOTFS))
 
 # apmbench/base-gpu: torch and transformers with CUDA from PyPI wheels (several GB),
 # and the VLM systems on it: apmbench/vlm-{simplestream,video-memory,text-memory}:gpu.
 images-gpu: install
-	$(BIN)/python -m apmbench.harness.runtimes.docker.vlm_images --gpu $(if $(ROOTFS),--rootfs $(ROOTFS))
+	$(BIN)/python -m apmbench.harness.build.vlm_images --gpu $(if $(ROOTFS),--rootfs $(ROOTFS))
 
 # The VLM systems on a CPU torch (apmbench/vlm-base-cpu, the :cpu images; ~1.7 GB):
 # what the container tests run with a tiny model. Needs a CPU torch wheel on this host.
 images-vlm-cpu: install
-	$(BIN)/python -m apmbench.harness.runtimes.docker.vlm_images --cpu $(if $(ROOTFS),--rootfs $(ROOTFS))
+	$(BIN)/python -m apmbench.harness.build.vlm_images --cpu $(if $(ROOTFS),--rootfs $(ROOTFS))
 
 # On a machine with an NVIDIA GPU: the three VLM systems on the tiny preset with a
 # tiny random Qwen-VL model, printing time to first token and peak GPU memory.

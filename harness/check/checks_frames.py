@@ -10,7 +10,7 @@ from apmbench.harness.check.context import CheckContext
 from apmbench.harness.check.expect import code_of, expect_error
 from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
 from apmbench.harness.check.probes import SESSION_1
-from apmbench.harness.suites.apmbench.synth.render import render
+from apmbench.harness.synthetic.render import render
 
 
 def frame_sizes(max_side: int) -> list[tuple[int, int]]:

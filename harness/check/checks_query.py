@@ -11,6 +11,7 @@ from apmbench.harness.check.context import CheckContext
 from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
 from apmbench.harness.check.probes import PROBE_TIME_MS, SESSION_1, SESSION_2
 from apmbench.harness.protocol.client import QueryResult
+from apmbench.harness.protocol.streaming import streaming_problem
 from apmbench.harness.scoring.answers import (
     FAILURE,
     REPAIRED,
@@ -55,28 +56,6 @@ def _probe_answers(ctx: CheckContext) -> list[tuple[Query, QueryResult]]:
         ctx.memo["probe-answers"] = cached
     answers: list[tuple[Query, QueryResult]] = cached
     return answers
-
-
-def streaming_problem(result: QueryResult) -> str | None:
-    if not result.pieces:
-        return "streamed no text"
-    if not result.pieces[0].strip():
-        return (
-            f"the first chunk is only whitespace ({result.pieces[0]!r}): time to first token "
-            "would be measured on it, before any answer exists"
-        )
-    if len(result.pieces) > 1 and not result.arrivals_s[0] < result.arrivals_s[-1]:
-        return "the first chunk did not arrive before the last"
-    cumulative = len(result.pieces) > 1 and all(
-        later.startswith(earlier) and len(later) > len(earlier)
-        for earlier, later in zip(result.pieces, result.pieces[1:], strict=False)
-    )
-    if cumulative:
-        return (
-            "each chunk repeats the one before it (cumulative snapshots), so the answer "
-            f"reads {''.join(result.pieces)[:80]!r}"
-        )
-    return None
 
 
 @check("query-streams", "R11", "Query streams non-empty text chunks, each new text, first first")

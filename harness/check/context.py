@@ -10,7 +10,7 @@ from typing import Any
 from apmbench.adapters.sdk.types import StateManifest, SystemInfo
 from apmbench.harness.check.model import NotApplicable
 from apmbench.harness.protocol.client import SystemClient
-from apmbench.harness.runtimes.process import Runtime
+from apmbench.harness.runtimes.base import Runtime
 
 LARGE_STATE_BYTES = 64 << 20
 

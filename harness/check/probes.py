@@ -41,7 +41,7 @@ from apmbench.harness.media.timecode import format_ms, to_ms
 from apmbench.harness.protocol.client import QueryResult, SystemClient
 from apmbench.harness.suites.apmbench import prompts
 from apmbench.harness.suites.apmbench.answer_formats import format_of, schema_text
-from apmbench.harness.suites.apmbench.synth.render import render
+from apmbench.harness.synthetic.render import render
 
 Image = npt.NDArray[np.uint8]
 DEFAULT_SIDE = 448

@@ -29,8 +29,9 @@ from apmbench.harness.check.model import Check, CheckError, CheckReport, CheckRe
 from apmbench.harness.check.rules import RULES
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import SystemClient
-from apmbench.harness.run.executor import describe_info
-from apmbench.harness.runtimes.process import EndpointRuntime, Runtime
+from apmbench.harness.protocol.describe import describe_info
+from apmbench.harness.runtimes.base import Runtime
+from apmbench.harness.runtimes.endpoint import EndpointRuntime
 
 # Order matters: Describe first (later checks need it), the cancellation check
 # after the others that need a responsive server, the slow ones last.

@@ -28,7 +28,7 @@ from apmbench.harness.errors import RunDirError
 )
 def compare(run_dirs: tuple[Path, ...], out: Path, allow_mismatch: bool) -> None:
     """Put the reports of RUN_DIR... side by side and plot utility, latency and storage."""
-    from apmbench.harness.reports.compare import load_runs, mismatches, write_comparison
+    from apmbench.harness.orchestrate.compare import load_runs, mismatches, write_comparison
 
     try:
         runs = load_runs(run_dirs)

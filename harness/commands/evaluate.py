@@ -44,7 +44,7 @@ from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.suites import SUITES, get_suite, suite_of_dataset
 
 if TYPE_CHECKING:
-    from apmbench.harness.run.evaluate import EvaluateOptions, Evaluation
+    from apmbench.harness.orchestrate.evaluate import EvaluateOptions, Evaluation
     from apmbench.harness.suites.base import Suite
 
 
@@ -226,10 +226,10 @@ def evaluate(
     With no arguments: the built-in synthetic benchmark (`small`) with every
     reference system, one after another, and a comparison table.
     """
+    from apmbench.harness.orchestrate.evaluate import EvaluateOptions
+    from apmbench.harness.orchestrate.shards import Shard
     from apmbench.harness.run.audits.queries import AuditSettings
-    from apmbench.harness.run.evaluate import EvaluateOptions
     from apmbench.harness.run.progress_log import eta_s
-    from apmbench.harness.run.shards import Shard
 
     if min(audit_queries, audit_trajectories) < 0:
         raise click.BadParameter("must not be negative", param_hint="--audit-queries/-trajectories")
@@ -318,7 +318,7 @@ def evaluate(
 
 
 def _comparison_view(run_dirs: list[Path], base: Path) -> Path:
-    from apmbench.harness.reports.html.view import COMPARISON_NAME, write_view
+    from apmbench.harness.orchestrate.html.view import COMPARISON_NAME, write_view
 
     demo_log = logs.get("demo")
     demo_log.info("writing the comparison", runs=len(run_dirs))
@@ -376,10 +376,10 @@ def _what_works(out: Path) -> str:
 def _runner(ray: tuple[str | None, float] | None) -> Callable[..., Evaluation]:
     """`evaluate(opts, progress)` here, or with every trajectory a task on a Ray cluster."""
     if ray is None:
-        from apmbench.harness.run.evaluate import evaluate as run_evaluation
+        from apmbench.harness.orchestrate.evaluate import evaluate as run_evaluation
 
         return run_evaluation
-    from apmbench.harness.run.ray_backend import evaluate_ray
+    from apmbench.harness.orchestrate.ray_backend import evaluate_ray
 
     address, gpus = ray
     return lambda opts, progress: evaluate_ray(opts, address, progress, gpus_per_task=gpus)
@@ -444,7 +444,7 @@ def _run(
 
 def _run_with_bar(opts: EvaluateOptions, run_evaluation: Callable[..., Evaluation]) -> Evaluation:
     """The rich progress display, for a terminal."""
-    from apmbench.harness.run.evaluate import Progress as RunProgress
+    from apmbench.harness.run.progress_log import Progress as RunProgress
 
     log = logs.get("evaluate")
     columns = (

@@ -32,7 +32,7 @@ def merge(run_dirs: tuple[Path, ...], out: Path, dataset: Path | None) -> None:
     Refuses parts of different runs (dataset, system, settings, versions), naming the
     difference, and a set of parts that misses a trajectory or records one twice.
     """
-    from apmbench.harness.run.merge import merge as merge_parts
+    from apmbench.harness.orchestrate.merge import merge as merge_parts
 
     try:
         merge_parts(list(run_dirs), out, dataset)

@@ -38,14 +38,14 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
     Judge replies are cached (judge-cache/ in the run directory), so scoring
     again with the same judge makes no new calls and gives the same numbers.
     """
-    from apmbench.harness.run import records
-    from apmbench.harness.scoring.judge import open_judge
-    from apmbench.harness.scoring.pipeline import (
+    from apmbench.harness.orchestrate.scoring import (
         dataset_for_run,
         recorded_judge,
         score_run,
         suite_of_run,
     )
+    from apmbench.harness.run import records
+    from apmbench.harness.scoring.judge import open_judge
 
     judge_optional = bool(judge.pop("judge_optional", False))
     manifest_path = run_dir / "manifest.json"
@@ -65,7 +65,7 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
     except (DatasetError, ConfigError, RunDirError) as e:
         console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
-    from apmbench.harness.reports.html.view import VIEW_NAME, ViewOptions, write_view
+    from apmbench.harness.orchestrate.html.view import VIEW_NAME, ViewOptions, write_view
 
     try:
         write_view([run_dir], run_dir / VIEW_NAME, ViewOptions(dataset=dataset))

@@ -52,7 +52,7 @@ def view(
     parse, the gate and the judge's verdict, filterable by task, system and
     outcome.
     """
-    from apmbench.harness.reports.html.view import (
+    from apmbench.harness.orchestrate.html.view import (
         COMPARISON_NAME,
         MAX_THUMBNAIL_QUERIES,
         VIEW_NAME,

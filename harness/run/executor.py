@@ -42,7 +42,7 @@ from apmbench.harness.media.timeline import Session, Trajectory, Turn
 from apmbench.harness.protocol.client import ByteLimit, QueryResult, SystemClient
 from apmbench.harness.run.plan import Ask, AskState, Segment
 from apmbench.harness.run.records import SessionRecord, TrajectoryRecord
-from apmbench.harness.runtimes.process import Runtime
+from apmbench.harness.runtimes.base import Runtime
 
 
 class Persistence(enum.Enum):
@@ -526,19 +526,3 @@ def _main_piece(main: Segment, first: int, last: int) -> Segment:
         snapshot_after=main.snapshot_after if first == main.first_session else first - 1,
         asks=tuple(a for a in main.asks if first <= a.session_index <= last),
     )
-
-
-def describe_info(info: SystemInfo) -> dict[str, Any]:
-    caps = info.capabilities
-    return {
-        "name": info.name,
-        "version": info.version,
-        "protocol_version": info.protocol_version,
-        "capabilities": {
-            "frame_encodings": [e.value for e in caps.frame_encodings],
-            "preferred_max_side": caps.preferred_max_side,
-            "supports_import": caps.supports_import,
-            "streaming_ingest": caps.streaming_ingest,
-        },
-        "details": dict(info.details),
-    }

@@ -11,11 +11,23 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from apmbench.harness import logs
-from apmbench.harness.run.evaluate import Progress
 from apmbench.harness.run.plan import Segment
+
+
+@dataclass
+class Progress:
+    """Callbacks for a progress display; all optional."""
+
+    trajectories: Callable[[int, int], None] = lambda total, skipped: None
+    trajectory_started: Callable[[str, int], None] = lambda tid, segments: None
+    segment_started: Callable[[Segment], None] = lambda s: None
+    trajectory_done: Callable[[str], None] = lambda tid: None
+    judged: Callable[[int, int], None] = lambda done, total: None
+
 
 HEARTBEAT_S = 30.0
 """Well under a minute, so the log never goes quiet for a whole one even on a busy machine."""

@@ -16,9 +16,11 @@ from pathlib import Path
 
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.runtimes.base import Runtime
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
+from apmbench.harness.runtimes.endpoint import EndpointRuntime
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
-from apmbench.harness.runtimes.process import EndpointRuntime, Runtime, sandboxed_process
+from apmbench.harness.runtimes.process import sandboxed_process
 
 __all__ = ["Runtime", "RuntimeSpec", "make_runtime", "wants_spare"]
 

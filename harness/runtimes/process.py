@@ -22,16 +22,16 @@ import sys
 import tempfile
 import threading
 import time
-from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import IO, Any
 
 import psutil
 
 from apmbench.adapters.sdk import errors
-from apmbench.harness.errors import ConfigError, RuntimeStartError
+from apmbench.harness.errors import RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes import owned_dirs
+from apmbench.harness.runtimes.base import Runtime
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import Sandbox, unconfined
 from apmbench.harness.stopping import uninterrupted
@@ -51,82 +51,6 @@ def remove_dead_dirs(base: Path = Path(DIR_BASE)) -> list[Path]:
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
-
-
-class Runtime(ABC):
-    """Starts a system and hands out a connected, ready client."""
-
-    kind: str = ""
-
-    @property
-    @abstractmethod
-    def can_restart(self) -> bool: ...
-
-    @abstractmethod
-    def start(self) -> SystemClient:
-        """Start (or connect to) the system; return once health says SERVING."""
-
-    @abstractmethod
-    def restart(self) -> SystemClient:
-        """A fresh system with empty memory; the old client must not be used again."""
-
-    @abstractmethod
-    def stop(self) -> None: ...
-
-    @abstractmethod
-    def describe(self) -> dict[str, Any]:
-        """Facts about the runtime for manifest.json."""
-
-    def log_tail(self, lines: int = 15) -> str:
-        """The end of the system's output since its last start ("" when there is none)."""
-        return ""
-
-    def begin_trajectory(self, trajectory_id: str) -> None:  # noqa: B027 - optional hook
-        """Called before each trajectory; a runtime may name what it starts after it
-        (the Docker runtime names containers per run and trajectory)."""
-
-    def __enter__(self) -> Runtime:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-class EndpointRuntime(Runtime):
-    kind = "endpoint"
-
-    def __init__(self, address: str, deadlines: Deadlines, startup_timeout_s: float = 30.0) -> None:
-        self.address = address
-        self.deadlines = deadlines
-        self.startup_timeout_s = startup_timeout_s
-        self._client: SystemClient | None = None
-
-    @property
-    def can_restart(self) -> bool:
-        return False
-
-    def start(self) -> SystemClient:
-        client = SystemClient(self.address, self.deadlines)
-        try:
-            client.wait_serving(self.startup_timeout_s)
-        except errors.Unavailable as e:
-            client.close()
-            raise RuntimeStartError(f"endpoint {self.address}: {e}") from e
-        self._client = client
-        return client
-
-    def restart(self) -> SystemClient:
-        raise ConfigError(
-            f"endpoint {self.address} cannot be restarted: use --persistence reset or trust"
-        )
-
-    def stop(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
-    def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "address": self.address}
 
 
 class ProcessRuntime(Runtime):

@@ -128,7 +128,7 @@ def _scores(run: Path) -> dict[str, Any]:
 
 
 def bench_paper(tmp: Path) -> dict[str, Any]:
-    from apmbench.harness.run.merge import merge
+    from apmbench.harness.orchestrate.merge import merge
 
     count = int(os.environ.get("APMBENCH_BENCH_PAPER_TRAJECTORIES", PAPER_TRAJECTORIES))
     _log(f"paper: preparing {count} paper-shaped trajectories")

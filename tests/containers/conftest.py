@@ -16,7 +16,7 @@ import pytest
 from containertools import HERE, ROOT, TEST_IMAGE, unavailable
 
 from apmbench.adapters.sdk.errors import ApmbenchError
-from apmbench.harness.runtimes.docker.images import BASE, Builder, tree_files
+from apmbench.harness.build.images import BASE, Builder, tree_files
 
 
 @pytest.fixture(scope="session")

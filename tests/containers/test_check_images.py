@@ -12,7 +12,7 @@ import docker
 import pytest
 from containertools import ROOT, TEST_IMAGE, run_containers
 
-from apmbench.harness.runtimes.docker.images import BASE, Builder, image_name, systems_list
+from apmbench.harness.build.images import BASE, Builder, image_name, systems_list
 
 pytestmark = [pytest.mark.containers, pytest.mark.usefixtures("images")]
 TEMPLATE = "apmbench-test/template:latest"

@@ -25,12 +25,12 @@ import docker
 import pytest
 from containertools import HERE, ROOT, cli, run_containers, socket_mounts
 
+from apmbench.harness.build.images import BASE, Builder, tree_files
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.protocol.client import Deadlines
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.docker import socketdir
-from apmbench.harness.runtimes.docker.images import BASE, Builder, tree_files
 from apmbench.harness.runtimes.docker.runtime import DockerRuntime
 from apmbench.harness.runtimes.docker.settings import BindMount, ContainerSettings
 

@@ -22,8 +22,8 @@ import pytest
 from containertools import TEST_IMAGE, cli, evaluate_cmd, run_containers
 from helpers.campaign import biggest_section
 
+from apmbench.harness.build.images import Builder
 from apmbench.harness.runtimes.docker import leftovers
-from apmbench.harness.runtimes.docker.images import Builder
 
 pytestmark = [pytest.mark.containers, pytest.mark.usefixtures("images")]
 

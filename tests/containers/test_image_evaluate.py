@@ -11,10 +11,10 @@ import pytest
 from containertools import ROOT, TEST_IMAGE, cli, run_containers
 from helpers.timing import TIMING
 
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.build.images import BASE, Builder
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
-from apmbench.harness.runtimes.docker.images import BASE, Builder
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 

@@ -15,7 +15,7 @@ import uuid
 import docker
 import pytest
 
-from apmbench.harness.runtimes.docker.images import BASE, Builder
+from apmbench.harness.build.images import BASE, Builder
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -13,7 +13,7 @@ import pytest
 from containertools import run_containers, unavailable
 
 from apmbench.adapters.sdk.errors import ApmbenchError
-from apmbench.harness.runtimes.docker.images import NODE_TEMPLATE, Builder
+from apmbench.harness.build.images import NODE_TEMPLATE, Builder
 
 pytestmark = pytest.mark.containers
 

@@ -21,8 +21,8 @@ from containertools import cli, run_containers, unavailable
 from helpers.tiny_qwen_vl import build_tiny_qwen_vl, make_readable
 
 from apmbench.adapters.sdk.errors import ApmbenchError
-from apmbench.harness.runtimes.docker.images import BASE, Builder
-from apmbench.harness.runtimes.docker.vlm_images import build_cpu, vlm_image
+from apmbench.harness.build.images import BASE, Builder
+from apmbench.harness.build.vlm_images import build_cpu, vlm_image
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 pytest.importorskip("transformers", reason="the models extra builds the tiny model")

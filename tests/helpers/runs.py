@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 

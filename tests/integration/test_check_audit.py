@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from helpers.timing import TIMING
 
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.audits.queries import AuditSettings
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 

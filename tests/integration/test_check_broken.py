@@ -23,11 +23,12 @@ from apmbench.adapters.sdk import (
 from apmbench.adapters.sdk.server import MemorySystemServicer
 from apmbench.harness.check import CheckReport, Outcome, run_suite, select
 from apmbench.harness.check.render import failures, to_json
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.protocol.client import Deadlines
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
-from apmbench.harness.runtimes.process import EndpointRuntime, ProcessRuntime
+from apmbench.harness.runtimes.endpoint import EndpointRuntime
+from apmbench.harness.runtimes.process import ProcessRuntime
 
 pytestmark = pytest.mark.usefixtures("helper_env")
 DEADLINES = Deadlines(control=30, push=60, query=30, state=120, end_session=60)

@@ -17,8 +17,8 @@ import pytest
 from apmbench.harness.check import Outcome, run_suite, select
 from apmbench.harness.check.render import failures
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.protocol.client import Deadlines
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.command import CommandRuntime, command_process

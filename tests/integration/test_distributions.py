@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from apmbench.harness import distributions as dist
+from apmbench.harness.build import distributions as dist
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.suites.egoprobe import prompts
 from apmbench.harness.suites.egoprobe.dataset import load_dataset

@@ -17,7 +17,7 @@ from helpers.broken_servers import serve_raw
 from apmbench.adapters.sdk import MemorySystem, RunningServer
 from apmbench.adapters.sdk.server import MemorySystemServicer
 from apmbench.adapters.systems import load_system
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.v1 import memory_system_pb2 as pb

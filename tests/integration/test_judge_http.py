@@ -19,9 +19,9 @@ from helpers.chat_server import API_KEY, ChatServer, Reply, chat_server, is_retr
 from helpers.runs import mini_runs
 
 from apmbench.harness.cli import main
+from apmbench.harness.orchestrate.scoring import score_run
 from apmbench.harness.run import records
 from apmbench.harness.scoring.judge import JudgeConfig, open_judge
-from apmbench.harness.scoring.pipeline import score_run
 from apmbench.harness.suites.apmbench.dataset import load_dataset
 from apmbench.harness.suites.apmbench.suite import APMBench
 

@@ -19,7 +19,7 @@ from helpers.tiny_model import build_tiny_chat_model
 
 from apmbench.harness.cli import main
 from apmbench.harness.errors import ConfigError
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.scoring.judge import JudgeConfig, open_judge

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 

@@ -12,10 +12,10 @@ import pytest
 
 from apmbench.harness.errors import RunDirError
 from apmbench.harness.media.timeline import Session, Trajectory
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.orchestrate.merge import merge
+from apmbench.harness.orchestrate.shards import Shard, assign, selected
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.run.merge import merge
-from apmbench.harness.run.shards import Shard, assign, selected
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.suites.apmbench.dataset import load_dataset
 

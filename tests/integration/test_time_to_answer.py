@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.audits.queries import AuditSettings
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.runtimes import RuntimeSpec
 
 pytestmark = pytest.mark.integration

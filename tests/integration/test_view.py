@@ -13,8 +13,8 @@ import pytest
 from helpers.runs import TESTS, mini_runs
 from helpers.view_systems import INJECTION
 
-from apmbench.harness.reports.html.view import VIEW_NAME, ViewOptions, write_view
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.orchestrate.html.view import VIEW_NAME, ViewOptions, write_view
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 

@@ -20,11 +20,11 @@ from apmbench.adapters.sdk.server import MemorySystemServicer
 from apmbench.harness.check import run_suite, select
 from apmbench.harness.cli import main
 from apmbench.harness.errors import WireRuleError
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.protocol.wire_rules import TITLES
-from apmbench.harness.run.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.runtimes import RuntimeSpec
-from apmbench.harness.runtimes.process import EndpointRuntime
+from apmbench.harness.runtimes.endpoint import EndpointRuntime
 from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
 
 

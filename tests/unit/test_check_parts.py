@@ -20,12 +20,13 @@ from apmbench.adapters.sdk.types import (
 )
 from apmbench.harness.check import CHECKS, CheckReport, CheckResult, Outcome, probes, select
 from apmbench.harness.check.checks_frames import frame_sizes
-from apmbench.harness.check.checks_query import format_problem, streaming_problem
+from apmbench.harness.check.checks_query import format_problem
 from apmbench.harness.check.checks_state import first_difference
 from apmbench.harness.check.render import failures, to_json
 from apmbench.harness.check.rules import RULES
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import QueryResult
+from apmbench.harness.protocol.streaming import streaming_problem
 
 PROTO = Path(__file__).resolve().parents[2] / "proto" / "apmbench" / "v1" / "memory_system.proto"
 

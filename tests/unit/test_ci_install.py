@@ -46,7 +46,9 @@ def _executable(path: Path, text: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def _machine(tmp_path: Path, present: tuple[str, ...], refuse: tuple[str, ...] = ()) -> tuple[Path, Path]:
+def _machine(
+    tmp_path: Path, present: tuple[str, ...], refuse: tuple[str, ...] = ()
+) -> tuple[Path, Path]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     log = tmp_path / "apt.log"
@@ -104,7 +106,9 @@ def test_everything_present_runs_no_apt_at_all(tmp_path: Path) -> None:
 
 def test_a_failed_install_names_the_tool_and_its_package(tmp_path: Path) -> None:
     # node from another source, but its npm missing: Debian's npm then conflicts.
-    bin_dir, log = _machine(tmp_path, present=EVERY_TOOL[:3] + ("node", "chromium"), refuse=("npm",))
+    bin_dir, _log = _machine(
+        tmp_path, present=(*EVERY_TOOL[:3], "node", "chromium"), refuse=("npm",)
+    )
     done = _run(bin_dir)
     assert done.returncode == 1
     assert "could not install npm (Debian package npm" in done.stderr
@@ -112,10 +116,14 @@ def test_a_failed_install_names_the_tool_and_its_package(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("present", [(), ("node", "npm"), EVERY_TOOL])
-def test_dry_run_changes_nothing_and_prints_the_plan(tmp_path: Path, present: tuple[str, ...]) -> None:
+def test_dry_run_changes_nothing_and_prints_the_plan(
+    tmp_path: Path, present: tuple[str, ...]
+) -> None:
     bin_dir, log = _machine(tmp_path, present=present)
     done = _run(bin_dir, "--dry-run")
     assert done.returncode == 0
     assert _apt_calls(log) == []
-    planned = [line.split()[-1] for line in done.stdout.splitlines() if line.startswith("apt-get install")]
+    planned = [
+        line.split()[-1] for line in done.stdout.splitlines() if line.startswith("apt-get install")
+    ]
     assert planned == [pkg for pkg, cmd in PACKAGE_OF.items() if cmd not in present]

@@ -14,8 +14,9 @@ from apmbench.harness.media import frames as frames_module
 from apmbench.harness.media.frame_cache import SessionFrames
 from apmbench.harness.media.frames import FrameSettings, decode_session
 from apmbench.harness.media.timeline import Session
-from apmbench.harness.run.evaluate import EvaluateOptions, Progress, prepare, run_trajectory
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, prepare, run_trajectory
 from apmbench.harness.run.executor import Persistence
+from apmbench.harness.run.progress_log import Progress
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.suites.apmbench.dataset import load_dataset
 

@@ -9,7 +9,7 @@ import sys
 def test_cli_and_scoring_do_not_import_torch_transformers_or_matplotlib() -> None:
     code = (
         "import sys\n"
-        "import apmbench.harness.cli, apmbench.harness.scoring.pipeline, apmbench.harness.scoring.judge\n"
+        "import apmbench.harness.cli, apmbench.harness.orchestrate.scoring, apmbench.harness.scoring.judge\n"
         "import apmbench.harness.scoring.judge.judging\n"
         "from apmbench.harness.scoring.judge import JudgeConfig, open_judge\n"
         "assert open_judge(JudgeConfig()) is None\n"

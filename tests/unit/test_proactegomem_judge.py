@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from apmbench.harness.errors import JudgeReplyError
+from apmbench.harness.orchestrate.scoring import judge_instances
 from apmbench.harness.scoring.judge.config import JudgeConfig
-from apmbench.harness.scoring.pipeline import judge_instances
 from apmbench.harness.suites import get_suite
 from apmbench.harness.suites.proactegomem import prompts
 from apmbench.harness.suites.proactegomem.judging import read_similarity

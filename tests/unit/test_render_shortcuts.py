@@ -24,8 +24,9 @@ from apmbench.adapters.sdk.types import Frame, FrameEncoding
 from apmbench.harness.media import frames, jpeg_rows
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.media.timeline import Session
-from apmbench.harness.suites.apmbench.synth import live, render
-from apmbench.harness.suites.apmbench.synth.world import SessionPlan, apply
+from apmbench.harness.suites.apmbench.synth import live
+from apmbench.harness.synthetic import render
+from apmbench.harness.synthetic.world import SessionPlan, apply
 
 Image = npt.NDArray[np.uint8]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from apmbench.harness import distributions
+from apmbench.harness.build import distributions
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("grpc", "google.protobuf", "numpy", "simplejpeg", "apmbench.harness")
@@ -91,7 +91,7 @@ def test_sdk_tree_holds_the_protocol_and_adapters_and_nothing_of_the_harness() -
 def test_the_base_image_installs_the_sdk_alone() -> None:
     # What apmbench/base's dependency layer and build context hold: the SDK's
     # dependencies and staged tree, nothing the harness alone needs.
-    from apmbench.harness.runtimes.docker import images
+    from apmbench.harness.build import images
 
     wanted = images.requirements(ROOT).decode().split()
     names = {re.split(r"[<>=!~\[ ]", spec, maxsplit=1)[0].lower() for spec in wanted}

@@ -17,8 +17,8 @@ from apmbench.adapters.sdk import Choice, Query, QueryKind
 from apmbench.adapters.systems.text_only import TextOnly
 from apmbench.harness.media.timecode import to_ms
 from apmbench.harness.suites.apmbench.synth.candidates import TrajectoryFacts, generate
-from apmbench.harness.suites.apmbench.synth.render import render
-from apmbench.harness.suites.apmbench.synth.world import plan_sessions
+from apmbench.harness.synthetic.render import render
+from apmbench.harness.synthetic.world import plan_sessions
 
 
 def trajectories(

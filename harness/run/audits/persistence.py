@@ -25,7 +25,7 @@ from apmbench.harness.run.audits.queries import AuditSettings, TrajectoryAudit
 from apmbench.harness.run.executor import Grader, Persistence, RunSettings, TrajectoryRunner
 from apmbench.harness.run.plan import Segment
 from apmbench.harness.run.records import TrajectoryRecord
-from apmbench.harness.runtimes.process import Runtime
+from apmbench.harness.runtimes.base import Runtime
 
 ANSWER_FIELDS = ("answer", "decision")
 

@@ -29,8 +29,8 @@ from typing import Any
 
 from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import Query
-from apmbench.harness.check.checks_query import streaming_problem
 from apmbench.harness.protocol.client import QueryResult, SystemClient
+from apmbench.harness.protocol.streaming import streaming_problem
 from apmbench.harness.run.executor import TrajectoryRunner
 from apmbench.harness.run.plan import Ask, Segment
 

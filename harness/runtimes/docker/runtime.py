@@ -33,6 +33,7 @@ from docker.types import DeviceRequest, Mount
 from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, EngineError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
+from apmbench.harness.runtimes.base import Runtime
 from apmbench.harness.runtimes.docker import leftovers, socketdir
 from apmbench.harness.runtimes.docker.canary import run_canary
 from apmbench.harness.runtimes.docker.engine import (
@@ -47,7 +48,6 @@ from apmbench.harness.runtimes.docker.logstream import LogStream, log_config, ta
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.runtimes.docker.socketdir import SocketDir, SocketRefused
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
-from apmbench.harness.runtimes.process import Runtime
 from apmbench.harness.stopping import uninterrupted
 
 T = TypeVar("T")

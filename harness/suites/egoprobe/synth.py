@@ -32,20 +32,20 @@ from typing import Any
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.media.timecode import MS_PER_DAY, format_ms
 from apmbench.harness.paths import cached_dataset
-from apmbench.harness.suites.apmbench.synth.world import (
-    FIXTURES,
-    Event,
-    SessionPlan,
-    WorldState,
-    apply,
-    initial_world,
-)
 from apmbench.harness.suites.egoprobe.dataset import (
     BENCHMARK,
     BUCKET_NAMES,
     FORMAT_VERSION,
     OPTION_IDS,
     bucket_of,
+)
+from apmbench.harness.synthetic.world import (
+    FIXTURES,
+    Event,
+    SessionPlan,
+    WorldState,
+    apply,
+    initial_world,
 )
 
 GENERATOR = "egoprobe-synth"
@@ -315,7 +315,7 @@ def _questions(
 
 
 def build(preset: Preset, seed: int, out: Path) -> dict[str, int]:
-    from apmbench.harness.suites.apmbench.synth.writer import write_video
+    from apmbench.harness.synthetic.video import write_video
 
     if (out / "dataset.json").exists():
         raise FileExistsError(f"{out} already holds a dataset")

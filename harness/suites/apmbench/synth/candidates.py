@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apmbench.harness.media.timecode import MS_PER_DAY
-from apmbench.harness.suites.apmbench.synth.world import FIXTURES, Event, SessionPlan
+from apmbench.harness.synthetic.world import FIXTURES, Event, SessionPlan
 
 UNAVAILABLE = "Not answerable now: the evidence needed is not available"
 Candidate = dict[str, Any]

@@ -25,8 +25,8 @@ from apmbench.harness.errors import DatasetError
 from apmbench.harness.suites.apmbench import tasks
 from apmbench.harness.suites.apmbench.synth.candidates import Candidate, TrajectoryFacts, generate
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
-from apmbench.harness.suites.apmbench.synth.render import render
-from apmbench.harness.suites.apmbench.synth.world import SessionPlan, apply, plan_sessions
+from apmbench.harness.synthetic.render import render
+from apmbench.harness.synthetic.world import SessionPlan, apply, plan_sessions
 
 GENERATOR = "apmbench-synth"
 # 4: decision probe times, intervals, EA questions and CT options drawn independently of
@@ -68,7 +68,8 @@ def _attempt(preset: str, seed: int, trajectory: int, attempt: int) -> World | N
 @functools.cache
 def _source_digest() -> str:
     """What the simulation's outcome depends on besides its arguments: its code."""
-    from apmbench.harness.suites.apmbench.synth import candidates, presets, world
+    from apmbench.harness.suites.apmbench.synth import candidates, presets
+    from apmbench.harness.synthetic import world
 
     digest = hashlib.sha256()
     for module in (candidates, presets, world, sys.modules[__name__]):

@@ -9,7 +9,7 @@ The model is never in an image: it is mounted at /models/vlm when a run
 starts (`--mount DIR:/models/vlm`). Like every image here they carry the
 hash of their inputs, so nothing unchanged is rebuilt.
 
-    python -m apmbench.harness.runtimes.docker.vlm_images --cpu | --gpu [--rootfs IMAGE] [--rebuild]
+    python -m apmbench.harness.build.vlm_images --cpu | --gpu [--rootfs IMAGE] [--rebuild]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import click
 from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.harness.errors import ImageBuildError
 from apmbench.harness.runtimes.docker.engine import connect
-from apmbench.harness.runtimes.docker.images import BASE, BASE_GPU, Builder, summary
+from apmbench.harness.build.images import BASE, BASE_GPU, Builder, summary
 
 # The general protocols and the specialised memories (kv-memory, event-memory): all are
 # the same image recipe on the same base, differing only in the system they start.

@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import ConfigError, RunDirError
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, Evaluation, evaluate
+from apmbench.harness.orchestrate.merge import merge
+from apmbench.harness.orchestrate.shards import Shard
 from apmbench.harness.run import records
-from apmbench.harness.run.evaluate import EvaluateOptions, Evaluation, Progress, evaluate
-from apmbench.harness.run.merge import merge
-from apmbench.harness.run.shards import Shard
+from apmbench.harness.run.progress_log import Progress
 from apmbench.harness.suites import suite_of_dataset
 
 ATTEMPT_FILE = Path("logs") / "attempt.json"

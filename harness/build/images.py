@@ -18,7 +18,7 @@ engine's classic builder through the API (no buildx needed) with
 `network_mode="host"`, the only way pip reaches the index when the engine has
 no bridge network.
 
-    python -m apmbench.harness.runtimes.docker.images [--rootfs IMAGE] [--gpu] [--rebuild]
+    python -m apmbench.harness.build.images [--rootfs IMAGE] [--gpu] [--rebuild]
         [--node-template]
 """
 
@@ -44,7 +44,7 @@ import docker
 import docker.errors
 
 from apmbench.adapters.sdk.errors import ApmbenchError
-from apmbench.harness.distributions import SDK_PROJECT, sdk_tree
+from apmbench.harness.build.distributions import SDK_PROJECT, sdk_tree
 from apmbench.harness.errors import ImageBuildError
 from apmbench.harness.runtimes.docker.engine import connect
 

@@ -10,7 +10,7 @@ directory, and an sdist cannot reach outside its project; so the SDK is built
 from a staged tree (`sdk_tree`) that lays its project files and sources side
 by side. The image build (`make images`) installs the SDK from the same tree.
 
-    python -m apmbench.harness.distributions [--out dist] [--no-install-check]
+    python -m apmbench.harness.build.distributions [--out dist] [--no-install-check]
 
 builds both wheels and sdists (each wheel from its sdist, which proves the
 sdist complete), runs `twine check`, then installs each wheel into a fresh

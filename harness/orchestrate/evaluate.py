@@ -16,7 +16,7 @@ import datetime as dt
 import os
 import platform
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,7 +28,10 @@ from apmbench.adapters.sdk.types import PROTOCOL_VERSION, SystemInfo
 from apmbench.harness import __version__
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.orchestrate.scoring import score_run, scoring_record
+from apmbench.harness.orchestrate.shards import Shard, ShardRunDir, selected
 from apmbench.harness.protocol.client import Deadlines, SystemClient
+from apmbench.harness.protocol.describe import describe_info
 from apmbench.harness.run import records
 from apmbench.harness.run.audits.persistence import (
     caching_obstacle,
@@ -44,13 +47,10 @@ from apmbench.harness.run.executor import (
     RunSettings,
     TrajectoryRunner,
     check_settings,
-    describe_info,
 )
-from apmbench.harness.run.plan import Segment
-from apmbench.harness.run.shards import Shard, ShardRunDir, selected
+from apmbench.harness.run.progress_log import Progress
 from apmbench.harness.runtimes import Runtime, RuntimeSpec, make_runtime
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig, open_judge
-from apmbench.harness.scoring.pipeline import score_run, scoring_record
 from apmbench.harness.suites import suite_of_dataset
 from apmbench.harness.suites.base import Suite, SuiteDataset
 
@@ -79,17 +79,6 @@ class EvaluateOptions:
     """Exported state per snapshot at most (`--max-state-size`); None: no cap."""
     max_work_bytes: int | None = DEFAULT_MAX_WORK_BYTES
     """A trajectory's snapshots on disk at once at most (`--max-work-size`); None: no cap."""
-
-
-@dataclass
-class Progress:
-    """Callbacks for a progress display; all optional."""
-
-    trajectories: Callable[[int, int], None] = lambda total, skipped: None
-    trajectory_started: Callable[[str, int], None] = lambda tid, segments: None
-    segment_started: Callable[[Segment], None] = lambda s: None
-    trajectory_done: Callable[[str], None] = lambda tid: None
-    judged: Callable[[int, int], None] = lambda done, total: None
 
 
 @dataclass(frozen=True)
@@ -330,7 +319,7 @@ def finish(p: Prepared, progress: Progress) -> Evaluation:
         p.run.update_manifest(finished_at=finished, audit=audit_headline(report["audit"]))
     else:
         p.run.update_manifest(finished_at=finished)
-    from apmbench.harness.reports.html.view import VIEW_NAME, write_view
+    from apmbench.harness.orchestrate.html.view import VIEW_NAME, write_view
 
     write_view([p.run.root], p.run.root / VIEW_NAME)
     return Evaluation(p.run.root, report)

@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import RunDirError
-from apmbench.harness.run import records
-from apmbench.harness.run.shards import SHARDS, copy_record, shard_manifests
-from apmbench.harness.scoring.judge import open_judge
-from apmbench.harness.scoring.pipeline import (
+from apmbench.harness.orchestrate.scoring import (
     dataset_for_run,
     recorded_judge,
     score_run,
     suite_of_run,
 )
+from apmbench.harness.orchestrate.shards import SHARDS, copy_record, shard_manifests
+from apmbench.harness.run import records
+from apmbench.harness.scoring.judge import open_judge
 
 MERGE_KEYS = (
     "benchmark",
@@ -194,7 +194,7 @@ def merge(run_dirs: Sequence[Path], out: Path, dataset: Path | None = None) -> d
         run.update_manifest(finished_at=finished, audit=audit_headline(report["audit"]))
     else:
         run.update_manifest(finished_at=finished)
-    from apmbench.harness.reports.html.view import VIEW_NAME, ViewOptions, write_view
+    from apmbench.harness.orchestrate.html.view import VIEW_NAME, ViewOptions, write_view
 
     # Like a single run's directory: the viewer's page beside the report.
     write_view([run.root], run.root / VIEW_NAME, ViewOptions(dataset=dataset))

@@ -20,20 +20,20 @@ from typing import Any
 
 from apmbench.harness import __version__
 from apmbench.harness.errors import DatasetError
-from apmbench.harness.reports.compare import Run, load_runs, mismatches, suite_of_runs
-from apmbench.harness.reports.format import size
-from apmbench.harness.reports.html import plots
-from apmbench.harness.reports.html.queries import (
+from apmbench.harness.orchestrate.compare import Run, load_runs, mismatches, suite_of_runs
+from apmbench.harness.orchestrate.html import plots
+from apmbench.harness.orchestrate.html.queries import (
     QueryRow,
     Thumbnails,
     plan_asks,
     query_rows,
     read_jsonl,
 )
+from apmbench.harness.orchestrate.scoring import dataset_for_run
+from apmbench.harness.reports.format import size
 from apmbench.harness.reports.tradeoff_plot import Point
 from apmbench.harness.run import records
 from apmbench.harness.scoring.judge.reference import reference_note
-from apmbench.harness.scoring.pipeline import dataset_for_run
 from apmbench.harness.suites.base import ComparedRun, Suite, SuiteDataset
 
 VIEW_NAME = "report.html"
@@ -201,7 +201,7 @@ def _environment() -> Any:
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
     env = Environment(
-        loader=PackageLoader("apmbench.harness.reports.html", "templates"),
+        loader=PackageLoader("apmbench.harness.orchestrate.html", "templates"),
         autoescape=select_autoescape(["html", "j2"], default_for_string=True, default=True),
         undefined=StrictUndefined,
         trim_blocks=True,

@@ -1,0 +1,47 @@
+"""A server someone else runs: connected to, never restarted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apmbench.adapters.sdk import errors
+from apmbench.harness.errors import ConfigError, RuntimeStartError
+from apmbench.harness.protocol.client import Deadlines, SystemClient
+from apmbench.harness.runtimes.base import Runtime
+
+
+class EndpointRuntime(Runtime):
+    kind = "endpoint"
+
+    def __init__(self, address: str, deadlines: Deadlines, startup_timeout_s: float = 30.0) -> None:
+        self.address = address
+        self.deadlines = deadlines
+        self.startup_timeout_s = startup_timeout_s
+        self._client: SystemClient | None = None
+
+    @property
+    def can_restart(self) -> bool:
+        return False
+
+    def start(self) -> SystemClient:
+        client = SystemClient(self.address, self.deadlines)
+        try:
+            client.wait_serving(self.startup_timeout_s)
+        except errors.Unavailable as e:
+            client.close()
+            raise RuntimeStartError(f"endpoint {self.address}: {e}") from e
+        self._client = client
+        return client
+
+    def restart(self) -> SystemClient:
+        raise ConfigError(
+            f"endpoint {self.address} cannot be restarted: use --persistence reset or trust"
+        )
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "address": self.address}
