@@ -1,5 +1,6 @@
-"""The layout's rules, enforced: adapters never import the harness, no import cycle between
-harness modules, and no APM-Bench task name outside its suite folder."""
+"""The layout's rules, enforced: adapters never import the harness, the harness's folders
+import only from the folders above them (LAYERS), no suite imports another, no import cycle
+between harness modules, and no APM-Bench task name outside its suite folder."""
 
 from __future__ import annotations
 
@@ -94,6 +95,85 @@ def test_no_import_cycle() -> None:
     for m in sorted(graph):
         if m not in state:
             visit(m)
+
+
+# The harness's folders (and top-level modules), top to bottom: each imports only from
+# itself and the ones above it. README's "Layout" and docs/ARCHITECTURE.md show the same.
+LAYERS = (
+    ("errors", "shown", "logs", "paths", "stopping"),
+    ("protocol",),
+    ("media",),
+    ("runtimes",),
+    ("scoring",),
+    ("run",),
+    ("reports",),
+    ("synthetic",),
+    ("suites",),
+    ("check",),
+    ("orchestrate",),
+    ("commands", "cli"),
+    ("build",),
+)
+LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
+
+
+def _top(module: str) -> str | None:
+    """The harness folder (or top-level module) a harness module lives in."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["apmbench", "harness"] else None
+
+
+def _back_edges(modules: dict[str, Path]) -> list[str]:
+    found = []
+    for module, path in sorted(modules.items()):
+        here = _top(module)
+        if here is None:
+            continue
+        for target in sorted(_all_imports(path)):
+            there = _top(target)
+            if there is not None and there != here and LEVEL[there] > LEVEL[here]:
+                found.append(f"{module} ({here}) imports {target} ({there})")
+    return found
+
+
+def _suite_crossings(modules: dict[str, Path]) -> list[str]:
+    def suite(module: str) -> str | None:
+        parts = module.split(".")
+        is_suite = len(parts) > 4 and parts[2] == "suites"
+        return parts[3] if is_suite else None
+
+    return [
+        f"{module} imports {target}"
+        for module, path in sorted(modules.items())
+        if (mine := suite(module)) is not None
+        for target in sorted(_all_imports(path))
+        if (theirs := suite(target)) is not None and theirs != mine
+    ]
+
+
+def test_every_harness_folder_has_a_layer() -> None:
+    tops = {_top(m) for m in MODULES} - {None, ""}
+    assert tops - set(LEVEL) == set(), "add the new folder to LAYERS (and to README's Layout)"
+
+
+def test_folders_import_only_from_the_layers_above() -> None:
+    assert _back_edges(MODULES) == []
+
+
+def test_no_suite_imports_another() -> None:
+    assert _suite_crossings(MODULES) == []
+
+
+def test_a_planted_back_edge_and_suite_crossing_fail(tmp_path: Path) -> None:
+    kit = tmp_path / "kit.py"
+    kit.write_text("def f():\n    from apmbench.harness.orchestrate.evaluate import evaluate\n")
+    assert _back_edges({"apmbench.harness.run.kit": kit}) != []
+    probe = tmp_path / "probe.py"
+    probe.write_text("from apmbench.harness.suites.apmbench.tasks import ALL_TASKS\n")
+    assert _suite_crossings({"apmbench.harness.suites.egoprobe.probe": probe}) != []
+    fine = tmp_path / "fine.py"
+    fine.write_text("from apmbench.harness.run.plan import Ask\n")
+    assert _back_edges({"apmbench.harness.orchestrate.fine": fine}) == []
 
 
 def _strings_and_names(path: Path) -> set[str]:
