@@ -31,6 +31,8 @@ from apmbench.harness.runtimes.sandbox import (
     Sandbox,
     SandboxPolicy,
     allowed_env,
+    harness_dirs,
+    labelled_dirs,
     parse_env,
 )
 
@@ -70,6 +72,24 @@ def parse_command(command: str, cwd: Path) -> tuple[list[str], Path]:
     return words, Path(os.path.abspath(found))
 
 
+def _program_dirs(path: Path) -> set[Path]:
+    """The directories a program file needs: its own; for a file in a virtual environment's
+    bin/ (its interpreter, a console script), the environment's root (packages in ../lib)
+    and the Python installation it was made from (`home` in pyvenv.cfg: the standard
+    library)."""
+    parent = Path(os.path.realpath(path.parent))
+    venv = parent.parent
+    config = venv / "pyvenv.cfg"
+    if parent.name != "bin" or not config.is_file():
+        return {parent}
+    dirs = {venv}
+    for line in config.read_text(errors="replace").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            dirs.add(Path(os.path.realpath(value.strip())).parent)
+    return dirs
+
+
 def command_policy(
     words: list[str],
     executable: Path,
@@ -77,20 +97,20 @@ def command_policy(
     hidden: Iterable[Path],
     env: Mapping[str, str],
 ) -> SandboxPolicy:
-    """Read-only: the working directory, the executable's directory and every existing path
-    the command names; hidden paths are masked wherever they lie under those."""
+    """Read-only: the working directory, the executable's directory (a virtual
+    environment's whole root when the executable is its interpreter) and, for every
+    existing path the command names, that directory or the directory the file sits in,
+    so an interpreted server also finds its sibling modules and packages (node_modules,
+    a venv) from any working directory. Hidden paths are masked wherever they lie under
+    those."""
     real_exe = Path(os.path.realpath(executable))
-    roots = {
-        Path(os.path.realpath(cwd)),
-        Path(os.path.realpath(executable.parent)),
-        real_exe.parent,
-    }
+    roots = {Path(os.path.realpath(cwd)), real_exe.parent, *_program_dirs(executable)}
     for word in words[1:]:
         if ADDRESS in word or word.startswith("-"):
             continue
         path = Path(word) if os.path.isabs(word) else cwd / word
         if path.exists():
-            roots.add(Path(os.path.realpath(path)))
+            roots |= _program_dirs(path) if path.is_file() else {Path(os.path.realpath(path))}
     if Path("/") in roots:
         raise ConfigError(
             "--command would need / bound into the sandbox: start it from the server's own "
@@ -99,9 +119,11 @@ def command_policy(
     kept = sorted(r for r in roots if not any(o != r and _under(r, o) for o in roots))
     kept = [r for r in kept if not any(_under(r, Path(d)) for d in SYSTEM_DIRS)]
     bin_dir = str(executable.parent)
+    masked = {Path(os.path.realpath(h)) for h in hidden} | set(harness_dirs())
+    masked |= set(labelled_dirs(kept))
     return SandboxPolicy(
         read_only=tuple(kept),
-        hidden=tuple(sorted({Path(os.path.realpath(h)) for h in hidden})),
+        hidden=tuple(sorted(masked)),
         env=dict(env),
         path=f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
         cwd=Path(os.path.realpath(cwd)),

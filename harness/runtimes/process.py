@@ -132,10 +132,28 @@ class ProcessRuntime(Runtime):
                 + (f" (exit code {code})" if code is not None else "")
                 + f": {e}. The end of its output ({self.log_path}):\n"
                 + (self.log_tail() or "(no output)")
+                + self._sandbox_hint()
             ) from e
         self._check_socket()
         self._client = client
         return client
+
+    def _sandbox_hint(self) -> str:
+        """What the sandbox let the server see, for a server that died before SERVING: the
+        usual cause is a file or variable it expected and the box did not pass."""
+        if self.sandbox is None:
+            return ""
+        policy = self.sandbox.policy
+        readable = ", ".join(str(p) for p in policy.read_only) or "(none)"
+        passed = ", ".join(sorted(policy.env)) or "(none)"
+        masked = ", ".join(str(p) for p in self.sandbox.masked()) or "(none)"
+        return (
+            f"\nIn its sandbox it could read only the system directories and: {readable}; "
+            f"masked: {masked}; environment variables passed: {passed}. To pass more, name "
+            "the path on the command line (its directory becomes readable) and add "
+            "--env NAME=VALUE or --env NAME for a variable; --no-sandbox runs it unconfined "
+            "(the report then says so)."
+        )
 
     def _launch(self, spare: bool) -> _Launch:
         """A fresh process in a fresh socket directory, not waited for. A spare's output is
@@ -164,15 +182,21 @@ class ProcessRuntime(Runtime):
         )
         # Through a pipe the harness reads, not straight into the file, so the output is
         # bounded; it keeps being read past the bound, so a flooding system never blocks.
+        stdin = self.sandbox.stdin() if self.sandbox is not None else subprocess.DEVNULL
         with uninterrupted():  # a stop signal now would orphan the child
-            proc = subprocess.Popen(
-                cmd,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-                cwd=self.cwd,
-            )
+            try:
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=stdin,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                    cwd=self.cwd,
+                )
+            finally:
+                if stdin != subprocess.DEVNULL:
+                    os.close(stdin)
             assert proc.stdout is not None
             pump = threading.Thread(
                 target=_pump, args=(proc.stdout, log), name="system-log", daemon=True

@@ -15,7 +15,16 @@ glob the dataset for `candidates/*.json`. `Sandbox` turns a command into a
 - an empty, size-bounded tmpfs as /tmp (HOME lies in it) and a private
   /dev/shm, all gone when the process ends, so every start begins with an
   empty writable area;
-- an environment holding only an allowlist, never the harness's own.
+- an environment holding only an allowlist, never the harness's own;
+- an unprivileged uid (65534) with every capability dropped (bounding set too),
+  no_new_privs, no further user namespaces, and the seccomp filter of seccomp.py,
+  whatever user the harness runs as. Started by root, bwrap would otherwise leave the
+  system root with full capabilities in its own user namespace, where the mounts bwrap
+  made are not locked: it could remount every read-only bind read-write and unmount
+  the masks. Its host uid stays the harness's (bwrap maps the sandbox uid onto the
+  caller's), so files the harness made for it (a model directory, a module in a
+  private temporary directory) stay readable, and the read-only binds keep them
+  unchangeable.
 
 It is runtime-agnostic: `wrap` takes any argv plus the fresh directories a
 start may write (the socket's), so a command runtime can reuse it.
@@ -23,10 +32,12 @@ start may write (the socket's), so a command runtime can reuse it.
 
 from __future__ import annotations
 
+import functools
 import importlib.machinery
 import os
 import shutil
 import site
+import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.runtimes import seccomp
 
 BWRAP_ENV = "APMBENCH_BWRAP"
 """Path of the bwrap binary to use instead of the one on PATH."""
@@ -45,6 +57,9 @@ PASSED_PREFIXES = ("APMBENCH_VLM_",)
 """Environment variables a system reads its own settings from, passed on by name."""
 PASSED_NAMES = ("LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
 SANDBOX_HOME = "/tmp/home"
+SANDBOX_UID = 65534
+"""The uid and gid a sandboxed system runs as (nobody): not 0, so no execve can hand it
+capabilities in its user namespace."""
 TMP_SIZE_BYTES = 2 << 30
 """The sandbox's /tmp lives in memory: bounded so a system cannot exhaust the host's."""
 
@@ -123,6 +138,51 @@ def _under(path: Path, root: Path) -> bool:
 TMP = Path("/tmp")
 
 
+SCAN_SKIP = frozenset({".git", "node_modules", "__pycache__", "site-packages", "dist-packages"})
+SCAN_LIMIT = 50_000
+"""Directories looked at under a sandbox's bound paths before the harness gives up."""
+
+
+def labelled_dirs(roots: Iterable[Path]) -> list[Path]:
+    """Directories under `roots` that hold answers, wherever they lie: runs (manifest.json
+    beside instances.jsonl or trajectories/, which carry labels and judge references),
+    datasets (dataset.json) and judge caches (a judge-cache/ directory). A sandbox masks
+    each one, so a run kept under the directory a command starts from (the default --out)
+    cannot feed a later run's server. Virtual environments are not searched."""
+    found: list[Path] = []
+    stack = [Path(r) for r in roots if Path(r).is_dir()]
+    seen = 0
+    while stack:
+        folder = stack.pop()
+        seen += 1
+        if seen > SCAN_LIMIT:
+            raise ConfigError(
+                f"the sandbox would make a tree of more than {SCAN_LIMIT} directories readable "
+                f"(under {', '.join(str(r) for r in roots)}), too many to check for runs and "
+                "datasets to hide: start the server from its own directory and name only the "
+                "paths it needs"
+            )
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        names = {e.name for e in entries}
+        labelled = (
+            folder.name == "judge-cache"
+            or "dataset.json" in names
+            or ("manifest.json" in names and bool(names & {"instances.jsonl", "trajectories"}))
+        )
+        if labelled:
+            found.append(folder)
+        elif "pyvenv.cfg" not in names:
+            stack += [
+                Path(e.path)
+                for e in entries
+                if e.name not in SCAN_SKIP and e.is_dir(follow_symlinks=False)
+            ]
+    return sorted(found)
+
+
 @dataclass(frozen=True)
 class SandboxPolicy:
     """What a sandboxed command sees. Paths are resolved when the policy is made."""
@@ -144,17 +204,51 @@ class SandboxPolicy:
 class Sandbox:
     """Wraps a command in bwrap according to a policy."""
 
-    def __init__(self, policy: SandboxPolicy, bwrap: str | None = None) -> None:
+    def __init__(
+        self, policy: SandboxPolicy, bwrap: str | None = None, harden: bool = True
+    ) -> None:
         self.policy = policy
         self.bwrap = bwrap or require_bwrap()
+        self.harden = harden
+        """False only in tests that show what the hardening (uid, capabilities, seccomp) stops."""
+        self._filter = seccomp.compile_filter()
+
+    def stdin(self) -> int:
+        """A fresh descriptor of the seccomp filter, for the wrapped command's stdin: bwrap
+        reads the filter from fd 0 (`--seccomp 0`) before it starts the command, which then
+        finds its stdin at end of file. The caller closes it once the process started."""
+        read, write = os.pipe()
+        if len(self._filter) > 65536:  # a pipe's buffer: writing more would block here
+            raise ConfigError("the seccomp filter is larger than a pipe holds")
+        os.write(write, self._filter)
+        os.close(write)
+        return read
+
+    def run(
+        self, argv: Sequence[str], writable: Sequence[Path] = (), timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `argv` in the sandbox to completion, its output captured as text."""
+        stdin = self.stdin()
+        try:
+            return subprocess.run(
+                self.wrap(argv, writable),
+                stdin=stdin,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        finally:
+            os.close(stdin)
 
     def wrap(self, argv: Sequence[str], writable: Sequence[Path] = ()) -> list[str]:
-        """The bwrap argv that runs `argv`; `writable` dirs are bound read-write (the socket's)."""
+        """The bwrap argv that runs `argv`; `writable` dirs are bound read-write (the socket's).
+        Run it with `stdin=self.stdin()`: that is where bwrap reads the seccomp filter."""
         p = self.policy
         args = [
             self.bwrap,
             "--unshare-all",
             *(["--share-net"] if p.share_net else []),
+            *(self._hardening() if self.harden else []),
             "--die-with-parent",
             "--new-session",
             "--clearenv",
@@ -195,6 +289,20 @@ class Sandbox:
         args += ["--chdir", str(p.cwd or SANDBOX_HOME), "--", *argv]
         return args
 
+    def _hardening(self) -> list[str]:
+        return [
+            "--unshare-user",
+            "--uid",
+            str(SANDBOX_UID),
+            "--gid",
+            str(SANDBOX_UID),
+            *(["--disable-userns"] if _bwrap_can("--disable-userns", self.bwrap) else []),
+            "--cap-drop",
+            "ALL",
+            "--seccomp",
+            "0",
+        ]
+
     def masked(self) -> list[Path]:
         """Hidden paths that lie under a bound path (others are not visible anyway)."""
         bound = [*self.policy.read_only, *(Path(d) for d in SYSTEM_DIRS)]
@@ -207,12 +315,27 @@ class Sandbox:
             "tool": "bubblewrap",
             "network": "host" if self.policy.share_net else "none",
             "bwrap": self.bwrap,
+            "uid": SANDBOX_UID,
+            "capabilities": "none",
+            "no_new_privs": True,
+            "seccomp": seccomp.describe(),
             "read_only": [str(p) for p in self.policy.read_only],
             "masked": [str(p) for p in self.masked()],
             "hidden": [str(p) for p in self.policy.hidden],
             "env": sorted(self.policy.env),
             "tmp_size_bytes": self.policy.tmp_size_bytes,
         }
+
+
+@functools.cache
+def _bwrap_can(option: str, bwrap: str) -> bool:
+    """Whether this bwrap knows `option` (--disable-userns came with 0.8; the seccomp
+    filter refuses new user namespaces with or without it)."""
+    try:
+        shown = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option in shown.stdout + shown.stderr
 
 
 def unconfined() -> dict[str, Any]:
@@ -239,14 +362,18 @@ def _module_roots(spec: str, search: Sequence[str]) -> tuple[list[Path], Path | 
 
 
 def _package_dirs() -> list[Path]:
-    """Where apmbench's own packages load from (an editable install maps them into the repo)."""
+    """Where the SDK's packages load from (an editable install maps them into the repo):
+    what a server needs, and nothing of the harness."""
     import apmbench.adapters
-    import apmbench.harness
     import apmbench.v1
 
-    return [
-        _real(d) for m in (apmbench.adapters, apmbench.harness, apmbench.v1) for d in m.__path__
-    ]
+    return [_real(d) for m in (apmbench.adapters, apmbench.v1) for d in m.__path__]
+
+
+def harness_dirs() -> list[Path]:
+    import apmbench.harness
+
+    return [_real(d) for d in apmbench.harness.__path__]
 
 
 def python_policy(
@@ -276,9 +403,13 @@ def python_policy(
     if import_root is not None:
         run_env["PYTHONPATH"] = str(import_root)
     bin_dir = str(Path(sys.executable).parent)
+    # Nothing of the harness in the box: its generator would rebuild a synthetic benchmark's
+    # labels, and an installed (non-editable) harness lies inside the bound site-packages.
+    masked = {_real(h) for h in hidden} | set(harness_dirs())
+    masked |= set(labelled_dirs([*module_dirs, *([_real(model)] if model else [])]))
     return SandboxPolicy(
         read_only=tuple(kept),
-        hidden=tuple(sorted({_real(h) for h in hidden})),
+        hidden=tuple(sorted(masked)),
         env=run_env,
         path=f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
         cwd=import_root,

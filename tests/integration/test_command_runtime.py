@@ -162,3 +162,86 @@ def test_a_command_that_stashes_memory_on_disk_finds_nothing_when_sandboxed(
         assert not any(recalled), "a restarted command found what an earlier one stashed"
     else:
         assert any(recalled)  # the cheat works unconfined: the test can see it
+
+
+@needs_bwrap
+def test_the_template_passes_check_started_from_another_directory(
+    node_template: Path, tmp_path: Path
+) -> None:
+    """`node /abs/dir/server.js` from anywhere: the named file's directory is readable, so
+    node finds the template's node_modules and its .proto beside the script."""
+    command = f"node {node_template / 'server.js'} {{address}}"
+    runtime = command_process(
+        command, tmp_path / "system.log", DEADLINES, 30, sandbox=True, cwd=tmp_path
+    )
+    with runtime:
+        report = run_suite(runtime, select())
+    assert report.ok, "\n".join(failures(report))
+
+
+def _readable(policy_cwd: Path, words: list[str], probe: str) -> dict[str, Any]:
+    from apmbench.harness.runtimes.command import command_policy
+    from apmbench.harness.runtimes.sandbox import Sandbox
+
+    policy = command_policy(words, Path(sys.executable), policy_cwd, (), {})
+    done = Sandbox(policy).run([sys.executable, "-c", probe])
+    assert done.returncode == 0, done.stderr
+    seen: dict[str, Any] = json.loads(done.stdout)
+    return seen
+
+
+@needs_bwrap
+def test_runs_datasets_caches_and_the_harness_stay_masked_under_a_readable_directory(
+    tmp_path: Path,
+) -> None:
+    """An earlier run under the directory a command starts from (the default --out lies
+    there) holds labels and judge references: masked, like any dataset, judge cache and
+    the harness package, wherever they lie under what the sandbox can read."""
+    work = tmp_path / "method"
+    (work / "runs" / "old" / "trajectories").mkdir(parents=True)
+    (work / "runs" / "old" / "manifest.json").write_text("{}")
+    (work / "runs" / "old" / "instances.jsonl").write_text('{"correct_option_id": "C"}\n')
+    (work / "copy" / "of" / "data").mkdir(parents=True)
+    (work / "copy" / "of" / "data" / "dataset.json").write_text("{}")
+    (work / "elsewhere" / "judge-cache").mkdir(parents=True)
+    (work / "elsewhere" / "judge-cache" / "reply.json").write_text("{}")
+    (work / "server.py").write_text("")
+    probe = (
+        "import json, os, importlib.util\n"
+        f"root = {str(work)!r}\n"
+        "paths = ['runs/old', 'copy/of/data', 'elsewhere/judge-cache']\n"
+        "seen = {p: sorted(os.listdir(os.path.join(root, p))) for p in paths}\n"
+        "seen['server'] = os.path.exists(os.path.join(root, 'server.py'))\n"
+        "seen['harness'] = importlib.util.find_spec('apmbench.harness') is not None\n"
+        "print(json.dumps(seen))\n"
+    )
+    seen = _readable(work, [sys.executable, str(work / "server.py")], probe)
+    assert seen == {
+        "runs/old": [], "copy/of/data": [], "elsewhere/judge-cache": [],
+        "server": True, "harness": False,
+    }  # fmt: skip
+
+
+@needs_bwrap
+def test_a_server_that_dies_before_serving_is_told_what_its_sandbox_passed(
+    tmp_path: Path,
+) -> None:
+    from apmbench.harness.errors import RuntimeStartError
+
+    server = tmp_path / "server.py"
+    server.write_text("import sys\nsys.exit('no model directory given')\n")
+    runtime = command_process(
+        f"{sys.executable} {server} {{address}}",
+        tmp_path / "log",
+        DEADLINES,
+        30,
+        sandbox=True,
+        cwd=tmp_path,
+    )
+    with pytest.raises(RuntimeStartError) as failed, runtime:
+        runtime.start()
+    message = str(failed.value)
+    assert "no model directory given" in message
+    readable = message.split("could read only the system directories and: ")[1].split(";")[0]
+    assert str(tmp_path) in readable.split(", ")
+    assert "--env NAME=VALUE" in message and "name the path on the command line" in message

@@ -6,7 +6,6 @@ import dataclasses
 import json
 import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -68,9 +67,7 @@ def test_wrapped_process_sees_only_its_allowlist(
     try:
         env = allowed_env({"SECRET_DIR": str(secret), "HIDDEN": str(hidden)})
         sandbox = Sandbox(python_policy("null", [hidden], env))
-        done = subprocess.run(
-            sandbox.wrap([sys.executable, "-c", PROBE]), capture_output=True, text=True, timeout=60
-        )
+        done = sandbox.run([sys.executable, "-c", PROBE])
         masked = sandbox.describe()["masked"]
     finally:
         (hidden / "label.json").unlink()
@@ -107,9 +104,7 @@ def test_sandbox_net_shares_the_host_network_and_tmp_binds_stay_visible(tmp_path
     )
     policy = python_policy("null", (), {"APMBENCH_VLM_MODEL": str(model)})
     for share, expected in ((False, "unreachable"), (True, "reached")):
-        wrapped = Sandbox(dataclasses.replace(policy, share_net=share)).wrap(
-            [sys.executable, "-c", probe]
-        )
-        out = subprocess.run(wrapped, capture_output=True, text=True, timeout=60)
+        sandbox = Sandbox(dataclasses.replace(policy, share_net=share))
+        out = sandbox.run([sys.executable, "-c", probe])
         assert out.stdout.split() == ["True", expected], out.stderr
     listener.close()

@@ -1,0 +1,195 @@
+"""The seccomp filter every sandboxed system runs under, compiled to classic BPF for bwrap.
+
+bwrap's namespaces and read-only binds hold only while the system cannot change its
+mounts or reach kernel state shared with other processes. Capabilities are dropped
+(see sandbox.py); this filter is the second wall, and it also closes channels no
+capability guards: a live system and its spares run at the same time over the same
+read-only files, and record locks, page-cache residency and file-access events on
+those files are visible across namespaces.
+
+Denied, with EPERM unless said otherwise:
+
+- changing mounts or roots: mount, umount2, pivot_root, chroot, the new mount API
+  (open_tree, move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr);
+- new namespaces: unshare, setns, and clone with a CLONE_NEW* flag; clone3 answers
+  ENOSYS, so the C library falls back to clone, whose flags a classic filter can read;
+- other processes' memory and identity: ptrace, process_vm_readv/writev, kcmp;
+- kernel objects outside the box: keyctl, add_key, request_key, bpf, perf_event_open,
+  userfaultfd, name_to_handle_at, open_by_handle_at, module, kexec, swap, reboot, acct;
+- shared-state probes: mincore and cachestat (page-cache residency), preadv2/pwritev2
+  with RWF_NOWAIT (residency by timing-free failure), fcntl F_GETLK / F_OFD_GETLK (other
+  processes' record locks), leases and F_NOTIFY, inotify and fanotify (other processes'
+  opens and reads of shared files);
+- io_uring (ENOSYS: its operations would not pass through this filter; libuv and others
+  fall back to plain system calls);
+- flock succeeds without locking anything: a BSD lock on a shared read-only file is a
+  bit another sandbox can test, and a real failure would break libraries that lock
+  their own private files (their locks then do not exclude each other within one box).
+
+Only the native ABI is allowed: a system call made through another ABI (i386 or x32 on
+x86-64) is refused, since its numbers would slip past the table below.
+"""
+
+from __future__ import annotations
+
+import errno
+import platform
+import struct
+from dataclasses import dataclass
+
+from apmbench.harness.errors import ConfigError
+
+# BPF instruction classes and fields (linux/filter.h, linux/bpf_common.h).
+_LD_W_ABS = 0x20
+_JEQ_K = 0x15
+_JGE_K = 0x35
+_JSET_K = 0x45
+_RET_K = 0x06
+
+_RET_ALLOW = 0x7FFF0000
+_RET_ERRNO = 0x00050000
+_RET_KILL_PROCESS = 0x80000000
+
+# struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6];
+_NR = 0
+_ARCH = 4
+
+
+def _arg_low(index: int) -> int:
+    return 16 + 8 * index  # little-endian: the low 32 bits come first
+
+
+X32_BIT = 0x40000000
+CLONE_NEW_FLAGS = (
+    0x00020000  # CLONE_NEWNS
+    | 0x02000000  # CLONE_NEWCGROUP
+    | 0x04000000  # CLONE_NEWUTS
+    | 0x08000000  # CLONE_NEWIPC
+    | 0x10000000  # CLONE_NEWUSER
+    | 0x20000000  # CLONE_NEWPID
+    | 0x40000000  # CLONE_NEWNET
+    | 0x00000080  # CLONE_NEWTIME
+)
+F_GETLK, F_OFD_GETLK, F_SETLEASE, F_GETLEASE, F_NOTIFY = 5, 36, 1024, 1025, 1026
+RWF_NOWAIT = 0x00000008
+
+
+@dataclass(frozen=True)
+class Abi:
+    audit_arch: int
+    numbers: dict[str, int]
+
+
+# The numbers of each denied call on the ABIs a harness runs on (unistd_64.h, and
+# asm-generic/unistd.h for aarch64, which has no mincore-less legacy calls).
+_COMMON_GENERIC = {
+    "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "ptrace": 117,
+    "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "keyctl": 219,
+    "add_key": 217, "request_key": 218, "bpf": 280, "unshare": 97, "setns": 268,
+    "perf_event_open": 241, "mincore": 232, "flock": 32, "inotify_init1": 26,
+    "inotify_add_watch": 27, "fanotify_init": 262, "fanotify_mark": 263, "userfaultfd": 282,
+    "name_to_handle_at": 264, "open_by_handle_at": 265, "init_module": 105,
+    "finit_module": 273, "delete_module": 106, "kexec_load": 104, "kexec_file_load": 294,
+    "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "clone": 220,
+    "fcntl": 25, "preadv2": 286, "pwritev2": 287,
+}  # fmt: skip
+_NEW_API = {
+    "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
+    "fspick": 433, "mount_setattr": 442, "io_uring_setup": 425, "io_uring_enter": 426,
+    "io_uring_register": 427, "clone3": 435, "cachestat": 451,
+}  # fmt: skip
+_X86_64 = {
+    "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "ptrace": 101,
+    "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "keyctl": 250,
+    "add_key": 248, "request_key": 249, "bpf": 321, "unshare": 272, "setns": 308,
+    "perf_event_open": 298, "mincore": 27, "flock": 73, "inotify_init": 253,
+    "inotify_init1": 294, "inotify_add_watch": 254, "fanotify_init": 300,
+    "fanotify_mark": 301, "userfaultfd": 323, "name_to_handle_at": 303,
+    "open_by_handle_at": 304, "init_module": 175, "finit_module": 313,
+    "delete_module": 176, "kexec_load": 246, "kexec_file_load": 320, "swapon": 167,
+    "swapoff": 168, "reboot": 169, "acct": 163, "clone": 56, "fcntl": 72,
+    "preadv2": 327, "pwritev2": 328,
+}  # fmt: skip
+ABIS = {
+    "x86_64": Abi(0xC000003E, {**_X86_64, **_NEW_API}),
+    "aarch64": Abi(0xC00000B7, {**_COMMON_GENERIC, **_NEW_API}),
+}
+ABIS["amd64"] = ABIS["x86_64"]
+ABIS["arm64"] = ABIS["aarch64"]
+
+DENIED = (
+    "mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen",
+    "fsconfig", "fsmount", "fspick", "mount_setattr", "unshare", "setns", "ptrace",
+    "process_vm_readv", "process_vm_writev", "kcmp", "keyctl", "add_key", "request_key",
+    "bpf", "perf_event_open", "userfaultfd", "name_to_handle_at", "open_by_handle_at",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+    "swapon", "swapoff", "reboot", "acct", "mincore", "cachestat", "inotify_init",
+    "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark",
+)  # fmt: skip
+NOT_IMPLEMENTED = ("io_uring_setup", "io_uring_enter", "io_uring_register", "clone3")
+PRETEND_SUCCESS = ("flock",)
+BY_ARGUMENT = {
+    # call: (argument index, values refused, flag bits refused)
+    "fcntl": (1, (F_GETLK, F_OFD_GETLK, F_SETLEASE, F_GETLEASE, F_NOTIFY), 0),
+    "clone": (0, (), CLONE_NEW_FLAGS),
+    "preadv2": (5, (), RWF_NOWAIT),
+    "pwritev2": (5, (), RWF_NOWAIT),
+}
+
+
+def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("<HBBI", code, jt, jf, k)
+
+
+def _deny(code: int) -> bytes:
+    return _insn(_RET_K, 0, 0, _RET_ERRNO | code)
+
+
+def compile_filter(machine: str | None = None) -> bytes:
+    """The filter as a BPF program (struct sock_filter[]), as bwrap's --seccomp reads it."""
+    name = machine or platform.machine()
+    abi = ABIS.get(name)
+    if abi is None:
+        raise ConfigError(
+            f"the sandbox's seccomp filter knows no system-call table for {name}: known are "
+            f"{', '.join(sorted(ABIS))}; run with --no-sandbox (the report says unconfined)"
+        )
+    out = [
+        _insn(_LD_W_ABS, 0, 0, _ARCH),
+        _insn(_JEQ_K, 1, 0, abi.audit_arch),
+        _insn(_RET_K, 0, 0, _RET_KILL_PROCESS),
+        _insn(_LD_W_ABS, 0, 0, _NR),
+    ]
+    if abi.audit_arch == ABIS["x86_64"].audit_arch:
+        out += [_insn(_JGE_K, 0, 1, X32_BIT), _deny(errno.EPERM)]
+    simple = [(c, errno.EPERM) for c in DENIED] + [(c, errno.ENOSYS) for c in NOT_IMPLEMENTED]
+    simple += [(c, 0) for c in PRETEND_SUCCESS]
+    for call, code in simple:
+        if call in abi.numbers:  # inotify_init does not exist on aarch64
+            out += [_insn(_JEQ_K, 0, 1, abi.numbers[call]), _deny(code)]
+    for call, (index, values, flags) in BY_ARGUMENT.items():
+        body = [_insn(_LD_W_ABS, 0, 0, _arg_low(index))]
+        for value in values:
+            body += [_insn(_JEQ_K, 0, 1, value), _deny(errno.EPERM)]
+        if flags:
+            body += [_insn(_JSET_K, 0, 1, flags), _deny(errno.EPERM)]
+        body.append(_insn(_LD_W_ABS, 0, 0, _NR))  # the next rule compares the call again
+        out += [_insn(_JEQ_K, 0, len(body), abi.numbers[call]), *body]
+    out.append(_insn(_RET_K, 0, 0, _RET_ALLOW))
+    return b"".join(out)
+
+
+def describe() -> dict[str, object]:
+    """What the manifest records of the filter."""
+    return {
+        "denied": sorted(DENIED),
+        "not_implemented": sorted(NOT_IMPLEMENTED),
+        "pretend_success": sorted(PRETEND_SUCCESS),
+        "by_argument": {
+            "fcntl": ["F_GETLK", "F_OFD_GETLK", "F_SETLEASE", "F_GETLEASE", "F_NOTIFY"],
+            "clone": ["CLONE_NEW*"],
+            "preadv2": ["RWF_NOWAIT"],
+            "pwritev2": ["RWF_NOWAIT"],
+        },
+        "other_abis": "refused",
+    }

@@ -1,0 +1,112 @@
+"""A system that tries to break out of its bubblewrap box, run as the harness runs in CI:
+as root. Started by root, bwrap used to leave the system root with every capability in
+its user namespace, where it remounted each read-only bind read-write, unmounted the
+masks over the dataset, and planted code in a harness module the harness later ran.
+
+The hardened box (an unprivileged uid, no capabilities, no_new_privs, the seccomp filter)
+must stop every attempt; the same probe in the box without the hardening shows that
+each attempt is real (that half needs root: unprivileged, bwrap never had the power)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apmbench.harness.runtimes.sandbox import Sandbox, SandboxPolicy, find_bwrap, python_policy
+
+pytestmark = pytest.mark.skipif(
+    find_bwrap() is None, reason="bubblewrap is not installed (apt-get install -y bubblewrap)"
+)
+
+# What a method author would write: raw mount calls through libc, then writes.
+PROBE = r"""
+import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+MS_RDONLY, MS_REMOUNT, MS_BIND = 0x1, 0x20, 0x1000
+targets = json.loads(sys.argv[1])
+out = {"remounted": [], "unmounted": [], "written": [], "read_masked": [], "uid": os.getuid()}
+for path in targets["bound"]:
+    if libc.mount(None, path.encode(), None, ctypes.c_ulong(MS_REMOUNT | MS_BIND), None) == 0:
+        out["remounted"].append(path)
+for path in targets["masked"]:
+    if libc.umount2(path.encode(), 2) == 0:  # MNT_DETACH
+        out["unmounted"].append(path)
+    try:
+        out["read_masked"] += os.listdir(path)
+    except OSError:
+        pass
+for path in targets["files"]:
+    try:
+        with open(path, "a") as f:
+            f.write("\nPLANTED = True\n")
+        out["written"].append(path)
+    except OSError:
+        pass
+caps = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")]
+out["cap_eff"] = caps[0]
+print(json.dumps(out))
+"""
+
+
+def _probe(sandbox: Sandbox, targets: dict[str, list[str]]) -> dict[str, Any]:
+    done = sandbox.run([sys.executable, "-c", PROBE, json.dumps(targets)])
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> tuple[SandboxPolicy, dict[str, list[str]], Path, Path]:
+    """A policy like --system's, plus a bound directory standing for the harness's package
+    (a module the harness imports) with a masked dataset under it."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    module = package / "harness_module.py"
+    module.write_text("VALUE = 1\n")
+    dataset = package / "dataset"
+    dataset.mkdir()
+    (dataset / "labels.json").write_text('{"correct": "C"}')
+    base = python_policy("null", [dataset], {})
+    policy = SandboxPolicy(
+        read_only=(*base.read_only, package),
+        hidden=base.hidden,  # the dataset, masked
+        env=base.env,
+        path=base.path,
+    )
+    targets = {
+        "bound": [str(package), *(str(p) for p in base.read_only), "/usr", "/"],
+        "masked": [str(dataset)],
+        "files": [str(module), str(Path(sys.executable).resolve())],
+    }
+    return policy, targets, module, dataset
+
+
+def test_the_hardened_box_holds_as_the_harness_user(
+    box: tuple[SandboxPolicy, dict[str, list[str]], Path, Path],
+) -> None:
+    policy, targets, module, _ = box
+    before = module.read_bytes()
+    seen = _probe(Sandbox(policy), targets)
+    assert seen["uid"] != 0 and seen["cap_eff"] == "0000000000000000"
+    assert seen["remounted"] == [] and seen["unmounted"] == []
+    assert seen["written"] == [] and seen["read_masked"] == []
+    assert module.read_bytes() == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's bwrap could ever remount (CI is root)")
+def test_without_the_hardening_root_breaks_out(
+    box: tuple[SandboxPolicy, dict[str, list[str]], Path, Path],
+) -> None:
+    """The positive control: the same probe, the box without uid, capability and seccomp
+    hardening, as root: the binds go read-write, the mask comes off, the module changes."""
+    policy, targets, module, _ = box
+    seen = _probe(Sandbox(policy, harden=False), {**targets, "files": [str(module)]})
+    assert seen["uid"] == 0
+    assert str(module.parent) in seen["remounted"]
+    assert seen["unmounted"] and "labels.json" in seen["read_masked"]
+    assert seen["written"] == [str(module)] and "PLANTED" in module.read_text()
