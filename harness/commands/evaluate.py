@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import secrets
 import sys
 import time
 from collections.abc import Callable
@@ -43,6 +46,9 @@ from apmbench.harness.runtimes.docker.cli_options import container_options
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.suites import SUITES, get_suite, suite_of_dataset
 
+SEED_LIMIT = 2**63
+"""Seeds drawn for --synthetic lie below this: too many to try one by one against a run."""
+
 if TYPE_CHECKING:
     from apmbench.harness.orchestrate.evaluate import EvaluateOptions, Evaluation
     from apmbench.harness.suites.base import Suite
@@ -68,7 +74,14 @@ if TYPE_CHECKING:
     help="Use the suite's built-in synthetic benchmark of this size (tiny, small or paper; "
     "generated once, then cached).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --synthetic.")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, SEED_LIMIT - 1),
+    default=None,
+    help="Seed of --synthetic. Default: drawn at random and recorded in manifest.json, so no "
+    "system can regenerate the labels from a seed it could guess; give it to reproduce a "
+    "dataset (the report then says the seed was known).",
+)
 @click.option(
     "--system",
     "system",
@@ -226,7 +239,7 @@ def evaluate(
     With no arguments: the built-in synthetic benchmark (`small`) with every
     reference system, one after another, and a comparison table.
     """
-    from apmbench.harness.orchestrate.evaluate import EvaluateOptions
+    from apmbench.harness.orchestrate.evaluate import EvaluateOptions, SyntheticOrigin
     from apmbench.harness.orchestrate.shards import Shard
     from apmbench.harness.run.audits.queries import AuditSettings
     from apmbench.harness.run.progress_log import eta_s
@@ -253,8 +266,12 @@ def evaluate(
         raise click.UsageError("--ray-address: only with --backend ray")
     if fps <= 0:
         raise click.BadParameter("must be positive", param_hint="--fps")
+    origin = None
     if dataset is None:
-        dataset = _synthetic(benchmark, synthetic or "small", seed)
+        preset = synthetic or "small"
+        chosen, drawn = _seed(seed, resume, out)
+        origin = SyntheticOrigin(preset, chosen, drawn)
+        dataset = _synthetic(benchmark, preset, chosen)
     embedded = system is None and endpoint is None and image is None and command is None
     systems: list[str | None] = list(compared_systems()) if embedded else [system]
     base = out or Path("runs") / dataset.name
@@ -294,6 +311,7 @@ def evaluate(
             judge=judge_settings,
             audit=audit_settings,
             shard=part,
+            synthetic=origin,
         )
         ray = (ray_address, ray_gpus) if backend == "ray" else None
         results.append(_run(opts, quiet=embedded, judge_optional=judge_optional, ray=ray))
@@ -343,6 +361,24 @@ def _suite(dataset: Path, benchmark: str | None) -> Suite:
     except ConfigError as e:
         console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
+
+
+def _seed(seed: int | None, resume: bool, out: Path | None) -> tuple[int, bool]:
+    """The synthetic dataset's seed, and whether it was drawn here: the user's, else on
+    --resume the one the run recorded, else a fresh one nobody could have guessed."""
+    if seed is not None:
+        return seed, False
+    if not resume:
+        return secrets.randbelow(SEED_LIMIT), True
+    for manifest in (out / "manifest.json", *sorted(out.glob("*/manifest.json"))) if out else ():
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            recorded = json.loads(manifest.read_text())["dataset"]["synthetic"]
+            return int(recorded["seed"]), bool(recorded["seed_drawn"])
+    raise click.UsageError(
+        "--resume of a --synthetic run needs its seed: give --out of that run (its "
+        "manifest.json records the seed), or --seed S (its dataset directory is named "
+        "PRESET-seedS-...)"
+    )
 
 
 def _synthetic(benchmark: str | None, preset: str, seed: int) -> Path:

@@ -79,6 +79,19 @@ class EvaluateOptions:
     """Exported state per snapshot at most (`--max-state-size`); None: no cap."""
     max_work_bytes: int | None = DEFAULT_MAX_WORK_BYTES
     """A trajectory's snapshots on disk at once at most (`--max-work-size`); None: no cap."""
+    synthetic: SyntheticOrigin | None = None
+    """The built-in generator's preset and seed, when the dataset is synthetic."""
+
+
+@dataclass(frozen=True)
+class SyntheticOrigin:
+    """Where a synthetic dataset came from, for the manifest and the report."""
+
+    preset: str
+    seed: int
+    seed_drawn: bool
+    """True: drawn at random for this run, so no system could know the labels it implies;
+    False: the user's --seed, which a system may have been tuned on."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +182,7 @@ def _manifest(p: Prepared) -> dict[str, Any]:
             "path": str(dataset.root.resolve()),
             "trajectories": len(dataset.trajectories),
             "sessions": sum(len(t.sessions) for t in dataset.trajectories),
+            **({"synthetic": asdict(opts.synthetic)} if opts.synthetic else {}),
         },
         "dataset_hash": dataset.content_hash,
         "settings": {**p.settings.as_dict(), "deadlines_s": asdict(opts.deadlines)},

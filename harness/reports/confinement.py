@@ -29,6 +29,14 @@ def confinement_lines(report: Mapping[str, Any], manifest: Mapping[str, Any]) ->
             f"was {iso.get('max_lookahead_s', 0):.1f} s past its question.",
             "",
         ]
+    synthetic = (manifest.get("dataset") or {}).get("synthetic") or {}
+    if synthetic and not synthetic.get("seed_drawn"):
+        lines += [
+            f"Synthetic dataset from a known seed (`--seed {synthetic.get('seed')}`): the "
+            "generator is public, so a system that knows the seed can rebuild every label. "
+            "Publish numbers from a run whose seed was drawn at random (no `--seed`).",
+            "",
+        ]
     sandbox = report.get("sandbox")
     if sandbox is not None and sandbox.get("network") == "host":
         lines += [

@@ -32,7 +32,7 @@ VOLUME_IMAGE = "apmbench-test/volumes:latest"
 
 def args(out: Path, fault: str, *extra: str) -> list[str]:
     return [
-        "--image", TEST_IMAGE, "--synthetic", "tiny", "--out", str(out),
+        "--image", TEST_IMAGE, "--synthetic", "tiny", "--seed", "0", "--out", str(out),
         "--persistence", "reset", "--env", "TESTSYS=helpers.faulty:Faulty",
         "--env", f"APMBENCH_FAULT={fault}", *extra,
     ]  # fmt: skip

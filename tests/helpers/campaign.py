@@ -141,7 +141,7 @@ class StepResult:
 def command(out: Path, token: str, fault: Fault, runtime: tuple[str, ...] = PROCESS) -> list[str]:
     return [
         sys.executable, "-m", "apmbench.harness.cli", "evaluate",
-        "--synthetic", "tiny", *runtime,
+        "--synthetic", "tiny", "--seed", "0", *runtime,
         "--persistence", "reset", "--out", str(out), "--resume",
         "--env", f"APMBENCH_FAULT={fault.env()}", "--env", f"APMBENCH_CAMPAIGN={token}",
         "--max-state-size", str(MAX_STATE), "--max-work-size", str(MAX_WORK),

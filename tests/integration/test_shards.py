@@ -87,7 +87,7 @@ def test_shards_of_the_synthetic_benchmark_merge_with_its_reference_judge(tmp_pa
 
     def synthetic(out: Path, *extra: str) -> None:
         subprocess.run(
-            [sys.executable, "-m", "apmbench.harness.cli", "evaluate", "--synthetic", "tiny",
+            [sys.executable, "-m", "apmbench.harness.cli", "evaluate", "--synthetic", "tiny", "--seed", "0",
              "--system", "null", "--persistence", "reset", "--out", str(out), *extra],
             check=True, capture_output=True,
         )  # fmt: skip
