@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # folders, so it reads them through a tree of links with the import names.
 TYPECHECK := .typecheck
 
-.PHONY: install test unit lint typecheck proto demo bench dist clean
+.PHONY: install test unit lint typecheck proto demo bench dist docs clean
 
 # Bytecode for the project's own modules: editable sources have none, and a sandboxed
 # system cannot write any (its root is read-only), so without this every restart of a
@@ -52,13 +52,18 @@ demo: install
 bench: install
 	$(BIN)/python tests/bench/run_bench.py
 
+# The documentation site (mkdocs.yml, docs/) into build/site. --strict: a broken link
+# or anchor, a missing page or a page left out of the nav fails the build.
+docs: install
+	$(BIN)/mkdocs build --strict --site-dir build/site
+
 # apmbench-sdk and apmbench-grpc, wheels and sdists, into dist/: `twine check`, then
 # each wheel installed into a fresh venv (the SDK alone serves `null` and passes
 # `check`); prints the SDK's installed size.
 dist: install
 	$(BIN)/python -m apmbench.harness.build.distributions --out dist
 
-# Images for `evaluate --image` (README, section Containers): a Debian root
+# Images for `evaluate --image` (docs/containers.md): a Debian root
 # built by mmdebstrap (no registry needed; as root), apmbench/base, and one image
 # per line of containers/systems.txt. Nothing is rebuilt whose inputs did not
 # change. ROOTFS=IMAGE builds on an image from a registry instead.

@@ -14,7 +14,7 @@
   and server, the stop of the old one), over RESTARTS restarts with spares, from
   /proc/stat; and the harness's own share. A paper-shaped trajectory restarts the
   system about 32 times in `restart` mode: on 2 cores this is the dry run's largest
-  cost (README, "Cost model").
+  cost (docs/performance.md, "Cost model").
 
 Machines under load stretch every figure alike; `load_1m` says how loaded this one was.
 """

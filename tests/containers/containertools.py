@@ -24,7 +24,7 @@ REQUIRED = any(
 HOW = (
     "To run them (as root): `apt-get install -y docker.io mmdebstrap`, "
     "`dockerd --storage-driver=overlay2 --iptables=false --bridge=none &`, then `make test` "
-    "(README, section Containers). With CI=true they fail instead of skipping."
+    "(docs/containers.md). With CI=true they fail instead of skipping."
 )
 
 
