@@ -162,3 +162,25 @@ def test_a_command_that_stashes_memory_on_disk_finds_nothing_when_sandboxed(
         assert not any(recalled), "a restarted command found what an earlier one stashed"
     else:
         assert any(recalled)  # the cheat works unconfined: the test can see it
+
+
+def test_a_command_is_named_by_its_executable_beside_its_describe_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`go-memory --no-batches {address}` is "go-memory" (once it was "--no-batches"); the
+    manifest keeps that name beside the one the server's Describe gives."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "go-memory"
+    exe.write_text(f'#!/bin/sh\nexec {sys.executable} -m apmbench.adapters null --address "$2"\n')
+    exe.chmod(0o755)
+    monkeypatch.chdir(REPO)
+    # Unconfined: the sandbox's private /tmp would hide the wrapper (naming is the same).
+    spec = RuntimeSpec(command=f"{exe} --no-batches {{address}}", sandbox=False)
+    assert spec.label == "go-memory"
+    out = tmp_path / "run"
+    evaluate(EvaluateOptions(dataset=MINI, out=out, runtime=spec))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["system_name"] == {"harness": "go-memory", "described": "null"}
+    assert manifest["system"]["name"] == "null"
+    assert manifest["runtime"]["kind"] == "command"
