@@ -49,7 +49,8 @@ class SystemRecord:
         return bool(self.model_env)
 
 
-_PIXEL_READERS = (APMBENCH, EGOPROBE)  # the synthetic question templates (answering.py)
+# The reference systems answer the synthetic question templates (answering.py) of these two.
+_TEMPLATE_ANSWERERS = (APMBENCH, EGOPROBE)
 SYSTEMS: dict[str, SystemRecord] = {
     "null": SystemRecord(
         "apmbench.adapters.systems.null:NullSystem",
@@ -59,22 +60,22 @@ SYSTEMS: dict[str, SystemRecord] = {
     "recent-frames": SystemRecord(
         "apmbench.adapters.systems.recent_frames:RecentFrames",
         "nothing kept; reads the session's last 4 frames (SimpleStream)",
-        _PIXEL_READERS,
+        _TEMPLATE_ANSWERERS,
     ),
     "frame-archive": SystemRecord(
         "apmbench.adapters.systems.frame_archive:FrameArchive",
         "every frame as JPEG, exported as Motion-JPEG video (raw video as memory)",
-        _PIXEL_READERS,
+        _TEMPLATE_ANSWERERS,
     ),
     "text-log": SystemRecord(
         "apmbench.adapters.systems.text_log:TextLog",
         "a text log per session: first actions, where objects were last seen, registrations",
-        _PIXEL_READERS,
+        _TEMPLATE_ANSWERERS,
     ),
     "text-only": SystemRecord(
         "apmbench.adapters.systems.text_only:TextOnly",
         "nothing; never looks at a frame (the shortcut check)",
-        _PIXEL_READERS,
+        _TEMPLATE_ANSWERERS,
     ),
     # The paper's general-model protocols on a video-language model (APMBENCH_VLM_*).
     "vlm-simplestream": SystemRecord(
