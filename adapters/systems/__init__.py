@@ -1,9 +1,12 @@
 """Reference memory systems, found by name without importing them all.
 
-A name maps to "module:attribute"; the module is imported only when that
-system is asked for, so a model-based system's torch import never slows the
-others. `load_system` also accepts "package.module:Attribute" directly, which
-is how a method author serves a system that is not registered here.
+A name maps to a `SystemRecord`: its "module:attribute", and the facts
+`apmbench-grpc systems` lists (its memory, the benchmarks it answers, the
+variables that name its model), kept here beside the registration. The module
+is imported only when that system is asked for, so a model-based system's
+torch import never slows the others. `load_system` also accepts
+"package.module:Attribute" directly, which is how a method author serves a
+system that is not registered here.
 """
 
 from __future__ import annotations
@@ -11,26 +14,110 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.adapters.sdk.system import MemorySystem
 
-REGISTRY: dict[str, str] = {
-    "null": "apmbench.adapters.systems.null:NullSystem",
-    "recent-frames": "apmbench.adapters.systems.recent_frames:RecentFrames",
-    "frame-archive": "apmbench.adapters.systems.frame_archive:FrameArchive",
-    "text-log": "apmbench.adapters.systems.text_log:TextLog",
-    "text-only": "apmbench.adapters.systems.text_only:TextOnly",
+APMBENCH, EGOPROBE, PROACTEGOMEM = "apmbench", "egoprobe", "proactegomem"
+"""The benchmark suites (`--benchmark NAME`) a system's record can name."""
+BENCHMARKS = (APMBENCH, EGOPROBE, PROACTEGOMEM)
+# The variables that name a VLM system's model: a local checkpoint (transformers
+# backend), or the served model's name behind APMBENCH_VLM_API_BASE (openai backend).
+_VLM_MODEL_ENV = ("APMBENCH_VLM_MODEL", "APMBENCH_VLM_API_MODEL")
+# The specialised memories read the model's KV cache and vision features: local only.
+_LOCAL_MODEL_ENV = ("APMBENCH_VLM_MODEL",)
+
+
+@dataclass(frozen=True)
+class SystemRecord:
+    """A registered system: where its class is, and what `apmbench-grpc systems` says of it."""
+
+    target: str
+    """"module:attribute" of the class (imported only when the system is asked for)."""
+    memory: str
+    """What its memory keeps, in a few words."""
+    benchmarks: tuple[str, ...]
+    """The suites it answers (a subset of BENCHMARKS, in that order); on another suite it
+    runs but stays silent or guesses."""
+    model_env: tuple[str, ...] = ()
+    """The environment variables that name its model, any one of them (see the README's
+    APMBENCH_VLM_* table); empty: it needs no model."""
+
+    @property
+    def needs_model(self) -> bool:
+        return bool(self.model_env)
+
+
+# The reference systems answer the synthetic question templates (answering.py) of these two.
+_TEMPLATE_ANSWERERS = (APMBENCH, EGOPROBE)
+SYSTEMS: dict[str, SystemRecord] = {
+    "null": SystemRecord(
+        "apmbench.adapters.systems.null:NullSystem",
+        "counts of what it saw (a fixed answer, always silent: the harness's overhead)",
+        BENCHMARKS,
+    ),
+    "recent-frames": SystemRecord(
+        "apmbench.adapters.systems.recent_frames:RecentFrames",
+        "nothing kept; reads the session's last 4 frames (SimpleStream)",
+        _TEMPLATE_ANSWERERS,
+    ),
+    "frame-archive": SystemRecord(
+        "apmbench.adapters.systems.frame_archive:FrameArchive",
+        "every frame as JPEG, exported as Motion-JPEG video (raw video as memory)",
+        _TEMPLATE_ANSWERERS,
+    ),
+    "text-log": SystemRecord(
+        "apmbench.adapters.systems.text_log:TextLog",
+        "a text log per session: first actions, where objects were last seen, registrations",
+        _TEMPLATE_ANSWERERS,
+    ),
+    "text-only": SystemRecord(
+        "apmbench.adapters.systems.text_only:TextOnly",
+        "nothing; never looks at a frame (the shortcut check)",
+        _TEMPLATE_ANSWERERS,
+    ),
     # The paper's general-model protocols on a video-language model (APMBENCH_VLM_*).
-    "vlm-simplestream": "apmbench.adapters.systems.vlm_simplestream:VlmSimpleStream",
-    "vlm-video-memory": "apmbench.adapters.systems.vlm_video_memory:VlmVideoMemory",
-    "vlm-text-memory": "apmbench.adapters.systems.vlm_text_memory:VlmTextMemory",
+    "vlm-simplestream": SystemRecord(
+        "apmbench.adapters.systems.vlm_simplestream:VlmSimpleStream",
+        "nothing kept; the model reads the session's 4 most recent frames (SimpleStream)",
+        BENCHMARKS,
+        _VLM_MODEL_ENV,
+    ),
+    "vlm-video-memory": SystemRecord(
+        "apmbench.adapters.systems.vlm_video_memory:VlmVideoMemory",
+        "every frame of every session as JPEG (raw video as memory), sampled for the model",
+        BENCHMARKS,
+        _VLM_MODEL_ENV,
+    ),
+    "vlm-text-memory": SystemRecord(
+        "apmbench.adapters.systems.vlm_text_memory:VlmTextMemory",
+        "one summary per session, written by the model (text summary as memory)",
+        BENCHMARKS,
+        _VLM_MODEL_ENV,
+    ),
     # Specialised streaming memories on the same model (transformers backend only).
-    "kv-memory": "apmbench.adapters.systems.kv_memory:KvMemory",
-    "event-memory": "apmbench.adapters.systems.event_memory:EventMemory",
+    "kv-memory": SystemRecord(
+        "apmbench.adapters.systems.kv_memory:KvMemory",
+        "the model's KV cache per block of frames, top-k blocks retrieved per query (ReKV)",
+        BENCHMARKS,
+        _LOCAL_MODEL_ENV,
+    ),
+    "event-memory": SystemRecord(
+        "apmbench.adapters.systems.event_memory:EventMemory",
+        "captioned events with key frames, rolled up into sessions and days (OASIS/HERMES)",
+        BENCHMARKS,
+        _LOCAL_MODEL_ENV,
+    ),
     # ProactEgoMem's rule-based pixel reader (the synthetic clips' devices).
-    "proact-rules": "apmbench.adapters.systems.proact_rules:ProactRules",
+    "proact-rules": SystemRecord(
+        "apmbench.adapters.systems.proact_rules:ProactRules",
+        "detections per frame (devices, objects on surfaces, panels), read from the pixels",
+        (PROACTEGOMEM,),
+    ),
 }
+REGISTRY: dict[str, str] = {name: record.target for name, record in SYSTEMS.items()}
+"""Registered name -> "module:attribute"."""
 # The reference systems the embedded default compares, in this order.
 REFERENCE_SYSTEMS = ("recent-frames", "frame-archive", "text-log", "text-only")
 # The paper's general-model protocols; they need a model (APMBENCH_VLM_*).

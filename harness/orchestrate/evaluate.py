@@ -173,6 +173,9 @@ def _manifest(p: Prepared) -> dict[str, Any]:
         "harness_version": __version__,
         "protocol_version": PROTOCOL_VERSION,
         "benchmark": p.suite.name,
+        # The harness's name for the system (the progress log's, the default directory's:
+        # a command by its executable or script) beside the name its Describe gives.
+        "system_name": {"harness": opts.runtime.name, "described": p.info.name},
         "system": describe_info(p.info),
         "system_spec": _system_spec(opts.runtime, p.runtime),
         "runtime": runtime,

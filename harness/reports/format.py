@@ -1,8 +1,10 @@
-"""Plain-text formatting shared by every suite's reports: numbers, sizes, Markdown tables."""
+"""Plain-text formatting shared by every suite's reports: numbers, sizes, Markdown tables,
+the dataset a run was made on."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 NOT_COMPUTED = "n/c"
 
@@ -24,3 +26,12 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines
+
+
+def dataset_line(manifest: Mapping[str, Any]) -> str:
+    """ "Dataset `NAME` (hash `HASH`)": the dataset's name and the first 12 characters of its
+    content hash, as every suite's report header gives them (never the manifest's dict)."""
+    dataset = manifest.get("dataset")
+    name = dataset.get("name") if isinstance(dataset, Mapping) else dataset
+    digest = manifest.get("dataset_hash")
+    return f"Dataset `{name or '?'}` (hash `{str(digest)[:12] if digest else '?'}`)"

@@ -56,14 +56,20 @@ class RuntimeSpec:
     `wants_spare`)."""
 
     @property
+    def name(self) -> str:
+        """What the harness calls the system (progress log, manifest's `system_name`): the
+        registered name, image or address as given; a command by its executable, or the
+        script an interpreter runs (`command_name` has the rule)."""
+        if self.command is not None:
+            from apmbench.harness.runtimes.command import command_name
+
+            return command_name(self.command, Path.cwd())
+        return self.system or self.image or self.endpoint or "endpoint"
+
+    @property
     def label(self) -> str:
         """A file-name-safe name of the system, for default output directories."""
-        name = self.system or self.image or self.endpoint or "endpoint"
-        if self.command is not None:
-            # The script's name says more than its interpreter's ("server" of server.js).
-            words = [w for w in self.command.split() if "{address}" not in w]
-            name = Path(words[-1]).stem if words else "command"
-        return name.replace(":", "_").replace("/", "_")
+        return self.name.replace(":", "_").replace("/", "_")
 
     def check_system(self) -> None:
         """Refuse an unknown registered name before anything starts."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shlex
 import shutil
 from collections.abc import Iterable, Mapping
@@ -88,6 +89,39 @@ def _program_dirs(path: Path) -> set[Path]:
         if key.strip() == "home" and value.strip():
             dirs.add(Path(os.path.realpath(value.strip())).parent)
     return dirs
+
+
+# Executables that run a script named by their first argument: the script names the system.
+_INTERPRETER = re.compile(
+    r"(python|pypy|node|nodejs|deno|bun|ruby|perl|php|lua|Rscript|julia|bash|sh)[0-9.]*"
+)
+
+
+def command_name(command: str, cwd: Path) -> str:
+    """What the harness calls a `--command` system (progress log, default run directory).
+
+    The rule: the executable's basename (`go-memory --no-batches {address}` -> go-memory,
+    `./bin/server {address}` -> server). When the executable is an interpreter (python,
+    node, ruby, bash, ... with any version suffix) and its first argument is a path to an
+    existing file (relative to `cwd`), the script names it instead, by its stem
+    (`node server.js {address}` -> server, `python3 x.py {address}` -> x); otherwise the
+    interpreter's name stays (`python -m pkg.server {address}` -> python). Flags and the
+    word holding {address} are never a name. Bad quoting falls back to splitting on
+    spaces: parse_command refuses such a command with the fix when it starts."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    if not words:
+        return "command"
+    name = os.path.basename(words[0]) or "command"
+    if _INTERPRETER.fullmatch(name) and len(words) > 1:
+        script = words[1]
+        if ADDRESS not in script and not script.startswith("-"):
+            path = Path(script) if os.path.isabs(script) else cwd / script
+            if path.is_file():
+                return path.stem or name
+    return name
 
 
 def command_policy(

@@ -37,7 +37,18 @@ def test_a_reference_image_scores_like_the_process_runtime(
     image = "apmbench/recent-frames:latest"
     contained = tmp_path / "image"
     # The same judge on both sides: none (the CLI's auto would pick the synthetic one).
-    done = cli("--image", image, "--synthetic", "tiny", "--seed", "0", "--out", str(contained), "--judge", "none")
+    done = cli(
+        "--image",
+        image,
+        "--synthetic",
+        "tiny",
+        "--seed",
+        "0",
+        "--out",
+        str(contained),
+        "--judge",
+        "none",
+    )
     assert done.returncode == 0, done.stderr
     assert "run directory:" in done.stdout
     in_process = tmp_path / "process"
@@ -114,7 +125,16 @@ def test_proactegomem_through_an_image_scores_like_the_process_runtime(
     """The third suite runs through the same containers: the rule-based image and the
     same system as a process give the same records and scores."""
     image = "apmbench/proact-rules:latest"
-    common = ("--benchmark", "proactegomem", "--synthetic", "tiny", "--seed", "0", "--persistence", "reset")
+    common = (
+        "--benchmark",
+        "proactegomem",
+        "--synthetic",
+        "tiny",
+        "--seed",
+        "0",
+        "--persistence",
+        "reset",
+    )
     contained = tmp_path / "image"
     done = cli("--image", image, *common, "--out", str(contained))
     assert done.returncode == 0, done.stderr

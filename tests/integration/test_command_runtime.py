@@ -245,3 +245,25 @@ def test_a_server_that_dies_before_serving_is_told_what_its_sandbox_passed(
     readable = message.split("could read only the system directories and: ")[1].split(";")[0]
     assert str(tmp_path) in readable.split(", ")
     assert "--env NAME=VALUE" in message and "name the path on the command line" in message
+
+
+def test_a_command_is_named_by_its_executable_beside_its_describe_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`go-memory --no-batches {address}` is "go-memory" (once it was "--no-batches"); the
+    manifest keeps that name beside the one the server's Describe gives."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "go-memory"
+    exe.write_text(f'#!/bin/sh\nexec {sys.executable} -m apmbench.adapters null --address "$2"\n')
+    exe.chmod(0o755)
+    monkeypatch.chdir(REPO)
+    # Unconfined: the sandbox's private /tmp would hide the wrapper (naming is the same).
+    spec = RuntimeSpec(command=f"{exe} --no-batches {{address}}", sandbox=False)
+    assert spec.label == "go-memory"
+    out = tmp_path / "run"
+    evaluate(EvaluateOptions(dataset=MINI, out=out, runtime=spec))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["system_name"] == {"harness": "go-memory", "described": "null"}
+    assert manifest["system"]["name"] == "null"
+    assert manifest["runtime"]["kind"] == "command"

@@ -9,7 +9,6 @@ snapshots on disk and the log are bounded; every deadline is its own flag.
 
 from __future__ import annotations
 
-
 import contextlib
 import json
 import os

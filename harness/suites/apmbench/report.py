@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from apmbench.harness.reports.confinement import confinement_lines
-from apmbench.harness.reports.format import NOT_COMPUTED, num, size, table
+from apmbench.harness.reports.format import NOT_COMPUTED, dataset_line, num, size, table
 from apmbench.harness.scoring.judge.reference import reference_note
 from apmbench.harness.suites.apmbench import tasks
 
@@ -140,7 +140,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
     lines = [
         f"# APM-Bench report: {system}",
         "",
-        f"Dataset `{manifest['dataset']['name']}` (hash `{manifest['dataset_hash'][:12]}`), "
+        f"{dataset_line(manifest)}, "
         f"persistence `{manifest['settings']['persistence']}`, "
         f"harness {manifest['harness_version']}, protocol {manifest['protocol_version']}. "
         f"`{NOT_COMPUTED}` = not computed (reasons below and in report.json).",

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from apmbench.harness.reports.format import num, size, table
+from apmbench.harness.reports.format import dataset_line, num, size, table
 from apmbench.harness.suites.base import ComparedRun
 from apmbench.harness.suites.proactegomem import prompts
 from apmbench.harness.suites.proactegomem.metrics import IOU_TAUS, START_TAUS
@@ -50,13 +50,21 @@ def _level_rows(levels: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _matching(params: Mapping[str, Any]) -> str:
+    """The matcher's parameters as report.json names them ("min_sim 0.5, alpha 0.5, ..."),
+    not a Python dict."""
+    return ", ".join(
+        f"{k} {v:g}" if isinstance(v, int | float) else f"{k} {v}" for k, v in params.items()
+    )
+
+
 def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     levels = report["levels"]
     lines = [
         f"# ProactEgoMem report: {manifest.get('system', {}).get('name', '?')}",
         "",
-        f"Dataset `{manifest.get('dataset', {}).get('name', '?')}`. Similarity in the matcher: "
-        f"{report['similarity']}. Matching: {report['matching']}.",
+        f"{dataset_line(manifest)}. Similarity in the matcher: "
+        f"{report['similarity']}. Matching: {_matching(report['matching'])}.",
         "",
         "## Proactive levels (Table 4 columns; errors in seconds, the rest %)",
         "",
