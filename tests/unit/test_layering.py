@@ -111,8 +111,8 @@ LAYERS = (
     ("suites",),
     ("check",),
     ("orchestrate",),
-    ("commands", "cli"),
     ("build",),
+    ("commands", "cli"),
 )
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 
