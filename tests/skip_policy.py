@@ -70,6 +70,8 @@ def skip_reason(longrepr: Any) -> str:
 
 
 def advice(nodeid: str, reason: str, allowlist: Path) -> str:
+    if allowlist.is_relative_to(Path.cwd()):
+        allowlist = allowlist.relative_to(Path.cwd())
     return (
         f"{nodeid} skipped under CI=true: {reason}\n"
         "CI must run every test. Fix it by installing what the test needs (.ci/run installs "
