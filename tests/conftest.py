@@ -1,4 +1,8 @@
-"""Shared fixtures: real servers on Unix sockets in short temp dirs, the mini dataset."""
+"""Shared fixtures: real servers on Unix sockets in short temp dirs, the mini dataset.
+
+Under CI=true a skipped test fails the run unless tests/skip_allowlist.toml allows
+it (tests/skip_policy.py).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,12 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 MINI = TESTS / "fixtures" / "mini"
 sys.path.insert(0, str(TESTS))
+
+import skip_policy  # noqa: E402  (found through the line above)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    skip_policy.install(config)
 
 
 @pytest.fixture

@@ -14,7 +14,14 @@ On a machine with an NVIDIA GPU and a CUDA build of torch, in a few minutes:
    peak GPU memory of a generation (torch.cuda.max_memory_allocated, from the
    server's log) and the exported state per session.
 
-Exit status 0 only if every run finished on a GPU. Results also go to
+Every comparison is asserted: the processor's grid must equal ours and its
+patches must match ours within resize rounding (the resize check
+tests/unit/test_vlm_video.py leaves to this script, so a missing torchvision
+fails it too); every run must exit 0, load on the GPU, log its generations
+and, on the GPU, a peak of GPU memory. A step that raises is a failure, and
+the check goes on with the steps that do not need it. Each failure is printed
+as a `FAILED ...` line at the end; exit status 0 only if there is none.
+Without a CUDA device it exits 1 at once, saying so. Results also go to
 OUT/gpu-check.json (default runs/gpu-check).
 """
 
@@ -27,8 +34,11 @@ import re
 import subprocess
 import sys
 import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
@@ -47,56 +57,137 @@ RUNS = [
 ]
 # The specialised memories run in restart mode: their export is what they claim to keep.
 RESTART = ("kv-memory", "event-memory")
+# Pillow's and torchvision's antialiased bicubic on uint8 frames agree within a grey
+# level or so; another filter (bilinear, no antialias) on the random frames compared
+# here differs by tens of levels.
+GREY_LEVELS = 2
+T = TypeVar("T")
 
 
 def gpu_or_exit() -> str:
-    import torch
-
+    try:
+        import torch
+    except ImportError as e:
+        sys.exit(f"no CUDA device: torch cannot be imported ({e}); run `make install` first.")
     if not torch.cuda.is_available():
         sys.exit(
-            f"no GPU: torch {torch.__version__} (CUDA {torch.version.cuda}) sees none. Run this "
-            "on a machine with an NVIDIA driver and a CUDA build of torch (`make install` there "
-            "installs PyPI's, which is one)."
+            f"no CUDA device: torch {torch.__version__} (CUDA {torch.version.cuda}) sees none. "
+            "Run this on a machine with an NVIDIA driver and a CUDA build of torch (`make "
+            "install` there installs PyPI's, which is one), or pass --cpu-dry-run."
         )
     return f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, CUDA {torch.version.cuda}"
 
 
-def compare_processor(models: dict[str, Path]) -> list[str]:
-    """Our numpy patches against transformers' video processor, where torchvision exists."""
+@dataclass
+class Check:
+    """What failed so far, one line each; `step` runs a part and records it if it raises."""
+
+    failures: list[str] = field(default_factory=list)
+
+    def step(self, name: str, run: Callable[..., T], *args: Any) -> T | None:
+        try:
+            return run(*args)
+        except Exception as e:
+            traceback.print_exc()
+            self.failures.append(f"{name}: raised {type(e).__name__}: {e}")
+            return None
+
+
+def patch_tolerance(std: Sequence[float]) -> float:
+    """Largest |patch difference| from resize rounding: GREY_LEVELS, normalised by `std`."""
+    return GREY_LEVELS / 255 / min(std) + 1e-5
+
+
+def processor_failures(
+    family: str,
+    ours: tuple[int, ...],
+    theirs: tuple[int, ...],
+    max_difference: float,
+    std: Sequence[float],
+) -> list[str]:
+    """Where our patches of one clip differ from transformers' video processor's."""
+    failures = []
+    if tuple(ours) != tuple(theirs):
+        failures.append(
+            f"{family} processor: grid ours {tuple(ours)} != transformers {tuple(theirs)}"
+        )
+    tolerance = patch_tolerance(std)
+    if not max_difference <= tolerance:  # NaN fails too
+        failures.append(
+            f"{family} processor: max |patch difference| {max_difference:.3e} > {tolerance:.3e} "
+            f"({GREY_LEVELS} grey levels): the resize is not transformers'"
+        )
+    return failures
+
+
+def run_failures(row: dict[str, Any], device: str) -> list[str]:
+    """Where one evaluate run (a row of gpu-check.json) is not what the check claims."""
+    name = f"{row['system']} ({row['family']})"
+    if row.get("exit") != 0:
+        return [f"{name}: evaluate exited {row.get('exit')}"]
+    failures = []
+    if not str(row.get("device", "?")).startswith(device):
+        failures.append(f"{name}: model loaded on {row.get('device')!r}, not {device}")
+    if not row.get("max_video_tokens", 0) > 0:
+        failures.append(f"{name}: no generation logged visual tokens")
+    if device == "cuda" and not row.get("peak_gpu_gib", 0) > 0:
+        failures.append(f"{name}: no peak GPU memory in the server's log")
+    return failures
+
+
+def compare_processor(models: dict[str, Path], check: Check, required: bool) -> None:
+    """Our numpy patches against transformers' video processor (needs torchvision).
+
+    Prints what it measured; each difference, and a missing torchvision where the
+    comparison is `required`, goes to `check`'s failures."""
     try:
         import torchvision  # noqa: F401
         from transformers import AutoVideoProcessor
     except ImportError as e:
-        return [f"processor comparison skipped ({e}); pip install the torchvision matching torch"]
+        line = f"processor comparison did not run ({e}): install the torchvision matching torch"
+        print(line, flush=True)
+        if required:
+            check.failures.append(line)
+        return
     import numpy as np
 
     from apmbench.adapters.vlm.checkpoint import inspect_checkpoint
     from apmbench.adapters.vlm.video import prepare_clip
 
-    out = []
     frames = 8
     video = np.random.default_rng(0).integers(0, 255, (frames, 336, 448, 3), dtype=np.uint8)
     bound = 448 * 336
-    for family, path in models.items():
-        try:
-            checkpoint = inspect_checkpoint(path)
-            processor = AutoVideoProcessor.from_pretrained(str(path), local_files_only=True)
-            # Qwen2.5-VL bounds each frame's pixels, Qwen3-VL the whole clip's: the same size.
-            longest = bound * frames if family.startswith("qwen3") else bound
-            theirs = processor(
-                videos=[video], do_sample_frames=False, return_tensors="np",
-                size={"shortest_edge": 3136, "longest_edge": longest}, cap_pixels_per_frame=False,
-            )  # fmt: skip
-            ours = prepare_clip(
-                list(video), [float(i) for i in range(frames)], checkpoint.geometry, bound
+
+    def compare(family: str, path: Path) -> None:
+        checkpoint = inspect_checkpoint(path)
+        processor = AutoVideoProcessor.from_pretrained(str(path), local_files_only=True)
+        # Qwen2.5-VL bounds each frame's pixels, Qwen3-VL the whole clip's: the same size.
+        longest = bound * frames if family.startswith("qwen3") else bound
+        theirs = processor(
+            videos=[video], do_sample_frames=False, return_tensors="np",
+            size={"shortest_edge": 3136, "longest_edge": longest}, cap_pixels_per_frame=False,
+        )  # fmt: skip
+        ours = prepare_clip(
+            list(video), [float(i) for i in range(frames)], checkpoint.geometry, bound
+        )
+        grid = tuple(int(x) for x in theirs["video_grid_thw"][0])
+        their_patches = np.asarray(theirs["pixel_values_videos"])
+        if their_patches.shape != ours.patches.shape:
+            check.failures.append(
+                f"{family} processor: patches shaped ours {ours.patches.shape} != "
+                f"transformers {their_patches.shape}"
             )
-            grid = tuple(int(x) for x in theirs["video_grid_thw"][0])
-            diff = float(np.abs(np.asarray(theirs["pixel_values_videos"]) - ours.patches).max())
-            out.append(f"{family}: grid ours {ours.grid_thw}, transformers {grid}; "
-                       f"max |patch difference| {diff:.3e} (resize rounding only when > 0)")  # fmt: skip
-        except Exception as e:  # a diagnostic: report it, never stop the check
-            out.append(f"{family}: processor comparison failed: {type(e).__name__}: {e}")
-    return out
+            return
+        diff = float(np.abs(their_patches - ours.patches).max())
+        print(f"{family}: grid ours {ours.grid_thw}, transformers {grid}; "
+              f"max |patch difference| {diff:.3e} (tolerance "
+              f"{patch_tolerance(checkpoint.geometry.std):.3e})", flush=True)  # fmt: skip
+        check.failures += processor_failures(
+            family, ours.grid_thw, grid, diff, checkpoint.geometry.std
+        )
+
+    for family, path in models.items():
+        check.step(f"{family} processor comparison", compare, family, path)
 
 
 def peak_gib(log: str) -> float:
@@ -140,9 +231,9 @@ def run_one(
     row.update(
         ttft_mean_s=ttft["mean"], ttft_p90_s=ttft["p90"],
         # kv-memory's answers run from its cache: they log cached tokens, not frames.
-        max_frames=max(int(g.get("frames", 0)) for g in generations),
-        max_video_tokens=max(int(g.get("video_tokens", g.get("cached_tokens", 0)))
-                             for g in generations),
+        max_frames=max((int(g.get("frames", 0)) for g in generations), default=0),
+        max_video_tokens=max((int(g.get("video_tokens", g.get("cached_tokens", 0)))
+                              for g in generations), default=0),
         peak_gpu_gib=round(peak_gib(log), 3),
         state_bytes=[s["state_bytes"] for s in sessions],
         storage_per_hour_bytes=report["storage"]["storage_per_hour_bytes"],
@@ -168,15 +259,35 @@ def main() -> int:
     from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
     args.out.mkdir(parents=True, exist_ok=True)
-    models = {f: build_tiny_qwen_vl(args.out / "models" / f, f) for f in ("qwen2_5_vl", "qwen3_vl")}
-    for line in compare_processor(models):
-        print(line, flush=True)
-    dataset = synthetic_dataset("tiny", 0, args.out / "cache")
+    device = "cpu" if args.cpu_dry_run else "cuda"
+    check = Check()
+    models: dict[str, Path] = {}
+    for f in ("qwen2_5_vl", "qwen3_vl"):
+        built = check.step(f"build tiny {f}", build_tiny_qwen_vl, args.out / "models" / f, f)
+        if built is not None:
+            models[f] = built
+    compare_processor(models, check, required=not args.cpu_dry_run)
+    dataset = check.step("synthetic tiny dataset", synthetic_dataset, "tiny", 0, args.out / "cache")
     rows = []
-    for system, family in RUNS:
+    for system, family in RUNS if dataset is not None else []:
+        if family not in models:
+            check.failures.append(f"{system} ({family}): not run, its model was not built")
+            continue
         out = args.out / f"{system}-{family}"
-        row = run_one(system, family, models[family], dataset, out, args.cpu_dry_run)
+        row = check.step(
+            f"{system} ({family})",
+            run_one,
+            system,
+            family,
+            models[family],
+            dataset,
+            out,
+            args.cpu_dry_run,
+        )
+        if row is None:
+            continue
         rows.append(row)
+        check.failures += run_failures(row, device)
         if "error" in row:
             print(f"{system} ({family}): FAILED (exit {row['exit']})\n{row['error']}", flush=True)
             continue
@@ -187,12 +298,14 @@ def main() -> int:
             f"state per session {row['state_bytes']} B  ({row['wall_s']} s)",
             flush=True,
         )
-    (args.out / "gpu-check.json").write_text(json.dumps(rows, indent=2) + "\n")
-    device = "cpu" if args.cpu_dry_run else "cuda"
-    ok = all("error" not in r and r["device"].startswith(device) for r in rows)
+    results = {"rows": rows, "failures": check.failures}
+    (args.out / "gpu-check.json").write_text(json.dumps(results, indent=2) + "\n")
+    for line in check.failures:
+        print("FAILED", line, flush=True)
     what = "CPU dry run" if args.cpu_dry_run else "GPU check"
-    print(what, "passed" if ok else "FAILED", "- results in", args.out / "gpu-check.json")
-    return 0 if ok else 1
+    verdict = f"FAILED ({len(check.failures)} failures)" if check.failures else "passed"
+    print(what, verdict, "- results in", args.out / "gpu-check.json", flush=True)
+    return 1 if check.failures else 0
 
 
 if __name__ == "__main__":

@@ -30,7 +30,9 @@ MINI = REPO / "tests" / "fixtures" / "mini"
 NODE_COMMAND = "node server.js {address}"
 DEADLINES = Deadlines(control=30, push=60, query=30, state=120, end_session=60)
 
-needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap (bwrap) is missing")
+needs_bwrap = pytest.mark.skipif(
+    find_bwrap() is None, reason="bubblewrap (bwrap) is missing (apt-get install -y bubblewrap)"
+)
 
 
 def _missing(what: str) -> None:

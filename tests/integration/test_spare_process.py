@@ -22,7 +22,7 @@ def spare_of(rt: ProcessRuntime) -> _Launch | None:
 
 def runtime(tmp_path: Path, sandbox: bool) -> ProcessRuntime:
     if sandbox and find_bwrap() is None:
-        pytest.skip("bubblewrap is not installed")
+        pytest.skip("bubblewrap is not installed (apt-get install -y bubblewrap)")
     return sandboxed_process(
         "null", tmp_path / "system.log", Deadlines(), 60, sandbox=sandbox, spare=True
     )

@@ -1,0 +1,127 @@
+"""The GPU check's comparisons (tests/gpu/run_gpu_check.py), on the CPU."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+import apmbench.adapters.vlm.video as video_module
+from apmbench.adapters.vlm.video import VisionGeometry, prepare_clip
+
+SCRIPT = Path(__file__).resolve().parents[1] / "gpu" / "run_gpu_check.py"
+QWEN3 = VisionGeometry(16, 2, 2, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
+
+
+@pytest.fixture(scope="module")
+def gpu_check() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("run_gpu_check", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks itself up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _clip(monkeypatch: pytest.MonkeyPatch, shift: int = 0, resample: Any = None) -> Any:
+    """Our clip of random 336x448 frames (resized for Qwen3-VL), optionally shifted by
+    `shift` grey levels or resized with another Pillow filter."""
+    frames = np.random.default_rng(0).integers(0, 255, (4, 336, 448, 3), dtype=np.uint8)
+    if resample is not None:
+        from PIL import Image
+
+        def other(frame: npt.NDArray[np.uint8], size: tuple[int, int]) -> npt.NDArray[np.uint8]:
+            height, width = size
+            image = Image.fromarray(frame).resize((width, height), resample)
+            return np.asarray(image, dtype=np.uint8)
+
+        monkeypatch.setattr(video_module, "_resize", other)
+    clip = prepare_clip(list(frames), [0.0, 1.0, 2.0, 3.0], QWEN3, 448 * 336)
+    monkeypatch.undo()
+    if shift:
+        clip = type(clip)(
+            clip.patches + np.float32(shift / 255 / QWEN3.std[0]),
+            clip.grid_thw,
+            clip.group_seconds,
+            clip.seconds_per_group,
+        )
+    return clip
+
+
+def test_the_same_patches_pass_and_a_grey_level_of_rounding_too(
+    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours = _clip(monkeypatch)
+    assert ours.grid_thw != (2, 336 // 16, 448 // 16)  # resized: the filter matters
+    for shift in (0, 1):
+        theirs = _clip(monkeypatch, shift=shift)
+        diff = float(np.abs(theirs.patches - ours.patches).max())
+        assert gpu_check.processor_failures(
+            "qwen3_vl", ours.grid_thw, theirs.grid_thw, diff, QWEN3.std
+        ) == [], shift  # fmt: skip
+
+
+def test_another_resize_filter_fails_naming_the_difference(
+    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from PIL import Image
+
+    ours = _clip(monkeypatch)
+    theirs = _clip(monkeypatch, resample=Image.Resampling.BILINEAR)
+    diff = float(np.abs(theirs.patches - ours.patches).max())
+    [failure] = gpu_check.processor_failures(
+        "qwen3_vl", ours.grid_thw, theirs.grid_thw, diff, QWEN3.std
+    )
+    assert failure.startswith("qwen3_vl processor: max |patch difference|")
+    assert "(2 grey levels): the resize is not transformers'" in failure
+
+
+def test_a_grid_mismatch_or_nan_fails(gpu_check: ModuleType) -> None:
+    failures = gpu_check.processor_failures("qwen2_5_vl", (2, 24, 32), (2, 24, 30), 0.0, (0.3,))
+    assert failures == ["qwen2_5_vl processor: grid ours (2, 24, 32) != transformers (2, 24, 30)"]
+    [nan] = gpu_check.processor_failures("qwen2_5_vl", (1, 2, 2), (1, 2, 2), math.nan, (0.3,))
+    assert "max |patch difference| nan" in nan
+
+
+def test_run_rows_must_finish_on_the_device_with_generations(gpu_check: ModuleType) -> None:
+    good = {"system": "kv-memory", "family": "qwen3_vl", "exit": 0, "device": "cuda:0 bfloat16",
+            "max_video_tokens": 40, "peak_gpu_gib": 0.2}  # fmt: skip
+    assert gpu_check.run_failures(good, "cuda") == []
+    assert gpu_check.run_failures({**good, "exit": 3, "error": "boom"}, "cuda") == [
+        "kv-memory (qwen3_vl): evaluate exited 3"
+    ]
+    bad = {**good, "device": "cpu float32", "max_video_tokens": 0, "peak_gpu_gib": 0.0}
+    assert gpu_check.run_failures(bad, "cuda") == [
+        "kv-memory (qwen3_vl): model loaded on 'cpu float32', not cuda",
+        "kv-memory (qwen3_vl): no generation logged visual tokens",
+        "kv-memory (qwen3_vl): no peak GPU memory in the server's log",
+    ]
+    # The CPU dry run measures no GPU memory, and wants the CPU.
+    assert gpu_check.run_failures({**bad, "max_video_tokens": 8}, "cpu") == []
+
+
+def test_a_step_that_raises_is_a_failure_and_the_check_goes_on(gpu_check: ModuleType) -> None:
+    check = gpu_check.Check()
+    assert check.step("double", lambda x: 2 * x, 4) == 8
+    assert check.step("divide", lambda x: 1 / x, 0) is None
+    assert check.failures == ["divide: raised ZeroDivisionError: division by zero"]
+
+
+def test_without_a_cuda_device_it_exits_saying_so(tmp_path: Path) -> None:
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # no device, even on a GPU host
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.startswith("no CUDA device: torch "), done.stderr
+    assert "--cpu-dry-run" in done.stderr and not (tmp_path / "out").exists()
