@@ -40,6 +40,7 @@ from apmbench.harness.commands.limits import Caps, cap_options, deadline_options
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.reports.confinement import storage_verified
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.docker.cli_options import container_options
@@ -463,6 +464,13 @@ def _run(
     if not quiet:
         click.echo(shown.plain((result.run_dir / "report.md").read_text()))
         click.echo(f"run directory: {result.run_dir}")
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    if not storage_verified(manifest):
+        console.print(
+            f"[yellow]warning:[/yellow] Storage/hr is unverified under persistence "
+            f"{manifest['settings']['persistence']}: memory kept in RAM across sessions is not "
+            "counted; only restart measures the whole memory"
+        )
     if "audit" in result.report:
         flags = result.report["audit"]["flags"]
         verdict = "clean" if not flags else f"[red]{flags} flag(s)[/red]: see report.json, 'audit'"

@@ -17,9 +17,46 @@ def mounted_into_system(manifest: Mapping[str, Any]) -> list[str]:
     return [str(m) for m in container.get("mounts") or []]
 
 
+def storage_verified(manifest: Mapping[str, Any]) -> bool:
+    """Only `restart` makes the export the whole memory: under `reset` and `trust` a process
+    can keep memory in RAM across sessions that no storage figure counts."""
+    mode: object = (manifest.get("settings") or {}).get("persistence", "restart")
+    return mode == "restart"
+
+
+def audit_lines(report: Mapping[str, Any]) -> list[str]:
+    """Every audit flag, counted at the top of the report (the details stay in report.json)."""
+    audit = report.get("audit")
+    if not audit or audit.get("clean"):
+        return []
+    counts = {
+        "state changed by a query": len(audit["state_mutation"]["changed"]),
+        "export varies": len(audit["state_mutation"]["export_varies"]),
+        "export failed": len(audit["state_mutation"]["export_failed"]),
+        "repeated query answered differently": len(audit["caching"]["flagged"]),
+        "first token not the answer's": len(audit["first_token"]["flagged"]),
+        "restart and reset differ": len(audit["persistence"]["differing"]),
+    }
+    listed = ", ".join(f"{what} {n}" for what, n in counts.items() if n)
+    return [
+        f"**Audit: {audit['flags']} flags** ({listed}); each with its instance under `audit` "
+        "in report.json. Numbers that a flag touches are not comparable.",
+        "",
+    ]
+
+
 def confinement_lines(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
-    """Lines for the head of report.md: an unconfined process, the user's mounts."""
-    lines = []
+    """Lines for the head of report.md: audit flags, an unverified storage figure, a known
+    seed, an unconfined process, the user's mounts."""
+    lines = audit_lines(report)
+    if not storage_verified(manifest):
+        mode = (manifest.get("settings") or {}).get("persistence")
+        lines += [
+            f"**Storage/hr unverified** (persistence `{mode}`): the process lived across "
+            "sessions, so memory it kept in RAM is in no export and no storage figure. Only "
+            "`restart` measures the whole memory.",
+            "",
+        ]
     iso = manifest.get("isolation") or {}
     if iso.get("rests_on_system_reset"):
         mode = (manifest.get("settings") or {}).get("persistence")

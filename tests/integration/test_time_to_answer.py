@@ -43,6 +43,14 @@ def test_a_cheap_first_chunk_is_caught(mini: Path, tmp_path: Path) -> None:
     assert len(flagged) == len(rows) > 0
     assert "not the answer's" in flagged[0]["problem"]
     assert not report["audit"]["clean"]
+    # The headline shows it: time to answer beside TTFT in Table 3, and the flags at the top
+    # of report.md and report.html, not only in report.json.
+    markdown = (tmp_path / "cheap" / "report.md").read_text()
+    head = markdown.split("## Utility, latency and storage")[0]
+    assert f"**Audit: {len(flagged)} flags** (first token not the answer's {len(flagged)})" in head
+    header, _, row = ("| Method |" + markdown.split("| Method |")[1]).split("\n")[:3]
+    cells = dict(zip(header.split("|"), row.split("|"), strict=True))
+    assert float(cells[" Answer (s) "]) >= 1.2 > 6 * float(cells[" TTFT (s) "])
 
 
 def test_an_honest_server_answers_with_its_first_token(mini: Path, tmp_path: Path) -> None:
