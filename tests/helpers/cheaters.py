@@ -30,6 +30,7 @@ from apmbench.adapters.sdk import (
     SystemInfo,
     UserTurn,
 )
+from apmbench.adapters.systems.text_log import TextLog
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -282,3 +283,32 @@ class LiveHandoff(_Base):
         out["recalled"] = self.recalled
         out["seen"] = self.seen
         return out
+
+
+class KeywordStuffer(TextLog):
+    """text-log's memory and answers, with the synthetic world's vocabulary appended to every
+    adaptive answer's text: a judge that only counts reference terms it finds rewards it."""
+
+    name = "keyword-stuffer"
+
+    def query(self, query: Query) -> Iterator[str]:
+        text = "".join(super().query(query))
+        try:
+            body = json.loads(text)
+        except ValueError:
+            yield text
+            return
+        if query.kind is QueryKind.DECISION and isinstance(body, dict):
+            for key in ("reason", "response"):
+                if isinstance(body.get(key), str):
+                    body[key] = f"{body[key]} {_VOCABULARY}"
+        yield json.dumps(body)
+
+
+# The world's fact words as a method author would copy them from the generator's source.
+_VOCABULARY = (
+    "KITCHEN DESK SHELF HALLWAY PANTRY GARAGE BALCONY LAMP DRAWER STOVE FRIDGE LAPTOP WINDOW "
+    "TAP ON OFF OPEN SHUT APPLE COIN EGG PEN BATTERY ORANGE SPOON MUG KEYS BOOK PHONE WALLET "
+    "BOTTLE PLATE BAG GLASSES REMOTE TAPE SCISSORS CHARGER CAMERA TRAIN ROOM GATE CODE BUS "
+    "TABLE LOCKER ORDER SEAT FLOOR"
+)

@@ -16,6 +16,7 @@ from apmbench.harness.suites.apmbench import rubric, tasks
 from apmbench.harness.suites.apmbench.dataset import load_dataset
 from apmbench.harness.suites.apmbench.suite import APMBench
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
+from apmbench.harness.synthetic import world
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +72,27 @@ def test_the_facts_score_five_a_generic_answer_two_and_nothing_one(tiny: Path) -
         generic = _answer(candidate, probe, "Okay.")
         assert _score(judge, candidate, probe, generic) == 2
         assert _score(judge, candidate, probe, _answer(candidate, probe, "")) == 1
+
+
+def test_a_stuffed_answer_scores_no_higher_than_the_honest_one(tiny: Path) -> None:
+    """Appending the benchmark's vocabulary states every fact, among hundreds of other
+    words: without a charge for unsupported content it took Adaptive from 70 to 99."""
+    judge = APMBench().reference_judge(tiny)
+    vocabulary = " ".join(
+        [*world.PLACES, *world.ITEMS, *world.OBJECTS, *world.SCREEN_WORDS, *world.FIXTURES]
+        + [state for states in world.FIXTURES.values() for state in states]
+    )
+    lowered = 0
+    for candidate, probe in _probes(tiny):
+        label = probe.label  # type: ignore[attr-defined]
+        honest = str(label.get("proactive_response") or label.get("silence_reason") or "Okay.")
+        fair = _score(judge, candidate, probe, _answer(candidate, probe, honest))
+        stuffed = _score(
+            judge, candidate, probe, _answer(candidate, probe, f"{honest} {vocabulary}")
+        )
+        assert stuffed <= fair
+        lowered += stuffed < fair
+    assert lowered > 0  # the charge bites, it is not only a tie
 
 
 def test_naming_the_wrong_object_scores_below_naming_the_right_one(tiny: Path) -> None:

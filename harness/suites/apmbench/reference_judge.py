@@ -11,6 +11,12 @@ a good answer must state, and scores the share the response states:
     share 0, 1/3, 2/3, 1 (rounded)    2, 3, 4, 5
     no reference text in the probe    3   (nothing to check against: never more)
 
+Wrong facts cost: the share is the reference terms stated over the reference terms
+plus the world's fact words (places, objects, fixtures and their states, screen
+words) the response names that none of the candidate's annotations holds. Appending the benchmark's
+vocabulary states every fact and dozens of wrong ones, so it scores no higher than
+stating the facts alone; words of explanation that name no fact cost nothing.
+
 It answers in the rubric's JSON, so its verdicts go through the same strict
 parsing, cache and Eq. 1 / Eq. 3 arithmetic as an LLM's. It never sees the
 gate: only gate-passing probes are sent to any judge. The numbers measure
@@ -20,6 +26,7 @@ the paper's judge would rate it; every report says so (`LABEL`).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -30,8 +37,9 @@ from apmbench.harness.errors import ConfigError
 from apmbench.harness.scoring.judge.backend import Messages
 from apmbench.harness.scoring.judge.reference import KIND, LABEL
 from apmbench.harness.suites.apmbench.synth.live import GENERATOR
+from apmbench.harness.synthetic import world
 
-VERSION = 2
+VERSION = 3
 """Bumped whenever a verdict could change for the same request."""
 
 # Fields of the annotations (the probe's own label first) whose text states
@@ -89,6 +97,14 @@ def reference_texts(annotations: Mapping[str, Any]) -> list[str]:
     return out
 
 
+@functools.cache
+def fact_words() -> frozenset[str]:
+    """The stemmed words that name a fact of the synthetic world (what a stuffer lists)."""
+    names = [*world.PLACES, *world.ITEMS, *world.OBJECTS, *world.SCREEN_WORDS]
+    names += [*world.FIXTURES, *(s for states in world.FIXTURES.values() for s in states)]
+    return frozenset(t for name in names for t in terms(name))
+
+
 def score_of(share: float, stated_any: bool) -> int:
     if not stated_any:
         return 1
@@ -101,7 +117,9 @@ def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[st
     said = set(terms(response))
     stated = [t for t in wanted if t in said]
     missing = [t for t in wanted if t not in said]
-    share = len(stated) / len(wanted) if wanted else 0.0
+    known = set(terms(json.dumps(annotations)))  # the candidate's own facts are never wrong
+    wrong = sorted((said & fact_words()) - known)
+    share = len(stated) / (len(wanted) + len(wrong)) if wanted else 0.0
     # No reference text to check against (an annotation format this judge does not
     # know): the rubric's "basically correct but generic", never a full score.
     score = score_of(share, bool(said)) if wanted else min(3, score_of(0.0, bool(said)) + 1)
@@ -117,6 +135,8 @@ def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[st
         "usefulness": level if positive else "not_applicable",
     }
     issues = [] if not missing else ["does not state: " + ", ".join(missing)]
+    if wrong:
+        issues.append("names facts the reference does not hold: " + ", ".join(wrong))
     if not wanted:
         issues = ["the annotations hold no reference text for this probe"]
     if not said:

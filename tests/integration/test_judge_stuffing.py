@@ -1,0 +1,41 @@
+"""Keyword stuffing against the offline reference judge: text-log's answers with the
+synthetic world's whole vocabulary appended. A judge that only counts the reference
+terms it finds took Adaptive from 70 to 99 this way; the reference judge now charges
+every fact word the candidate's annotations do not hold, so stuffing cannot pay.
+(tests/unit/test_reference_judge.py shows the charge lowering stuffed verdicts.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.scoring.judge import JudgeConfig
+from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
+
+pytestmark = pytest.mark.usefixtures("helper_env")
+
+
+def adaptive(out: Path, system: str) -> dict[str, Any]:
+    result = evaluate(
+        EvaluateOptions(
+            dataset=synthetic_dataset("tiny", 0),
+            out=out,
+            runtime=RuntimeSpec(system=system),
+            persistence=Persistence.RESET,
+            judge=JudgeConfig(kind="synthetic"),
+        )
+    )
+    family: dict[str, Any] = result.report["families"]["adaptive_response"]
+    return family
+
+
+def test_stuffed_answers_score_no_higher_than_honest_ones(tmp_path: Path) -> None:
+    honest = adaptive(tmp_path / "honest", "text-log")
+    stuffed = adaptive(tmp_path / "stuffed", "helpers.cheaters:KeywordStuffer")
+    assert honest["score"] is not None and stuffed["score"] is not None
+    assert stuffed["score"] <= honest["score"]
