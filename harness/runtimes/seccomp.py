@@ -33,6 +33,7 @@ x86-64) is refused, since its numbers would slip past the table below.
 from __future__ import annotations
 
 import errno
+import json
 import platform
 import struct
 from dataclasses import dataclass
@@ -91,7 +92,7 @@ _COMMON_GENERIC = {
     "name_to_handle_at": 264, "open_by_handle_at": 265, "init_module": 105,
     "finit_module": 273, "delete_module": 106, "kexec_load": 104, "kexec_file_load": 294,
     "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "clone": 220,
-    "fcntl": 25, "preadv2": 286, "pwritev2": 287,
+    "fcntl": 25, "preadv2": 286, "pwritev2": 287, "lookup_dcookie": 18, "quotactl": 60,
 }  # fmt: skip
 _NEW_API = {
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
@@ -108,7 +109,8 @@ _X86_64 = {
     "open_by_handle_at": 304, "init_module": 175, "finit_module": 313,
     "delete_module": 176, "kexec_load": 246, "kexec_file_load": 320, "swapon": 167,
     "swapoff": 168, "reboot": 169, "acct": 163, "clone": 56, "fcntl": 72,
-    "preadv2": 327, "pwritev2": 328,
+    "preadv2": 327, "pwritev2": 328, "uselib": 134, "ustat": 136, "sysfs": 139,
+    "_sysctl": 156, "lookup_dcookie": 212, "quotactl": 179, "nfsservctl": 180,
 }  # fmt: skip
 ABIS = {
     "x86_64": Abi(0xC000003E, {**_X86_64, **_NEW_API}),
@@ -124,7 +126,8 @@ DENIED = (
     "bpf", "perf_event_open", "userfaultfd", "name_to_handle_at", "open_by_handle_at",
     "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
     "swapon", "swapoff", "reboot", "acct", "mincore", "cachestat", "inotify_init",
-    "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark",
+    "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark", "uselib",
+    "ustat", "sysfs", "_sysctl", "lookup_dcookie", "quotactl", "nfsservctl",
 )  # fmt: skip
 NOT_IMPLEMENTED = ("io_uring_setup", "io_uring_enter", "io_uring_register", "clone3")
 PRETEND_SUCCESS = ("flock",)
@@ -177,6 +180,49 @@ def compile_filter(machine: str | None = None) -> bytes:
         out += [_insn(_JEQ_K, 0, len(body), abi.numbers[call]), *body]
     out.append(_insn(_RET_K, 0, 0, _RET_ALLOW))
     return b"".join(out)
+
+
+_DOCKER_ARCH = {0xC000003E: "SCMP_ARCH_X86_64", 0xC00000B7: "SCMP_ARCH_AARCH64"}
+
+
+def docker_profile(machine: str | None = None) -> str:
+    """The same filter as a Docker seccomp profile (JSON), for `--security-opt seccomp=`.
+
+    Docker applies one profile: this one replaces its default. Everything the default
+    refuses beyond this list needs a capability, and a system's container has none
+    (cap_drop ALL, no-new-privileges), so nothing the default stopped gets through; what
+    this list adds is what no capability guards (lock inspection, page-cache residency,
+    file-access events, io_uring). Calls of another ABI meet the bad-architecture action."""
+    name = machine or platform.machine()
+    abi = ABIS.get(name)
+    if abi is None:
+        compile_filter(name)  # raises the error that names the known machines
+        raise AssertionError("unreachable")
+    rules: list[dict[str, object]] = [
+        {"names": [c for c in DENIED if c in abi.numbers], "action": "SCMP_ACT_ERRNO",
+         "errnoRet": errno.EPERM},
+        {"names": [c for c in NOT_IMPLEMENTED if c in abi.numbers], "action": "SCMP_ACT_ERRNO",
+         "errnoRet": errno.ENOSYS},
+        {"names": list(PRETEND_SUCCESS), "action": "SCMP_ACT_ERRNO", "errnoRet": 0},
+    ]  # fmt: skip
+    for call, (index, values, flags) in BY_ARGUMENT.items():
+        conditions = [{"index": index, "value": v, "op": "SCMP_CMP_EQ"} for v in values]
+        bits = [1 << shift for shift in range(32) if flags >> shift & 1]
+        conditions += [
+            {"index": index, "value": bit, "valueTwo": bit, "op": "SCMP_CMP_MASKED_EQ"}
+            for bit in bits
+        ]
+        # One rule per condition: Docker ANDs the conditions within a rule.
+        rules += [
+            {"names": [call], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM, "args": [c]}
+            for c in conditions
+        ]
+    profile = {
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": [_DOCKER_ARCH[abi.audit_arch]],
+        "syscalls": rules,
+    }
+    return json.dumps(profile, sort_keys=True)
 
 
 def describe() -> dict[str, object]:

@@ -33,6 +33,7 @@ from docker.types import DeviceRequest, Mount
 from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, EngineError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
+from apmbench.harness.runtimes import seccomp
 from apmbench.harness.runtimes.base import Runtime
 from apmbench.harness.runtimes.docker import leftovers, socketdir
 from apmbench.harness.runtimes.docker.canary import run_canary
@@ -252,7 +253,12 @@ class DockerRuntime(Runtime):
             "user": s.user,
             "cap_drop": ["ALL"],
             "cap_add": list(s.cap_add) or None,
-            "security_opt": ["no-new-privileges"] if s.no_new_privileges else None,
+            # The sandbox's filter too: no lock inspection, page-cache residency or file
+            # events between two containers of one image (seccomp.py says why).
+            "security_opt": [
+                *(["no-new-privileges"] if s.no_new_privileges else []),
+                f"seccomp={seccomp.docker_profile()}",
+            ],
             # docker-init as PID 1 forwards SIGTERM; without it the server
             # ignores it and every stop waits for the kill timeout.
             "init": True,

@@ -69,6 +69,21 @@ def _cgroup_limits() -> dict[str, str]:
     return {"memory_max": memory, "cpu_max": cpu, "pids_max": pids}
 
 
+def _mincore() -> str:
+    """Whether mincore (page-cache residency, the relay the harness's seccomp profile
+    closes) may be called at all: "ok", or the errno's name."""
+    import ctypes
+    import errno
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    buffer = ctypes.create_string_buffer(8192)
+    page = (ctypes.addressof(buffer) + 4095) & ~4095
+    vec = ctypes.create_string_buffer(1)
+    ret = libc.mincore(ctypes.c_void_p(page), ctypes.c_size_t(4096), vec)
+    code = ctypes.get_errno()
+    return "ok" if ret == 0 else errno.errorcode.get(code, str(code))
+
+
 def probe() -> dict[str, str]:
     """What the container may do, tried from inside."""
     return {
@@ -83,6 +98,7 @@ def probe() -> dict[str, str]:
         "write_tmp": _try(lambda: _write("/tmp/probe")),
         "cap_eff": _status("CapEff"),
         "no_new_privs": _status("NoNewPrivs"),
+        "mincore": _try(_mincore),
         **_cgroup_limits(),
         "pid1": Path("/proc/1/cmdline").read_bytes().split(b"\0")[0].decode(),
         "env_names": ",".join(sorted(k for k in os.environ if k.startswith("PROBE_"))),
