@@ -49,6 +49,7 @@ from apmbench.harness.run.executor import (
     check_settings,
 )
 from apmbench.harness.run.progress_log import Progress
+from apmbench.harness.run.push_cuts import PushCuts
 from apmbench.harness.runtimes import Runtime, RuntimeSpec, make_runtime
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig, open_judge
 from apmbench.harness.suites import suite_of_dataset
@@ -79,6 +80,8 @@ class EvaluateOptions:
     """Exported state per snapshot at most (`--max-state-size`); None: no cap."""
     max_work_bytes: int | None = DEFAULT_MAX_WORK_BYTES
     """A trajectory's snapshots on disk at once at most (`--max-work-size`); None: no cap."""
+    push: PushCuts = field(default_factory=PushCuts)
+    """Where push calls end besides questions (random by default: sizes announce nothing)."""
     synthetic: SyntheticOrigin | None = None
     """The built-in generator's preset and seed, when the dataset is synthetic."""
 
@@ -238,6 +241,7 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
                 audit=asdict(opts.audit) if opts.audit is not None else None,
                 max_state_bytes=opts.max_state_bytes,
                 max_work_bytes=opts.max_work_bytes,
+                push=opts.push,
             )
             check_settings(settings, info, rt)
             ids = [t.trajectory_id for t in dataset.trajectories]

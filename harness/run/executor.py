@@ -41,6 +41,7 @@ from apmbench.harness.media.frames import FrameProducer, FrameSettings
 from apmbench.harness.media.timeline import Session, Trajectory, Turn
 from apmbench.harness.protocol.client import ByteLimit, QueryResult, SystemClient
 from apmbench.harness.run.plan import Ask, AskState, Segment
+from apmbench.harness.run.push_cuts import PushCuts
 from apmbench.harness.run.records import SessionRecord, TrajectoryRecord
 from apmbench.harness.runtimes.base import Runtime
 
@@ -59,8 +60,8 @@ DEFAULT_MAX_WORK_BYTES = 16 << 30
 class RunSettings:
     persistence: Persistence = Persistence.RESTART
     frames: FrameSettings = field(default_factory=FrameSettings)
-    push_batch: int = 64
-    """Frames per PushFrames call at most; calls also end at every question."""
+    push: PushCuts = field(default_factory=PushCuts)
+    """Where push calls end besides questions (at random, so sizes announce nothing)."""
     max_chunk_bytes: int = 0
     """State transfer chunk size; 0 = the protocol default (1 MiB)."""
     audit: dict[str, Any] | None = None
@@ -184,6 +185,7 @@ class TrajectoryRunner:
         self.info = info
         self.trajectory = trajectory
         self.settings = settings
+        self.cutter = settings.push.cutter()
         self.frames = frame_settings_for(settings.frames, info)
         self.work_dir = work_dir
         self.on_segment = on_segment
@@ -362,7 +364,7 @@ class TrajectoryRunner:
                     self._dialogue(segment, item, ingest_s, session.start_ms)
                     continue
                 batch.append(item)
-                if len(batch) >= self.settings.push_batch:
+                if self.cutter.ends_after(len(batch)):
                     flush()
             flush()
         if stop_at is not None:

@@ -67,7 +67,7 @@ def repeat(
     with FrameProducer(session, runner.frames, until_ms=query.time_ms) as frames:
         for frame in frames:
             batch.append(frame)
-            if len(batch) >= runner.settings.push_batch:
+            if runner.cutter.ends_after(len(batch)):
                 client.push(batch, batched=batched)
                 batch = []
     if batch:
