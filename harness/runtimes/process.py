@@ -90,6 +90,11 @@ class ProcessRuntime(Runtime):
         self.spare = spare
         self._spares: collections.deque[_Launch] = collections.deque()
         self._serving = 0
+        # Every directory and process this runtime made, recorded in the same
+        # uninterrupted step that made it: a stop signal landing after that step but
+        # before the launch is kept (start's bookkeeping, a spare's append) would leak
+        # them otherwise; stop() removes whatever is still here.
+        self._made: list[tuple[Path, subprocess.Popen[bytes] | None]] = []
 
     @property
     def can_restart(self) -> bool:
@@ -161,10 +166,15 @@ class ProcessRuntime(Runtime):
         self.starts += 1
         if self.starts == 1:  # leftovers of killed harnesses: once, not on every restart
             remove_dead_dirs()
+        self._made = [(d, p) for d, p in self._made if d.exists() or (p and p.poll() is None)]
         # Unix socket paths are limited to 107 bytes: keep the directory short. The
         # harness's pid in the name (which the system cannot change) lets a later harness
         # remove it when this one was killed before it could.
-        directory = Path(tempfile.mkdtemp(prefix=owned_dirs.name_prefix(DIR_PREFIX), dir=DIR_BASE))
+        with uninterrupted():
+            directory = Path(
+                tempfile.mkdtemp(prefix=owned_dirs.name_prefix(DIR_PREFIX), dir=DIR_BASE)
+            )
+            self._made.append((directory, None))
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         current, self._dir = self._dir, directory
@@ -197,6 +207,7 @@ class ProcessRuntime(Runtime):
             finally:
                 if stdin != subprocess.DEVNULL:
                     os.close(stdin)
+            self._made.append((directory, proc))
             assert proc.stdout is not None
             pump = threading.Thread(
                 target=_pump, args=(proc.stdout, log), name="system-log", daemon=True
@@ -298,6 +309,11 @@ class ProcessRuntime(Runtime):
         with uninterrupted():
             while self._spares:
                 self._spares.popleft().discard()
+            made, self._made = self._made, []
+            for directory, proc in made:
+                if proc is not None and proc.poll() is None:
+                    _terminate(proc)
+                shutil.rmtree(directory, ignore_errors=True)
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -167,6 +168,43 @@ def test_a_stop_signal_while_a_system_is_being_started_waits_for_the_step() -> N
         steps.append("after the step")
     assert steps == ["child recorded"] and stopped.value.exit_code == 143
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.parametrize("where", ["making the command", "after the process started"])
+def test_a_stop_signal_in_the_middle_of_a_launch_leaks_no_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A SIGHUP landing between making a start's socket directory and keeping the launch
+    (CI caught one: the test signals as soon as the directory appears) must not leave the
+    directory or the process behind: stop() removes everything the runtime made."""
+    from apmbench.harness.protocol.client import Deadlines
+    from apmbench.harness.runtimes.process import ProcessRuntime
+    from apmbench.harness.stopping import Stopped, stop_signals_interrupt
+
+    runtime = ProcessRuntime("null", tmp_path / "system.log", Deadlines())
+    made = runtime.argv
+
+    def argv() -> list[str]:
+        if where == "making the command":
+            os.kill(os.getpid(), signal.SIGHUP)  # raised at once: the directory exists
+        return made()
+
+    monkeypatch.setattr(runtime, "argv", argv)
+    if where == "after the process started":
+        # Pending until the uninterrupted step that started the process ends.
+        popen = subprocess.Popen
+
+        def popen_then_signal(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+            proc = popen(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGHUP)
+            return proc
+
+        monkeypatch.setattr(subprocess, "Popen", popen_then_signal)
+    mine = f"apm-{os.getpid()}-*"
+    before = set(Path("/tmp").glob(mine))
+    with pytest.raises(Stopped), stop_signals_interrupt(), runtime:
+        runtime.start()
+    assert set(Path("/tmp").glob(mine)) == before
 
 
 def test_a_spares_log_section_waits_for_its_promotion(tmp_path: Path) -> None:
