@@ -123,11 +123,12 @@ def run_in_pod(
     image: str, options: list[str], runs: dict[str, str], results: Path, timeout: float = 900
 ) -> subprocess.CompletedProcess[str]:
     """Run each `evaluate ARGS` of `runs` in one container (they share its synthetic cache,
-    as a pod's evaluations would), each into /results/NAME; exit codes in NAME.rc."""
+    as a pod's evaluations would), each into /results/NAME; its start time in NAME.t0, its
+    exit code in NAME.rc."""
     results.mkdir()
     results.chmod(0o777)  # written by the image's user
     script = "\n".join(
-        f"apmbench-grpc evaluate {args} --out /results/{name} > /results/{name}.log 2>&1; "
+        f"date +%s.%N > /results/{name}.t0; apmbench-grpc evaluate {args} --out /results/{name} > /results/{name}.log 2>&1; "
         f"echo $? > /results/{name}.rc"
         for name, args in runs.items()
     )

@@ -178,7 +178,7 @@ def test_a_bwrap_that_cannot_build_the_sandbox_is_refused_with_what_to_allow(
     node must allow, not a start failure after the dataset was prepared."""
     fake = tmp_path / "bwrap"
     fake.write_text(
-        "#!/bin/sh\ncase \"$1\" in --help) echo --disable-userns; exit 0;; esac\n"
+        '#!/bin/sh\ncase "$1" in --help) echo --disable-userns; exit 0;; esac\n'
         "echo 'bwrap: Can'\"'\"'t mount proc on /newroot/proc: Operation not permitted' >&2\n"
         "exit 1\n"
     )
