@@ -207,7 +207,7 @@ def test_the_pod_stops_the_persistence_cheaters_and_an_honest_system_scores(
 
 
 @pytest.mark.containers
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1500)  # the first test to run builds the images
 @pytest.mark.parametrize(
     ("dropped", "cause"),
     [
