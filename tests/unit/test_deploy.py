@@ -118,6 +118,18 @@ def test_the_pod_seccomp_profile_lets_bwrap_build_and_keeps_kernel_objects_out()
     assert all("args" not in rule for rule in profile["syscalls"])
 
 
+def test_the_merge_pod_gets_no_relaxation() -> None:
+    """The merge starts no method: none of what bwrap needs, the runtime's defaults."""
+    pod = manifests()["merge-job.yaml"]["spec"]["template"]["spec"]
+    (merge,) = pod["containers"]
+    context = merge["securityContext"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert "procMount" not in context and "hostUsers" not in pod
+
+
 def test_the_network_policy_closes_the_shard_pods() -> None:
     policy = manifests()["network-policy.yaml"]
     template = manifests()["evaluate-job.yaml"]["spec"]["template"]
