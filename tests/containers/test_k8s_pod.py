@@ -185,7 +185,7 @@ def test_the_pod_stops_the_persistence_cheaters_and_an_honest_system_scores(
     honest = _finished(results, "honest")
     report = json.loads((honest / "report.json").read_text())
     assert report["sandbox"] == {"confined": True, "network": "none", "tool": "bubblewrap"}
-    assert report["overall"]["score"] > 50  # text-log: 89.3 on this seed, as on a host
+    assert report["overall"]["score"] > 50  # text-log: 90.7 on this seed on a host
     manifest = json.loads((honest / "manifest.json").read_text())
     assert manifest["settings"]["persistence"] == "restart"
     assert "unverified" not in (honest / "report.md").read_text()
