@@ -67,9 +67,14 @@ dist: install
 # built by mmdebstrap (no registry needed; as root), apmbench/base, and one image
 # per line of containers/systems.txt. Nothing is rebuilt whose inputs did not
 # change. ROOTFS=IMAGE builds on an image from a registry instead.
-.PHONY: images images-gpu images-vlm-cpu gpu-check containers
+.PHONY: images images-harness images-gpu images-vlm-cpu gpu-check containers
 images: install
 	$(BIN)/python -m apmbench.harness.build.images $(if $(ROOTFS),--rootfs $(ROOTFS))
+
+# apmbench/harness: the harness and bubblewrap on a Debian root with bubblewrap, the base
+# of a Kubernetes shard's pod image (deploy/README.md); built after what `images` builds.
+images-harness: install
+	$(BIN)/python -m apmbench.harness.build.images --harness
 
 # apmbench/base-gpu: torch and transformers with CUDA from PyPI wheels (several GB),
 # and the VLM systems on it: apmbench/vlm-{simplestream,video-memory,text-memory}:gpu.

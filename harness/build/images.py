@@ -9,6 +9,9 @@
                               size is checked against TEMPLATE_MAX_MB
     apmbench/base-gpu:latest  + torch and transformers with the CUDA runtime from
                               PyPI wheels (only with --gpu: multi-GB, for GPU hosts)
+    apmbench/harness:latest   the harness itself and bubblewrap, on apmbench/rootfs-harness
+                              (only with --harness: the image of a Kubernetes shard's pod,
+                              deploy/k8s/evaluate-job.yaml)
 
 Every image carries the label `org.apmbench.inputs`, a hash of what it was
 built from (the parent image's id, the Dockerfile, the files copied in, the
@@ -19,7 +22,7 @@ engine's classic builder through the API (no buildx needed) with
 no bridge network.
 
     python -m apmbench.harness.build.images [--rootfs IMAGE] [--gpu] [--rebuild]
-        [--node-template]
+        [--node-template] [--harness]
 """
 
 from __future__ import annotations
@@ -60,6 +63,11 @@ SUITE = "bookworm"
 # libstdc++6: grpcio's extension needs it; ca-certificates: TLS for pip.
 PACKAGES = ("python3-venv", "ca-certificates", "libstdc++6")
 NODE_ROOTFS = "apmbench/rootfs-node:latest"
+HARNESS_ROOTFS = "apmbench/rootfs-harness:latest"
+HARNESS = "apmbench/harness:latest"
+# The harness starts methods in bubblewrap; it runs in the pod, so the pod's image has it.
+HARNESS_PACKAGES = (*PACKAGES, "bubblewrap")
+HARNESS_PROJECT_FILES = ("pyproject.toml", "setup.py", "README.md")
 NODE_PACKAGES = ("nodejs", "npm", "ca-certificates")
 NODE_TEMPLATE = "apmbench/template-node:latest"
 NODE_TEMPLATE_FILES = (
@@ -145,6 +153,15 @@ def context_tar(files: Files) -> bytes:
             info.mode = 0o644
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
+
+
+def harness_requirements(root: Path) -> bytes:
+    """The harness's dependencies and apmbench-sdk's (both installed from their sources in
+    the harness image, so the exact pin of apmbench-sdk is left out) and the build backend."""
+    sdk = requirements(root).decode().splitlines()
+    meta = tomllib.loads((root / "pyproject.toml").read_text())
+    own = [d for d in meta["project"]["dependencies"] if not d.startswith("apmbench-sdk")]
+    return ("\n".join([*sdk, *own]) + "\n").encode()
 
 
 def requirements(root: Path, extras: Iterable[str] = ()) -> bytes:
@@ -351,6 +368,19 @@ class Builder:
         files["extra-ca.crt"] = CA_BUNDLE.read_bytes() if CA_BUNDLE.exists() else b""
         return self.build(NODE_TEMPLATE, files, {"ROOTFS": NODE_ROOTFS}, parent=rootfs_id)
 
+    def harness(self, tag: str = HARNESS) -> str:
+        """containers/harness as `tag`: the harness and bubblewrap on a Debian root made like
+        apmbench/rootfs; not part of `all` (only a cluster's shard pods need it)."""
+        rootfs_id = self.rootfs(packages=HARNESS_PACKAGES, ref=HARNESS_ROOTFS)
+        files = {
+            "Dockerfile": (self.root / "containers" / "harness" / "Dockerfile").read_bytes(),
+            "ca-certificates.crt": CA_BUNDLE.read_bytes() if CA_BUNDLE.exists() else b"",
+            "requirements.txt": harness_requirements(self.root),
+            **{f"sdk/{name}": data for name, data in sdk_tree(self.root).items()},
+            **tree_files(self.root, ["harness"], HARNESS_PROJECT_FILES, "harness-project"),
+        }
+        return self.build(tag, files, {"ROOTFS": HARNESS_ROOTFS}, parent=rootfs_id)
+
     def all(self, rootfs: str | None = None, gpu: bool = False) -> dict[str, str]:
         """Build everything `make images` promises; return image name -> id."""
         rootfs_id = self.rootfs(rootfs)
@@ -389,7 +419,20 @@ def summary(client: docker.DockerClient, built: Mapping[str, str]) -> list[dict[
     is_flag=True,
     help="Also build apmbench/template-node (containers/template-node on a Node.js root).",
 )
-def main(root: Path, rootfs: str | None, gpu: bool, rebuild: bool, node_template: bool) -> None:
+@click.option(
+    "--harness",
+    "harness_image",
+    is_flag=True,
+    help="Also build apmbench/harness (the harness and bubblewrap: a Kubernetes shard's pod).",
+)
+def main(
+    root: Path,
+    rootfs: str | None,
+    gpu: bool,
+    rebuild: bool,
+    node_template: bool,
+    harness_image: bool,
+) -> None:
     """Build the base image and one image per reference system."""
     try:
         client = connect()
@@ -397,6 +440,8 @@ def main(root: Path, rootfs: str | None, gpu: bool, rebuild: bool, node_template
         built = builder.all(rootfs or None, gpu)
         if node_template:
             built[NODE_TEMPLATE] = builder.node_template()
+        if harness_image:
+            built[HARNESS] = builder.harness()
     except ApmbenchError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)

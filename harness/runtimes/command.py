@@ -32,6 +32,7 @@ from apmbench.harness.runtimes.sandbox import (
     Sandbox,
     SandboxPolicy,
     allowed_env,
+    check_sandbox,
     harness_dirs,
     labelled_dirs,
     parse_env,
@@ -242,7 +243,9 @@ def command_process(
     words, executable = parse_command(command, where)
     policy = command_policy(words, executable, where, (*hidden, cache_root()), allowed_env(extra))
     policy = dataclasses.replace(policy, share_net=share_net)
+    box = Sandbox(policy)
+    check_sandbox(box.bwrap)
     return CommandRuntime(
-        command, log_path, deadlines, startup_timeout_s, cwd=where, sandbox=Sandbox(policy),
+        command, log_path, deadlines, startup_timeout_s, cwd=where, sandbox=box,
         max_log_bytes=max_log_bytes, spare=spare,
     )  # fmt: skip

@@ -405,7 +405,13 @@ def sandboxed_process(
     `--env`; or, with `sandbox=False` (`--no-sandbox`), unconfined with the harness's
     environment, which the manifest and every report then say."""
     from apmbench.harness.paths import cache_root
-    from apmbench.harness.runtimes.sandbox import Sandbox, allowed_env, parse_env, python_policy
+    from apmbench.harness.runtimes.sandbox import (
+        Sandbox,
+        allowed_env,
+        check_sandbox,
+        parse_env,
+        python_policy,
+    )
 
     extra = parse_env(env)
     if not sandbox:
@@ -420,12 +426,14 @@ def sandboxed_process(
         )
     policy = python_policy(system, (*hidden, cache_root()), allowed_env(extra))
     policy = dataclasses.replace(policy, share_net=share_net)
+    box = Sandbox(policy)
+    check_sandbox(box.bwrap)
     return ProcessRuntime(
         system,
         log_path,
         deadlines,
         startup_timeout_s,
-        sandbox=Sandbox(policy),
+        sandbox=box,
         max_log_bytes=max_log_bytes,
         spare=spare,
     )

@@ -338,6 +338,58 @@ def _bwrap_can(option: str, bwrap: str) -> bool:
     return option in shown.stdout + shown.stderr
 
 
+NODE_NEEDS = (
+    "bubblewrap needs, where the harness runs: unprivileged user namespaces "
+    "(user.max_user_namespaces > 0; on Ubuntu 23.10 and later also "
+    "kernel.apparmor_restrict_unprivileged_userns=0), a seccomp profile that lets it create "
+    "namespaces and mount (not Docker's or the container runtime's default), no AppArmor "
+    "profile that denies mounts, and a /proc that is not masked (it mounts the sandbox's own). "
+    "In a Kubernetes pod: hostUsers: false, procMount: Unmasked, seccompProfile Localhost "
+    "apmbench-harness.json (or Unconfined), appArmorProfile Unconfined (deploy/README.md "
+    "lists what the nodes must allow); with docker run: --security-opt "
+    "seccomp=deploy/k8s/seccomp/apmbench-harness.json --security-opt systempaths=unconfined "
+    "--security-opt apparmor=unconfined"
+)
+"""What the refusal names when bwrap is installed but cannot build the sandbox here."""
+
+_CAUSES = (
+    ("mount proc", "/proc is masked (a container's default): the sandbox cannot mount its own"),
+    ("namespace", "creating a user namespace is refused (seccomp, AppArmor or a sysctl)"),
+    ("uid map", "writing the user namespace's uid map is refused (AppArmor's userns "
+     "restriction or seccomp)"),
+    ("make / slave", "mounts are refused (an AppArmor profile, or seccomp)"),
+    ("Operation not permitted", "a system call bwrap needs is refused (seccomp or a sysctl)"),
+)  # fmt: skip
+
+_checked: set[str] = set()
+
+
+def check_sandbox(bwrap: str) -> None:
+    """Refuse (SandboxUnavailable: exit 2) where bwrap is installed but cannot build the
+    sandbox, as in a container or pod with default settings: every start would fail the
+    same way, and a run that went on unconfined would not be comparable. Runs `true` in a
+    sandbox with the same hardening and filter as a system's; once per bwrap that worked."""
+    if bwrap in _checked:
+        return
+    probe = Sandbox(SandboxPolicy(read_only=()), bwrap)
+    try:
+        done = probe.run(["true"], timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise SandboxUnavailable(f"the sandbox cannot start here: {bwrap} failed ({e}). "
+                                 f"{NODE_NEEDS}") from e  # fmt: skip
+    if done.returncode == 0:
+        _checked.add(bwrap)
+        return
+    lines = done.stderr.strip().splitlines()
+    said = lines[-1].removeprefix("bwrap: ") if lines else f"exit code {done.returncode}"
+    cause = next((why for key, why in _CAUSES if key in said), "bwrap refused")
+    raise SandboxUnavailable(
+        f"the sandbox cannot start here: {cause} (bwrap: {said}). {NODE_NEEDS}. Or pass "
+        f"--no-sandbox to run the system unconfined (the report then says '{UNCONFINED_NOTE}'; "
+        "a cluster's numbers are then not comparable)"
+    )
+
+
 def unconfined() -> dict[str, Any]:
     """The manifest's record of a process run without a sandbox (`--no-sandbox`)."""
     return {"confined": False, "note": UNCONFINED_NOTE}

@@ -239,3 +239,44 @@ def describe() -> dict[str, object]:
         },
         "other_abis": "refused",
     }
+
+
+BWRAP_NEEDS = (
+    "mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen",
+    "fsconfig", "fsmount", "fspick", "mount_setattr", "unshare", "setns",
+)  # fmt: skip
+"""What bwrap calls to build a sandbox: the filter above refuses them to the system, so a
+container the harness itself runs in must allow them (with clone's CLONE_NEW* flags)."""
+SHARED_STATE = (
+    "mincore", "cachestat", "inotify_init", "inotify_init1", "inotify_add_watch",
+    "fanotify_init", "fanotify_mark",
+)  # fmt: skip
+"""Channels between sandboxes over shared files: closed to systems by the filter above,
+left to the harness (which shares nothing with another harness's systems)."""
+
+
+def pod_profile(machine: str | None = None) -> str:
+    """The seccomp profile of a container the harness runs in and starts sandboxes from (a
+    Kubernetes shard's pod, deploy/k8s/seccomp/apmbench-harness.json): allow by default;
+    refuse what neither the harness nor bwrap needs and what reaches kernel objects outside
+    the container (tracing, keyrings, BPF, modules, io_uring). Runtime default profiles
+    refuse user namespaces and mounts to a container without CAP_SYS_ADMIN, which is why
+    the harness cannot use them; the namespace and mount calls are allowed here, and each
+    system then runs under `compile_filter`'s filter too, which refuses them."""
+    name = machine or platform.machine()
+    abi = ABIS.get(name)
+    if abi is None:
+        compile_filter(name)  # raises the error that names the known machines
+        raise AssertionError("unreachable")
+    denied = [c for c in DENIED if c not in BWRAP_NEEDS and c not in SHARED_STATE]
+    io_uring = [c for c in NOT_IMPLEMENTED if c.startswith("io_uring")]
+    profile = {
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": [_DOCKER_ARCH[abi.audit_arch]],
+        "syscalls": [
+            {"names": [c for c in denied if c in abi.numbers], "action": "SCMP_ACT_ERRNO",
+             "errnoRet": errno.EPERM},
+            {"names": io_uring, "action": "SCMP_ACT_ERRNO", "errnoRet": errno.ENOSYS},
+        ],
+    }  # fmt: skip
+    return json.dumps(profile, indent=2, sort_keys=True) + "\n"

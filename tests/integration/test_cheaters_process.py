@@ -168,3 +168,30 @@ def test_missing_bwrap_refuses_with_the_install_command(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert "apt-get install -y bubblewrap" in done.stderr and "--no-sandbox" in done.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_bwrap_that_cannot_build_the_sandbox_is_refused_with_what_to_allow(
+    tmp_path: Path,
+) -> None:
+    """Installed but refused by its surroundings (a container's masked /proc, as the real
+    one says in tests/containers/test_k8s_pod.py): exit 2 before any start, naming what the
+    node must allow, not a start failure after the dataset was prepared."""
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        '#!/bin/sh\ncase "$1" in --help) echo --disable-userns; exit 0;; esac\n'
+        "echo 'bwrap: Can'\"'\"'t mount proc on /newroot/proc: Operation not permitted' >&2\n"
+        "exit 1\n"
+    )
+    fake.chmod(0o755)
+    cli = Path(sys.executable).parent / "apmbench-grpc"
+    done = subprocess.run(
+        [str(cli), "evaluate", "--dataset", str(TESTS / "fixtures" / "mini"),
+         "--system", "null", "--out", str(tmp_path / "run")],
+        env={**os.environ, "APMBENCH_BWRAP": str(fake)},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 2, done.stderr
+    assert "the sandbox cannot start here: /proc is masked" in said
+    assert "procMount: Unmasked" in said and "systempaths=unconfined" in said
+    assert not (tmp_path / "run" / "instances.jsonl").exists()

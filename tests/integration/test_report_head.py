@@ -33,3 +33,26 @@ def test_storage_is_marked_unverified_unless_restart(
     assert ("Storage/hr is unverified" in done.stdout + done.stderr) is unverified
     html = (out / "report.html").read_text()
     assert ("Storage/hr unverified" in html) is unverified
+
+
+def test_a_sharded_reset_run_is_labelled_in_the_merged_report(mini: Path, tmp_path: Path) -> None:
+    """A cluster runs shards, then `merge`: a `reset` run there (a method reached as an
+    --endpoint, say) carries the same label in the report that publishes its numbers."""
+    cli = [sys.executable, "-m", "apmbench.harness.cli"]
+    for index in range(2):
+        done = subprocess.run(
+            [*cli, "evaluate", "--dataset", str(mini), "--system", "null", "--persistence",
+             "reset", "--shard", f"{index}/2", "--out", str(tmp_path / "run")],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    merged = tmp_path / "merged"
+    done = subprocess.run(
+        [*cli, "merge", str(tmp_path / "run"), "--out", str(merged), "--dataset", str(mini)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    head = (merged / "report.md").read_text().split("## Utility, latency and storage")[0]
+    assert UNVERIFIED in head
+    assert "Storage/hr unverified" in (merged / "report.html").read_text()
+    assert UNVERIFIED in done.stdout  # merge prints the report it wrote
