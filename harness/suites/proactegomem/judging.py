@@ -1,7 +1,7 @@
 """The matcher's semantic similarity from the project's judge (paper appendix K.5).
 
 For every prediction / ground-truth pair that passes the time gate (the
-window at the Notification Level, overlap at the Intervention Level), the
+start window at both levels, and overlap at the Intervention Level), the
 judge gets the paper's template with the level's instruction: the ground-truth
 object against the tracker's `name`, or the templated reference ("You just
 turned on / opened {object}", ...) against the message. The reply must be one

@@ -2,10 +2,12 @@
 
 Predictions are matched one to one to ground truth by Hungarian matching
 (scipy.optimize.linear_sum_assignment). An edge is admitted only when the
-similarity is at least `min_sim` and, at the Notification Level, the start
-offset Δ = predicted - true lies in the asymmetric window [-early_s, late_s]
-(a hard cutoff); at the Intervention Level predictions are intervals and an
-edge needs a positive temporal overlap. Among admitted edges the assignment
+similarity is at least `min_sim` and, at both levels (section 5.1), the start
+offset Δ = predicted start - true start lies in the asymmetric window
+[-early_s, late_s] (a hard cutoff); at the Intervention Level, where
+predictions are intervals, the edge also needs a positive temporal overlap.
+Overlap alone would admit a tracker opened at t = 0 and never closed against
+every event of the clip. Among admitted edges the assignment
 minimises α(1 - sim) + (1 - α)(|Δ| / W)^p, W the window side Δ falls on.
 Equal costs go to the earlier prediction (a tie-break far below any real
 cost difference), so a matching never depends on the solver's internals.
@@ -93,10 +95,11 @@ def _window(delta: float, params: Params) -> float:
 
 
 def gated(pred: Span, truth: Span, level: str, params: Params) -> bool:
-    """The time gate of an edge: overlap (Intervention) or the window (Notification)."""
+    """The time gate of an edge: the start window at both levels, and overlap (Intervention)."""
+    in_window = -params.early_s <= pred.start - truth.start <= params.late_s
     if level == INTERVENTION:
-        return iou(pred, truth) > 0
-    return -params.early_s <= pred.start - truth.start <= params.late_s
+        return in_window and iou(pred, truth) > 0
+    return in_window
 
 
 def match(
