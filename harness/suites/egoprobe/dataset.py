@@ -98,6 +98,11 @@ class Question:
         return bucket_of(self.recall_s)
 
     @property
+    def event_count(self) -> int:
+        """Related events supporting an alternative answer (the paper's Table 4/8 key)."""
+        return sum(e.option_id is not None for e in self.related)
+
+    @property
     def distractors(self) -> tuple[str, ...]:
         """The distinct event-grounded incorrect options."""
         return tuple(sorted({e.option_id for e in self.related if e.option_id is not None}))

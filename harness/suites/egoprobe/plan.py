@@ -47,6 +47,7 @@ def _fields(item: Item) -> dict[str, Any]:
         "bucket": q.bucket,
         "recall_s": q.recall_s,
         "event_distractors": len(q.distractors),
+        "event_count": q.event_count,
     }
 
 
