@@ -104,7 +104,12 @@ def _set(path: str, value: Any) -> Edit:
         (_set("questions.0.subset", "other"), "subset 'other' must be one of base, echo"),
         (_set("questions.0.target.end", "DAY2 09:00:40"), "must end before the query time"),
         (_set("questions.0.related_events.0.option", "B"), "must be an incorrect option id"),
-        (_set("questions.0.related_events.0.end", "DAY2 09:00:50"), "before the query time"),
+        (_set("questions.0.related_events.0.end", "DAY2 09:00:50"), "and the query time"),
+        # Appendix B.2: related events intervene; one before the target is not related.
+        (
+            _set("questions.0.related_events.0.start", "DAY1 08:00:05"),
+            "between the end of the target evidence",
+        ),
         (_set("questions.0.related_events", []), "echo question needs a related event"),
         (_set("questions.0.question", KeyError), "missing field 'question'"),
         (_set("dialogues.0.parent", "Q9"), "parent 'Q9' is not a question id"),

@@ -8,7 +8,8 @@ One `dataset.json` ("benchmark": "egoprobe") holds everything:
 - questions: single-turn, four options, one correct; the subset ("base": no
   related event, "echo": at least one), the query time, the target event's
   evidence interval, the related events (each with the option it supports,
-  if any: an event-grounded distractor);
+  if any: an event-grounded distractor), which intervene: each lies between
+  the end of the target evidence and the query time;
 - dialogues: R1 (a yes/no question about the pattern the target shares with
   its related events, affirmative by construction) and R2 (the parent
   question as a follow-up: same options, same answer, same query time).
@@ -232,8 +233,12 @@ def _question(q: Any, i: int, videos: Mapping[str, Trajectory]) -> Question:
             raise DatasetError(f"{ew}: must be an object")
         start = parse_time(_req(e, "start", ew), f"{ew} start")
         end = parse_time(_req(e, "end", ew), f"{ew} end")
-        if not start <= end < time_ms:
-            raise DatasetError(f"{ew}: a related event must be observed before the query time")
+        if not t_end <= start <= end < time_ms:
+            raise DatasetError(
+                f"{ew}: a related event must lie between the end of the target evidence and "
+                f"the query time (appendix B.2: it intervenes in the recall interval); got "
+                f"{e['start']}-{e['end']}, target ends {target['end']}, query {q['query_time']}"
+            )
         option = e.get("option")
         if option is not None and (option not in OPTION_IDS or option == answer):
             raise DatasetError(

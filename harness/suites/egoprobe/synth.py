@@ -9,10 +9,12 @@ renderer are APM-Bench's synthetic ones (the reference systems read it).
 What recurs: objects are picked up and put down again and again, each time at
 some place; a place receives at most one object per day, so "On DAY2, I put
 one object down at the SHELF" names exactly one event (the day is the
-disambiguating cue). The other objects put down at that place on other days
-before the query are related events; their objects are the event-grounded
-distractors. A question whose place saw no other put-down before the query is
-a Base question, otherwise an Echo question with a two-turn dialogue.
+disambiguating cue). The other objects put down at that place after the
+target and before the query are related events (they intervene, as the
+paper's appendix B.2 defines them); their objects are the event-grounded
+distractors. A question whose place saw no other put-down between the target
+and the query is a Base question, otherwise an Echo question with a two-turn
+dialogue.
 
 No label is visible on the wire: the four options of every question are the
 same four objects (the ones that move; a fifth stays put), shuffled, so
@@ -49,7 +51,7 @@ from apmbench.harness.synthetic.world import (
 )
 
 GENERATOR = "egoprobe-synth"
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 5
 VIDEO_FPS = 1
 OPTIONS = len(OPTION_IDS)
 BUSY = (4, 7)
@@ -246,8 +248,10 @@ def _questions(
         for bucket in buckets[:per_target]:
             asked[bucket] = asked.get(bucket, 0) + 1
             t_q = rng.choice(by_bucket[bucket])
+            # Related events intervene (appendix B.2): put down at the place after the
+            # target and before the query. Earlier ones are history the day already rules out.
             related = [
-                d for d in downs if d.place == target.place and d is not target and d.time_ms < t_q
+                d for d in downs if d.place == target.place and target.time_ms < d.time_ms < t_q
             ]
             distractors: list[str] = []
             for d in sorted(related, key=lambda d: -d.time_ms):
@@ -259,10 +263,15 @@ def _questions(
             # The options are always the four objects that move, so the set offered says
             # nothing about the answer; only the video tells which is which.
             fillers = [o for o in objects if o != target.subject and o not in distractors]
-            # Fillers put down at this place later first: an object offered for a place
-            # should not be likelier the answer for having been put down there at all.
-            later = {d.subject for d in downs if d.place == target.place and d.time_ms >= t_q}
-            fillers.sort(key=lambda o: o not in later)
+            # Fillers put down at this place outside the recall interval first: an object
+            # offered for a place should not be likelier the answer for having been put
+            # down there at all.
+            elsewhere = {
+                d.subject
+                for d in downs
+                if d.place == target.place and not target.time_ms <= d.time_ms < t_q
+            }
+            fillers.sort(key=lambda o: o not in elsewhere)
             texts = [target.subject, *distractors, *fillers][:4]
             if len(texts) < 4:
                 continue
