@@ -56,6 +56,8 @@ VIDEO_FPS = 1
 OPTIONS = len(OPTION_IDS)
 BUSY = (4, 7)
 """Filler actions at the start of every segment, at least and at most."""
+RECUR = 1.0
+"""How often a put-down goes to a place used on an earlier day (when one is free)."""
 
 # Segment starts (day, seconds after midnight) of one video: pairs a minute or two apart
 # give Short recalls, the rest Medium, Long and Ultra-long ones.
@@ -124,6 +126,7 @@ def _move(
     state: WorldState,
     movable: Sequence[str],
     used: set[str],
+    last: dict[str, str],
     t: int,
     seg: int,
     start_ms: int,
@@ -139,7 +142,11 @@ def _move(
         ]
         if not targets:
             continue
-        place = rng.choice(sorted(targets))
+        # Places used on earlier days first, most of the time, with another object than
+        # the one last put there: the put-down recurs after earlier targets at that place
+        # with a different detail, so it intervenes in their recall intervals (Echo).
+        again = [p for p in targets if p in last and last[p] != obj]
+        place = rng.choice(sorted(again if again and rng.random() < RECUR else targets))
         events: list[Event] = []
 
         def at(kind: str, where: str, subject: str = "", after: str = "") -> None:
@@ -208,8 +215,9 @@ def simulate(
         # One move per segment, late in it, so that the next segment a minute or two later
         # gives a Short recall; fewer moves than places leave some places undisturbed for
         # a day or more (Base questions at long range).
+        earlier = {d.place: d.subject for d in downs if d.day < day}
         moved, down, t = _move(
-            rng, state, movable, used.setdefault(day, set()), 3 + 2 * busy, seg, start_ms
+            rng, state, movable, used.setdefault(day, set()), earlier, 3 + 2 * busy, seg, start_ms
         )
         events += moved
         if down is not None:
@@ -245,9 +253,26 @@ def _questions(
         buckets = [b for b in BUCKET_NAMES if b in by_bucket]
         rng.shuffle(buckets)
         buckets.sort(key=lambda b: asked.get(b, 0))
+        times = []
         for bucket in buckets[:per_target]:
             asked[bucket] = asked.get(bucket, 0) + 1
-            t_q = rng.choice(by_bucket[bucket])
+            times.append(rng.choice(by_bucket[bucket]))
+        # One more query after the first later put-down of another object at the place, when
+        # the bucket-balanced ones all came before it: the paper's subsets are about equal
+        # (1,137 Base, 1,229 Echo), and short recalls alone would leave Echo rare.
+        other = [
+            d
+            for d in downs
+            if d.place == target.place
+            and d.time_ms > target.time_ms
+            and d.subject != target.subject
+        ]
+        if other and all(t <= other[0].time_ms for t in times):
+            later = plans[other[0].segment + 1 :]
+            if later:
+                plan = rng.choice(later)
+                times.append(plan.start_ms + rng.randint(3, plan.seconds - 2) * 1000)
+        for t_q in times:
             # Related events intervene (appendix B.2): put down at the place after the
             # target and before the query. Earlier ones are history the day already rules out.
             related = [
