@@ -86,7 +86,8 @@ def score(instances: list[dict[str, Any]]) -> dict[str, Any]:
 @pytest.mark.parametrize("level", ["intervention", "notification"])
 def test_the_judge_matches_a_synonym_word_match_misses(tmp_path: Path, level: str) -> None:
     instances = rows(level)
-    assert score(instances)["levels"][level]["matched"] == 0  # word match: "faucet" != "tap"
+    synthetic = [{**r, "synthetic": True} for r in instances]
+    assert score(synthetic)["levels"][level]["matched"] == 0  # word match: "faucet" != "tap"
     backend = SynonymJudge()
     calls = judge_instances(instances, get_suite("proactegomem"), None,  # type: ignore[arg-type]
                             JudgeConfig(kind="openai"), backend, tmp_path)  # fmt: skip
@@ -119,3 +120,31 @@ def test_the_reader_takes_one_number_in_the_unit_interval(reply: str) -> None:
     with pytest.raises(JudgeReplyError):
         read_similarity(reply)
     assert read_similarity(" 0.75\n") == {"similarity": 0.75}
+
+
+@pytest.mark.parametrize("level", ["intervention", "notification"])
+def test_real_data_without_a_judge_scores_nothing_judged(level: str) -> None:
+    """No judge on a dataset that is not the synthetic suite: every number the matching
+    decides is n/c with the reason, as APM-Bench does; counts and QA stay. The word match
+    used to stand in silently, labelled "synthetic suite"."""
+    from apmbench.harness.suites.proactegomem import report as render
+
+    instances = [{**r, "ground_truth": r["ground_truth"].replace("tap", "faucet")}
+                 for r in rows(level)]  # fmt: skip
+    on_synthetic = score([{**r, "synthetic": True} for r in instances])
+    assert on_synthetic["levels"][level]["matched"] == 1  # the word match would score it
+    assert on_synthetic["similarity"].startswith("synthetic reference judge")
+    report = score(instances)
+    cell = report["levels"][level]
+    assert report["similarity"].startswith("not computed: no judge configured")
+    for key in ("matched", "start_at", "precision", "recall", "f1", "late_share"):
+        assert cell[key] is None, key
+    assert cell["by_task"]["ST"]["f1"] is None and cell["clips"]["c"]["recall"] is None
+    assert cell["predictions"] == 1 and cell["ground_truth"] == 1 and cell["steps"] == 10
+    text = render.render_markdown(report, {"system": {"name": "x"}})
+    assert "not computed: no judge configured" in text and f"| {level} | n/c |" in text
+    assert "Per-step view: streamed:" in text
+    # A configured judge that was asked nothing (no pair in the window) is still a judge.
+    judged = get_suite("proactegomem").score(instances, [], {"judge": {"kind": "openai"}})
+    assert judged["similarity"].startswith("LLM judge")
+    assert judged["levels"][level]["matched"] == 0  # asked nothing: no word match instead

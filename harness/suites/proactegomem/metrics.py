@@ -136,6 +136,22 @@ def match(
     return sorted(pairs, key=lambda q: q.truth)
 
 
+def _signed(pairs: Sequence[Pair]) -> dict[str, Any]:
+    """The distribution of Δ = predicted - true start over matched pairs: quartiles and the
+    sorted values themselves (a plot reads them)."""
+    deltas = sorted(q.delta for q in pairs)
+    if not deltas:
+        return {"n": 0, "median": None, "q1": None, "q3": None, "values": []}
+    quart = np.quantile(np.array(deltas), [0.25, 0.5, 0.75])
+    return {
+        "n": len(deltas),
+        "median": float(quart[1]),
+        "q1": float(quart[0]),
+        "q3": float(quart[2]),
+        "values": deltas,
+    }
+
+
 def summarize(pairs: Sequence[Pair], n_pred: int, n_truth: int, level: str) -> dict[str, Any]:
     """The metric groups of one level, pooled over whatever `pairs` cover."""
     matched = len(pairs)
@@ -160,6 +176,9 @@ def summarize(pairs: Sequence[Pair], n_pred: int, n_truth: int, level: str) -> d
         "precision": 100.0 * precision,
         "recall": 100.0 * recall,
         "f1": 100.0 * f1,
+        # Figures 9 and 13: the signed start errors (Δ > 0: late) and the share of late starts.
+        "start_error_s": _signed(pairs),
+        "late_share": 100.0 * sum(q.delta > 0 for q in pairs) / matched if matched else None,
     }
     if level == INTERVENTION:
         ious = [q.iou for q in pairs]
@@ -173,7 +192,18 @@ def summarize(pairs: Sequence[Pair], n_pred: int, n_truth: int, level: str) -> d
 
 # -- similarity -----------------------------------------------------------------------------
 
-WORD_MATCH = "deterministic word match (synthetic suite; not the paper's LLM judge)"
+WORD_MATCH = (
+    "synthetic reference judge: deterministic word match on the generator's object names "
+    "(not the paper's LLM judge)"
+)
+NO_JUDGE = (
+    "not computed: no judge configured, and the matcher's similarity on real data needs one "
+    "(--judge openai --judge-model M --judge-base-url URL, or transformers:PATH); the word "
+    "match stands in only on the synthetic suite"
+)
+JUDGED = ("matched", "start_at", "abs_error_s", "abs_error_sd_s", "precision", "recall", "f1",
+          "miou", "iou_at", "start_error_s", "late_share")  # fmt: skip
+"""What the matching decides, so what needs a similarity: n/c without one."""
 
 
 def word_match(truth: Span, pred: Span) -> float:
@@ -327,6 +357,40 @@ def qa_accuracy(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+PER_STEP_VIEW = {
+    "name": "streamed",
+    "text": (
+        "streamed: every frame once, in order, to one stateful system per pass; each step's "
+        "prompt is the paper's, with the context JSON the harness renders from its tool "
+        "state and the listing of the 10 most recent frames (the paper's window), so a "
+        "system that keeps only those 10 frames sees exactly what the paper's models see, "
+        "and one with a memory may use more"
+    ),
+}
+"""What a system sees at each step (section 5.2 gives its models the context and a window
+of 10 frames per step; this harness measures memory systems, which see the stream)."""
+
+
+def _not_computed(cell: dict[str, Any]) -> None:
+    """Blank every matched number of a level cell, its tasks and clips (counts stay)."""
+    for key in JUDGED:
+        if key in cell:
+            cell[key] = None
+    for nested in ("by_task", "clips"):
+        for sub in cell.get(nested, {}).values():
+            _not_computed(sub)
+
+
+def _unjudged(truth: Span, pred: Span) -> float:
+    return 0.0
+
+
+def _track(steps: Sequence[Mapping[str, Any]]) -> str | None:
+    """The dataset's track (the paper's Daily or Sci), when it names one."""
+    tracks = {str(r["track"]) for r in steps if r.get("track")}
+    return ", ".join(sorted(tracks)) or None
+
+
 def score(
     instances: Sequence[Mapping[str, Any]],
     sessions: Sequence[Mapping[str, Any]],
@@ -334,17 +398,30 @@ def score(
 ) -> dict[str, Any]:
     params = Params()
     judged = [r["similarity"] for r in instances if "similarity" in r]
+    judge_kind = str(((scoring or {}).get("judge") or {}).get("kind", "none"))
+    steps = [r for r in instances if r.get("role") == "step"]
+    synthetic = bool(steps) and all(r.get("synthetic") for r in steps)
     similarity = WORD_MATCH
-    if judged:
+    if judged or judge_kind != "none":
         unjudged = sum(v is None for table in judged for v in table.values())
         similarity = f"LLM judge (appendix K.5 prompts; {unjudged} pairs unjudged, scored 0)"
+    elif not synthetic:
+        similarity = NO_JUDGE
+    # With a judge, a pair it was not asked about (none in the window) has no similarity.
+    fallback = word_match if similarity == WORD_MATCH else _unjudged
+    levels = score_levels(instances, fallback, params)
+    if similarity == NO_JUDGE:
+        for cell in levels.values():
+            _not_computed(cell)
     return {
         "schema_version": SCHEMA_VERSION,
         "benchmark": "proactegomem",
         "scoring": dict(scoring or {}),
         "similarity": similarity,
+        "per_step_view": PER_STEP_VIEW,
+        "track": _track(steps),
         "matching": params.as_dict(),
-        "levels": score_levels(instances, word_match, params),
+        "levels": levels,
         "qa": qa_accuracy(instances),
         "latency": {**measures.latency_of(instances), **measures.ingest(sessions)},
         "storage": measures.storage(sessions),

@@ -32,6 +32,8 @@ class ProactEgoMem(Suite):
     scoring_schema: ClassVar[int] = metrics.SCHEMA_VERSION
 
     synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
+    # Section 5.2: one step per second, each with the frame of that second.
+    required_fps: ClassVar[float | None] = 1.0
 
     def synthetic(self, preset: str, seed: int) -> Path:
         from apmbench.harness.suites.proactegomem.synth import synthetic_dataset
@@ -90,7 +92,7 @@ class ProactEgoMem(Suite):
     def headline(self, report_: Mapping[str, Any]) -> Headline:
         iv = report_["levels"].get("intervention")
         return Headline(
-            utility=iv["start_at"]["0.2"] if iv else None,
+            utility=report.start_at(iv),
             utility_label="Intervention Start@0.2",
             ttft_mean_s=report_["latency"]["time_to_first_token_s"]["mean"],
             storage_per_hour_bytes=report_["storage"]["storage_per_hour_bytes"],
