@@ -244,3 +244,44 @@ def test_groups_count_events_not_distinct_distractors() -> None:
     assert linked["by_event_count"][">=3"]["n"] == 1
     assert linked["by_event_count"]["1"]["n"] == 0
     assert linked["by_event_count"][">=3"]["random"]["event_error"] == 25.0
+
+
+def test_a_target_of_several_evidence_segments_loads(tmp_path: Path) -> None:
+    """Appendix B.1: a target's evidence may be several segments (refused before: 'target'
+    had to be one object). The recall interval runs from the end of the last one."""
+    doc = copy.deepcopy(_doc())
+    doc["questions"][0]["target"] = [
+        {"start": "DAY1 08:00:10", "end": "DAY1 08:00:11"},
+        {"start": "DAY1 08:00:40", "end": "DAY1 08:00:42"},
+    ]
+    doc["questions"][0]["question_type"] = "location"
+    (q,) = load_dataset(_write(tmp_path, doc)).questions
+    assert q.target_segments == ((28_810_000, 28_811_000), (28_840_000, 28_842_000))
+    assert q.recall_s == 25 * 3600 - 42 + 30 and q.question_type == "location"
+    for target, message in (
+        ([], "lists no evidence segment"),
+        ([{"start": "DAY1 08:00:40", "end": "DAY1 08:00:42"},
+          {"start": "DAY1 08:00:10", "end": "DAY1 08:00:11"}], "in time order"),
+        ([{"start": "DAY2 09:00:10", "end": "DAY2 09:00:11"}], "between the end of the target"),
+    ):  # fmt: skip
+        doc["questions"][0]["target"] = target
+        with pytest.raises(DatasetError, match=message):
+            load_dataset(_write(tmp_path, doc))
+    doc["questions"][0]["target"] = {"start": "DAY1 08:00:10", "end": "DAY1 08:00:11"}
+    doc["questions"][0]["question_type"] = "colour"
+    with pytest.raises(DatasetError, match="question_type 'colour' must be one of location"):
+        load_dataset(_write(tmp_path, doc))
+
+
+def test_accuracy_per_question_type() -> None:
+    rows = [
+        {"subset": "base", "question_type": "location", "correct": True},
+        {"subset": "echo", "question_type": "location", "correct": False},
+        {"subset": "echo", "question_type": "identity", "correct": True},
+        {"subset": "base", "question_type": "", "correct": True},
+    ]
+    types = metrics.question_types(rows)
+    assert list(types) == ["location", "identity"]
+    assert types["location"]["all"] == {"n": 2, "accuracy": 50.0}
+    assert types["location"]["echo"] == {"n": 1, "accuracy": 0.0}
+    assert types["identity"]["base"] == {"n": 0, "accuracy": None}

@@ -36,6 +36,9 @@ BENCHMARK = "egoprobe"
 FORMAT_VERSION = 1
 OPTION_IDS = ("A", "B", "C", "D")
 SUBSETS = ("base", "echo")
+QUESTION_TYPES = ("location", "identity", "source_placement", "activity", "attributes")
+"""Section 3.4's kinds: location, entity identity, object source and placement, activity
+and event context, attributes and states."""
 
 # Recall buckets of the paper (section 3.3): upper bounds in seconds, the last open.
 BUCKETS: tuple[tuple[str, float], ...] = (
@@ -89,6 +92,11 @@ class Question:
     target_start_ms: int
     target_end_ms: int
     related: tuple[RelatedEvent, ...]
+    question_type: str = ""
+    """One of QUESTION_TYPES when the dataset says (section 3.4's five kinds), else ""."""
+    target_segments: tuple[tuple[int, int], ...] = ()
+    """The target's evidence segments in order (appendix B.1: evidence may be several
+    segments); the recall interval runs from the end of the last."""
 
     @property
     def recall_s(self) -> float:
@@ -133,14 +141,15 @@ class Dataset:
         return [d for d in self.dialogues if d.parent.video_id == video_id]
 
 
-def _req(obj: Mapping[str, Any], key: str, where: str, kind: type = str) -> Any:
+def _req(obj: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...] = str) -> Any:
     if key not in obj:
         raise DatasetError(f"{where}: missing field {key!r}")
     value = obj[key]
     if kind is str and (not isinstance(value, str) or not value.strip()):
         raise DatasetError(f"{where}: {key!r} must be a non-empty string, got {value!r}")
     if kind is not str and not isinstance(value, kind):
-        raise DatasetError(f"{where}: {key!r} must be a {kind.__name__}, got {value!r}")
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise DatasetError(f"{where}: {key!r} must be a {names}, got {value!r}")
     return value
 
 
@@ -200,6 +209,30 @@ def _options(q: Mapping[str, Any], where: str) -> tuple[tuple[str, str], ...]:
     return tuple(zip(OPTION_IDS, texts, strict=True))
 
 
+def _target(q: Mapping[str, Any], where: str) -> tuple[tuple[int, int], ...]:
+    """The target evidence: one {"start", "end"} or a list of them, in order, disjoint."""
+    raw = _req(q, "target", where, (dict, list))
+    parts = [raw] if isinstance(raw, dict) else raw
+    if not parts:
+        raise DatasetError(f"{where}: 'target' lists no evidence segment")
+    out: list[tuple[int, int]] = []
+    for k, part in enumerate(parts):
+        tw = f"{where} target" if isinstance(raw, dict) else f"{where} target[{k}]"
+        if not isinstance(part, dict):
+            raise DatasetError(f"{tw}: must be an object with 'start' and 'end'")
+        start = parse_time(_req(part, "start", tw), f"{tw} start")
+        end = parse_time(_req(part, "end", tw), f"{tw} end")
+        if end < start:
+            raise DatasetError(f"{tw}: end {part['end']} is before start {part['start']}")
+        if out and start < out[-1][1]:
+            raise DatasetError(
+                f"{tw}: starts at {part['start']}, before the previous segment ends; list the "
+                "evidence segments in time order, not overlapping"
+            )
+        out.append((start, end))
+    return tuple(out)
+
+
 def _question(q: Any, i: int, videos: Mapping[str, Trajectory]) -> Question:
     where = f"questions[{i}]"
     if not isinstance(q, dict):
@@ -218,13 +251,18 @@ def _question(q: Any, i: int, videos: Mapping[str, Trajectory]) -> Question:
     answer = _req(q, "answer", where)
     if answer not in OPTION_IDS:
         raise DatasetError(f"{where}: answer {answer!r} must be one of A, B, C, D")
-    target = _req(q, "target", where, dict)
-    t_start = parse_time(_req(target, "start", f"{where} target"), f"{where} target start")
-    t_end = parse_time(_req(target, "end", f"{where} target"), f"{where} target end")
-    if not t_start <= t_end < time_ms:
+    segments = _target(q, where)
+    t_start, t_end = segments[0][0], segments[-1][1]
+    if not t_end < time_ms:
         raise DatasetError(
             f"{where}: the target evidence must end before the query time "
-            f"(target {target['start']}-{target['end']}, query {q['query_time']})"
+            f"(target ends {format_ms(t_end)}, query {q['query_time']})"
+        )
+    target = {"end": format_ms(t_end)}
+    qtype = q.get("question_type", "")
+    if qtype not in ("", *QUESTION_TYPES):
+        raise DatasetError(
+            f"{where}: question_type {qtype!r} must be one of {', '.join(QUESTION_TYPES)}"
         )
     related: list[RelatedEvent] = []
     for k, e in enumerate(_req(q, "related_events", where, list)):
@@ -262,6 +300,8 @@ def _question(q: Any, i: int, videos: Mapping[str, Trajectory]) -> Question:
         t_start,
         t_end,
         tuple(related),
+        str(qtype),
+        segments,
     )
 
 

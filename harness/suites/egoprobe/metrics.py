@@ -22,7 +22,7 @@ from typing import Any
 from apmbench.harness.scoring import measures
 from apmbench.harness.scoring.answers import FAILURE, REPAIRED, parse_choice
 from apmbench.harness.suites.egoprobe import prompts
-from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES
+from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES, QUESTION_TYPES
 from apmbench.harness.suites.egoprobe.plan import R1, R2, SINGLE, Item
 
 SCHEMA_VERSION = 2
@@ -147,6 +147,20 @@ def buckets(singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def question_types(singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Single-turn accuracy per question type the dataset names (section 3.4's kinds)."""
+    out: dict[str, Any] = {}
+    for t in QUESTION_TYPES:
+        rows = [r for r in singles if r.get("question_type") == t]
+        if rows:
+            out[t] = {
+                "all": accuracy(rows),
+                "base": accuracy(r for r in rows if r["subset"] == "base"),
+                "echo": accuracy(r for r in rows if r["subset"] == "echo"),
+            }
+    return out
+
+
 def format_failures(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {
         "total": sum(r["format"] == FAILURE for r in instances),
@@ -175,6 +189,7 @@ def score(
             "echo": accuracy(r for r in singles if r["subset"] == "echo"),
         },
         "buckets": buckets(singles),
+        "question_types": question_types(singles),
         "dialogues": dialogues(instances),
         "event_linked": event_linked(singles),
         "chance": CHANCE,

@@ -48,6 +48,7 @@ def _fields(item: Item) -> dict[str, Any]:
         "recall_s": q.recall_s,
         "event_distractors": len(q.distractors),
         "event_count": q.event_count,
+        "question_type": q.question_type,
     }
 
 

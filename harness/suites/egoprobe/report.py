@@ -34,6 +34,14 @@ def bucket_table(report: Mapping[str, Any]) -> list[str]:
     return table(["Recall bucket", "Base", "Echo", "All"], rows)
 
 
+def type_table(report: Mapping[str, Any]) -> list[str]:
+    types = report.get("question_types") or {}
+    if not types:
+        return ["(the dataset names no question types)"]
+    rows = [[t, _acc(c["base"]), _acc(c["echo"]), _acc(c["all"])] for t, c in types.items()]
+    return table(["Question type", "Base", "Echo", "All"], rows)
+
+
 def two_turn_table(report: Mapping[str, Any]) -> list[str]:
     d = report["dialogues"]
     o = d["outcomes"]
@@ -88,6 +96,10 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         "related event, so its column isolates how far back the recall reaches.",
         "",
         *bucket_table(report),
+        "",
+        "## Accuracy by question type (%)",
+        "",
+        *type_table(report),
         "",
         "## Two-turn probing (%)",
         "",

@@ -318,6 +318,7 @@ def _questions(
                 ),
                 "options": options,
                 "answer": option_of[target.subject],
+                "question_type": "identity",
                 "target": {
                     "start": format_ms(target.time_ms - 1000),
                     "end": format_ms(target.time_ms),
