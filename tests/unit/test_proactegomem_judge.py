@@ -91,17 +91,23 @@ def test_the_judge_matches_a_synonym_word_match_misses(tmp_path: Path, level: st
     backend = SynonymJudge()
     calls = judge_instances(instances, get_suite("proactegomem"), None,  # type: ignore[arg-type]
                             JudgeConfig(kind="openai"), backend, tmp_path)  # fmt: skip
-    assert calls["requests"] == 1 and backend.calls == 2  # refused prose, then a number
+    # Each request: refused prose, then a number. Intervention: the name, and the message
+    # that closed the tracker ("why": names no object, no outcome).
+    n = 2 if level == "intervention" else 1
+    assert calls["requests"] == n and backend.calls == 2 * n
     report = score(instances)
     cell = report["levels"][level]
     assert cell["matched"] == 1 and cell["start_at"]["0.2"] == 100.0
     assert (
         report["similarity"].startswith("LLM judge") and "0 pairs unjudged" in report["similarity"]
     )
-    [asked] = backend.seen
     if level == "intervention":
+        asked, closing = backend.seen
         assert asked.startswith(prompts.JUDGE_INTERVENTION) and '"tap"' in asked
+        assert closing.startswith(prompts.JUDGE_CLOSING) and '"why"' in closing
+        assert cell["closing_message"] == {"matched": 1, "correct": 0, "share": 0.0}
     else:
+        [asked] = backend.seen
         assert asked.startswith(prompts.JUDGE_NOTIFICATION)
         assert '"You just turned on / opened tap"' in asked
 
@@ -148,3 +154,23 @@ def test_real_data_without_a_judge_scores_nothing_judged(level: str) -> None:
     judged = get_suite("proactegomem").score(instances, [], {"judge": {"kind": "openai"}})
     assert judged["similarity"].startswith("LLM judge")
     assert judged["levels"][level]["matched"] == 0  # asked nothing: no word match instead
+
+
+def test_the_closing_message_judge_reads_the_stopping_step(tmp_path: Path) -> None:
+    """Section 5.6: the message of the step that stopped a matched tracker, judged against
+    the task's outcome; without a judge it is n/c even on the synthetic suite."""
+    instances = rows("intervention")
+    closing = "I decided to stop tracking because the faucet was turned off."
+    for r in instances:
+        if r["step_index"] == 6:
+            r["raw_output"] = json.dumps({"message": closing, "tool_calls": [
+                {"name": "stop_state_tracking", "arguments": {"id": "st-1"}}]})  # fmt: skip
+    assert score([{**r, "synthetic": True} for r in instances])["levels"]["intervention"][
+        "closing_message"] is None  # fmt: skip
+    backend = SynonymJudge()
+    judge_instances(instances, get_suite("proactegomem"), None,  # type: ignore[arg-type]
+                    JudgeConfig(kind="openai"), backend, tmp_path)  # fmt: skip
+    assert closing in backend.seen[1]
+    cell = score(instances)["levels"]["intervention"]
+    assert cell["closing_message"] == {"matched": 1, "correct": 1, "share": 100.0}
+    assert cell["by_task"]["ST"]["closing_message"]["correct"] == 1

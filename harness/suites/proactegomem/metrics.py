@@ -71,6 +71,8 @@ class Span:
     start: float
     end: float
     text: str
+    closing: str = ""
+    """Intervention: the message of the step that stopped the tracker ("" if none)."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,7 @@ NO_JUDGE = (
     "match stands in only on the synthetic suite"
 )
 JUDGED = ("matched", "start_at", "abs_error_s", "abs_error_sd_s", "precision", "recall", "f1",
-          "miou", "iou_at", "start_error_s", "late_share")  # fmt: skip
+          "miou", "iou_at", "start_error_s", "late_share", "closing_message")  # fmt: skip
 """What the matching decides, so what needs a similarity: n/c without one."""
 
 
@@ -244,7 +246,12 @@ def predictions(
         spans = [Span(a["time_sec"], a["time_sec"], a["message"]) for a in actions]
         return spans, counts
     spans = [
-        Span(r["started_at_sec"], r["ended_at_sec"], str(r["arguments"].get("name", "")))
+        Span(
+            r["started_at_sec"],
+            r["ended_at_sec"],
+            str(r["arguments"].get("name", "")),
+            state.closing.get(r["instance_id"]) or "",
+        )
         for r in state.intervals(end_s)
     ]
     return spans, counts
@@ -283,11 +290,33 @@ def _judged(
     return sim
 
 
+def _closing(pairs: Sequence[Pair], table: Mapping[str, Any] | None) -> tuple[int, int]:
+    """(matched pairs, those whose closing message the judge accepted: >= 0.5)."""
+    table = table or {}
+    good = sum(float(table.get(f"{q.pred},{q.truth}") or 0.0) >= 0.5 for q in pairs)
+    return len(pairs), good
+
+
+def _closing_cell(counts: Sequence[int] | None) -> dict[str, Any] | None:
+    if counts is None:
+        return None
+    n, good = counts
+    return {"matched": n, "correct": good, "share": _share(good, n)}
+
+
+def _share(k: int, n: int) -> float | None:
+    return 100.0 * k / n if n else None
+
+
 def score_levels(
     instances: Sequence[Mapping[str, Any]],
     sim: Callable[[Span, Span], float] = word_match,
     params: Params = Params(),
+    closing_judged: bool = False,
 ) -> dict[str, Any]:
+    """Per level: the metrics pooled, per task and per clip; at the Intervention Level with
+    `closing_judged`, the share of matched trackers whose closing message the judge accepted
+    (section 5.6: explanations conditioned on true positives)."""
     clips = clip_groups(instances)
     out: dict[str, Any] = {}
     for level in (INTERVENTION, NOTIFICATION):
@@ -297,6 +326,8 @@ def score_levels(
         per_clip: dict[str, Any] = {}
         # The paper reports each task (IC, ST, LT) on its own: pooled per task as well.
         tasks: dict[str, tuple[list[Pair], list[int]]] = {}
+        closing = [0, 0]
+        closing_by_task: dict[str, list[int]] = {}
         for (lv, clip), rows in clips.items():
             if lv != level:
                 continue
@@ -306,6 +337,13 @@ def score_levels(
             gts = truths(level, head["task"], head["ground_truth"])
             group_sim = _judged(head, preds, gts) if "similarity" in head else sim
             pairs = match(preds, gts, group_sim, level, params)
+            if level == INTERVENTION:
+                n_ok = _closing(pairs, head.get("closing"))
+                closing[0] += n_ok[0]
+                closing[1] += n_ok[1]
+                task_closing = closing_by_task.setdefault(head["task"], [0, 0])
+                task_closing[0] += n_ok[0]
+                task_closing[1] += n_ok[1]
             pooled += pairs
             n_pred += len(preds)
             n_truth += len(gts)
@@ -330,6 +368,11 @@ def score_levels(
             "by_task": by_task,
             "clips": per_clip,
         }
+        if level == INTERVENTION:
+            judged = closing_judged
+            out[level]["closing_message"] = _closing_cell(closing if judged else None)
+            for t, cell in by_task.items():
+                cell["closing_message"] = _closing_cell(closing_by_task[t] if judged else None)
     return out
 
 
@@ -409,7 +452,7 @@ def score(
         similarity = NO_JUDGE
     # With a judge, a pair it was not asked about (none in the window) has no similarity.
     fallback = word_match if similarity == WORD_MATCH else _unjudged
-    levels = score_levels(instances, fallback, params)
+    levels = score_levels(instances, fallback, params, closing_judged=fallback is _unjudged)
     if similarity == NO_JUDGE:
         for cell in levels.values():
             _not_computed(cell)

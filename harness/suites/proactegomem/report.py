@@ -101,6 +101,18 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
                 f"{num(signed['q3'], 2)} over {signed['n']} matches; late starts "
                 f"{_p(cell['late_share'])}%."
             )
+        if lv == INTERVENTION and "closing_message" in cell:
+            closing = cell["closing_message"]
+            lines.append(
+                "  Closing messages (section 5.6; judged on matched trackers): "
+                + (
+                    "n/c (needs a judge)"
+                    if closing is None
+                    else f"{closing['correct']} of {closing['matched']} name the right object "
+                    f"and outcome ({_p(closing['share'])}%)"
+                )
+                + "."
+            )
         if cell["matched"] is None:
             continue
         if lv == INTERVENTION:

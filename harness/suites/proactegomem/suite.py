@@ -77,7 +77,8 @@ class ProactEgoMem(Suite):
     def judge_templates_sha256(self) -> str | None:
         text = "\n".join(
             (prompts.JUDGE_TEMPLATE, prompts.JUDGE_INTERVENTION, prompts.JUDGE_NOTIFICATION,
-             *prompts.NOTIFICATION_REFERENCES.values(), judging.CORRECTION)
+             *prompts.NOTIFICATION_REFERENCES.values(), judging.CORRECTION,
+             prompts.JUDGE_CLOSING, *prompts.CLOSING_REFERENCES.values())
         )  # fmt: skip
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
