@@ -70,6 +70,12 @@ def _mc(query: Query, k: Knowledge) -> str:
             found = _option(content, subjects.pop())
         elif not subjects and query.kind is QueryKind.EVIDENCE_AVAILABILITY:
             return json.dumps({"answer": "E"})
+    elif m := re.fullmatch(r"Did I put something down at the (\w+)\?", q):
+        # EgoProbe's R1: a yes/no question about the pattern the target shares with its
+        # related events. Yes when the memory holds such a put-down; with none, the memory
+        # says nothing either way, so the answer is the even guess.
+        if any(e.kind == "putdown" and e.place == m.group(1) for e in k.events):
+            found = _option(content, "Yes")
     elif m := re.fullmatch(r"The last time I put something down at the (\w+), what was it\?", q):
         # Memory holds the most recent stretch of time, so the last put-down it knows
         # of is the last one; knowing none, an EA question is not answerable now.

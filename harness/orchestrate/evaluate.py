@@ -210,6 +210,7 @@ def _shard_entry(p: Prepared) -> dict[str, Any]:
 def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
     """Start the system and ready the run directory; the system stops on leaving."""
     suite = suite_of_dataset(opts.dataset, opts.benchmark)
+    suite.check_fps(opts.frames.fps)
     dataset = suite.load(opts.dataset)
     run = (
         records.RunDir(opts.out)

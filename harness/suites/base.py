@@ -91,6 +91,17 @@ class Suite(ABC):
     synthetic_presets: ClassVar[tuple[str, ...]] = ()
     """Sizes of the suite's built-in synthetic benchmark (none: no generator)."""
 
+    required_fps: ClassVar[float | None] = None
+    """The frame rate the suite's plan is built on, when it is fixed (its steps are one
+    frame apart); `evaluate` refuses any other --fps. None: any rate."""
+
+    def check_fps(self, fps: float) -> None:
+        if self.required_fps is not None and fps != self.required_fps:
+            raise ConfigError(
+                f"{self.title} steps once per {1 / self.required_fps:g} s of video, one frame "
+                f"each (its paper's setting): --fps must be {self.required_fps:g}, got {fps:g}"
+            )
+
     # -- data and plan -------------------------------------------------------------
 
     def synthetic(self, preset: str, seed: int) -> Path:

@@ -3,8 +3,8 @@
 `DialogueRecorder` writes every frame and query that reaches it to the JSONL
 file named by $APMBENCH_RECORD, with the digest of its memory at each query
 (the branch the query ran on) and the latest frame time it holds. It answers
-a yes/no question "yes" or "no" by a hash of the question and its time, so some dialogues
-go on to R2 and some stop, and every answer carries a fresh nonce so that a
+a yes/no question "yes" or "no" by a hash of its query time, so some dialogues
+go on to R2 and some stop (on tiny's three since generator version 5: one yes, two no), and every answer carries a fresh nonce so that a
 test can tell which answer a later turn quotes.
 """
 
@@ -42,7 +42,7 @@ class DialogueRecorder(JsonMemory):
 
     def _choose(self, query: Query) -> str:
         if [c.text for c in query.choices] == ["Yes", "No"]:
-            key = f"{query.question}@{query.time_ms}".encode()
+            key = str(query.time_ms).encode()
             return "A" if hashlib.sha256(key).digest()[0] % 2 else "B"
         return query.choices[0].option_id
 

@@ -112,3 +112,32 @@ class TimingOnlyProactive(MemorySystem):
 
     def import_state(self, state: ExportedState) -> None:
         self.frames = [(int(t), int(w), int(h)) for t, w, h in json.loads(state.data)]
+
+
+class BlindTracker(TimingOnlyProactive):
+    """Five trackers opened at t = 0, one per name the generator can draw, and never closed;
+    silent at the Notification Level. It sees nothing and starts nothing near any event: a
+    matcher that admits it (overlap alone, no start window) scores it as a perfect recall."""
+
+    def describe(self) -> SystemInfo:
+        info = super().describe()
+        return SystemInfo(name="blind-tracker", version="1", capabilities=info.capabilities)
+
+    def query(self, query: Query) -> Iterator[str]:
+        if query.kind is not QueryKind.DECISION:
+            yield json.dumps({"answer": "B"})
+            return
+        tail = query.prompt.rsplit("## Assistant Context & Window of Video", 1)[-1]
+        context = json.loads(next(x for x in tail.splitlines() if x.startswith("{")))
+        if "recent_messages" in context:
+            yield json.dumps({"message": None})
+            return
+        start = next(t for t in NAMES if f"`{t}`" in query.prompt)
+        calls: list[dict[str, object]] = []
+        if not context["active_tools"]:
+            for name in NAMES[start]:
+                args = {"name": name}
+                if start != "start_recording":
+                    args[start.split("_")[1]] = "on" if "state" in start else PLACES[0]
+                calls.append({"name": start, "arguments": args})
+        yield json.dumps({"message": None, "tool_calls": calls})

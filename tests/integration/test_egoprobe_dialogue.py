@@ -50,7 +50,7 @@ def test_r2_follows_a_yes_with_r1_answer_on_the_same_branch(
     events, rows, report = _run(tiny, tmp_path, monkeypatch, "DialogueRecorder")
     dataset = load_dataset(tiny)
     dialogues = {d.dialogue_id: d for d in dataset.dialogues}
-    assert len(dialogues) >= 4
+    assert len(dialogues) >= 3  # tiny, generator version 5: 3 Echo questions
     by_id = {r["instance_id"]: r for r in rows}
     yes = no = 0
     for did, d in dialogues.items():

@@ -1,7 +1,8 @@
 """`evaluate --benchmark proactegomem` end to end on the synthetic benchmark, each
 system a sandboxed process on a Unix socket: the pixel-reading rule-based system acts on
 time and keeps the right intervals, the null system scores zero, a system that reads only
-times and metadata stays at chance, and QA orders Oracle >= Proact >= No Memory."""
+times and metadata stays at chance, trackers opened blind at the start match nothing, and
+QA orders Oracle >= Proact >= No Memory."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ SYSTEMS = (
     ("proact-rules", "small"),
     ("null", "tiny"),
     ("tests.helpers.proact_cheaters:TimingOnlyProactive", "small"),
+    ("tests.helpers.proact_cheaters:BlindTracker", "small"),
 )
 
 
@@ -44,6 +46,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
             "report": json.loads((run / "report.json").read_text()),
             "md": (run / "report.md").read_text(),
             "records": run,
+            "dataset": data,
         }
     return done
 
@@ -61,7 +64,8 @@ def test_rule_based_system_is_on_time_and_keeps_the_right_intervals(
     for task, cell in iv["by_task"].items():
         assert cell["start_at"]["0.2"] >= 90 and cell["f1"] >= 90 and cell["miou"] >= 90, task
     md = reports["proact-rules"]["md"]
-    assert "deterministic word match (synthetic suite" in md and "## Memory QA accuracy" in md
+    assert "synthetic reference judge: deterministic word match" in md
+    assert "## Memory QA accuracy" in md and "Per-step view: streamed:" in md
     assert "| intervention · LT |" in md and "| notification · IC |" in md
 
 
@@ -93,3 +97,21 @@ def test_timing_and_metadata_alone_stay_at_chance(reports: dict[str, dict[str, A
     assert iv["f1"] < 25 and nt["f1"] < 25 and iv["miou"] < 15
     # Its stop of an id it never started is refused at every step, and counted.
     assert iv["invalid_calls"] >= iv["steps"]
+
+
+def test_trackers_opened_blind_and_never_closed_match_nothing(
+    reports: dict[str, dict[str, Any]],
+) -> None:
+    """Five trackers per clip at the first step, never closed: they overlap most events, but
+    start within the window (section 5.1 gates both levels on it: [-2 s, +5 s]) only of an
+    event that starts in the clip's first 2 s. Matched on overlap alone (before) they
+    scored intervention 13 matches, P 59.1 / R 34.2 / F1 43.3 on `small`."""
+    rep = reports["BlindTracker"]
+    iv = rep["report"]["levels"]["intervention"]
+    assert iv["predictions"] > 0 and iv["invalid_calls"] > 0  # IC: one recording at a time
+    doc = json.loads((rep["dataset"] / "dataset.json").read_text())
+    early = sum(e["start_s"] <= 2.0 for c in doc["clips"] for e in c["events"])
+    assert iv["matched"] <= early < 3, (iv["matched"], early)
+    # What matches is a tracker opened up to 2 s before its event: Δ in [-2, 0].
+    assert all(-2.0 <= d <= 0.0 for d in iv["start_error_s"]["values"])
+    assert iv["recall"] < 100 * 3 / iv["ground_truth"] and iv["miou"] < 1

@@ -104,7 +104,12 @@ def _set(path: str, value: Any) -> Edit:
         (_set("questions.0.subset", "other"), "subset 'other' must be one of base, echo"),
         (_set("questions.0.target.end", "DAY2 09:00:40"), "must end before the query time"),
         (_set("questions.0.related_events.0.option", "B"), "must be an incorrect option id"),
-        (_set("questions.0.related_events.0.end", "DAY2 09:00:50"), "before the query time"),
+        (_set("questions.0.related_events.0.end", "DAY2 09:00:50"), "and the query time"),
+        # Appendix B.2: related events intervene; one before the target is not related.
+        (
+            _set("questions.0.related_events.0.start", "DAY1 08:00:05"),
+            "between the end of the target evidence",
+        ),
         (_set("questions.0.related_events", []), "echo question needs a related event"),
         (_set("questions.0.question", KeyError), "missing field 'question'"),
         (_set("dialogues.0.parent", "Q9"), "parent 'Q9' is not a question id"),
@@ -131,7 +136,8 @@ def test_scoring_two_turn_and_event_linked(tmp_path: Path) -> None:
 
     def row(item: Item, text: str, **extra: Any) -> dict[str, Any]:
         base = {"round": item.round, "subset": q.subset, "bucket": q.bucket,
-                "event_distractors": len(q.distractors), "dialogue_id": d.dialogue_id,
+                "event_distractors": len(q.distractors), "event_count": q.event_count,
+                "dialogue_id": d.dialogue_id,
                 "ttft_s": 0.1, "total_s": 0.1, "rtf": None, "time_to_answer_s": None}  # fmt: skip
         return {**base, **metrics.grade(item, text), **extra}
 
@@ -182,7 +188,7 @@ def test_tables_render_from_a_scored_report(tmp_path: Path) -> None:
     ds = load_dataset(_write(tmp_path, _doc()))
     q = ds.questions[0]
     row = {"round": SINGLE, "subset": q.subset, "bucket": q.bucket, "event_distractors": 1,
-           "dialogue_id": None, "ttft_s": None, "total_s": 0.1, "rtf": None,
+           "event_count": 1, "dialogue_id": None, "ttft_s": None, "total_s": 0.1, "rtf": None,
            **metrics.grade(Item(SINGLE, q), '{"answer":"B"}')}  # fmt: skip
     scored = metrics.score([row], [])
     text = report.render_markdown(scored, {"system": {"name": "x"}, "dataset": "d"})
@@ -191,3 +197,91 @@ def test_tables_render_from_a_scored_report(tmp_path: Path) -> None:
     for table in report.summary_tables([scored], ["x"]):
         console.print(table)
     assert "Ultra-long" in console.export_text()
+
+
+def _echo_row(n_events: int, k: int) -> dict[str, Any]:
+    return {"round": SINGLE, "subset": "echo", "event_count": n_events, "event_distractors": k,
+            "correct": False, "event_linked_error": False, "other_error": True}  # fmt: skip
+
+
+def test_random_choice_reproduces_the_papers_reference() -> None:
+    """Table 4's random-choice row (25.00 / 36.93 / 53.01 event-linked errors) from a set with
+    the paper's event distribution. Groups are Table 8's 623, 241, 125, 67 and 173 questions
+    (1, 2, 3, 4, >=5 related events). A uniform guess makes an event-linked error with
+    probability k/4 (k distinct event-grounded options), so group G's reference is
+    100 * sum(k) / (4 |G|): 36.93 on 241 questions needs sum(k) = 356 (115 with k = 2,
+    126 with k = 1); 53.01 on 365 needs sum(k) = 774. The paper's statistics ("30.4 % contain two or
+    three event-grounded distractors", 374 of 1,229) leave 374 - 115 = 259 of the >=3
+    group with k >= 2, so 106 with k = 1 and 3x + 2y = 668, x + y = 259: x = 150 with
+    k = 3, y = 109 with k = 2 (spread below over the 3, 4 and >=5 groups)."""
+    rows = [_echo_row(1, 1) for _ in range(623)]
+    rows += [_echo_row(2, 1) for _ in range(126)] + [_echo_row(2, 2) for _ in range(115)]
+    ks = [1] * 106 + [2] * 109 + [3] * 150
+    sizes = {3: 125, 4: 67, 7: 173}
+    at = 0
+    for n_events, size in sizes.items():
+        rows += [_echo_row(n_events, k) for k in ks[at : at + size]]
+        at += size
+    assert len(rows) == 1229 and sum(r["event_distractors"] >= 2 for r in rows) == 374
+    linked = metrics.event_linked(rows)
+    coarse = linked["by_event_count"]
+    assert [coarse[g]["n"] for g in ("1", "2", ">=3")] == [623, 241, 365]
+    refs = [round(coarse[g]["random"]["event_error"], 2) for g in ("1", "2", ">=3")]
+    assert refs == [25.00, 36.93, 53.01]
+    others = [round(coarse[g]["random"]["other_error"], 2) for g in ("1", "2", ">=3")]
+    assert others == [50.00, 38.07, 21.99]
+    assert all(coarse[g]["random"]["accuracy"] == 25.0 for g in coarse)
+    fine = linked["by_event_count_fine"]
+    assert [fine[g]["n"] for g in ("1", "2", "3", "4", ">=5")] == [623, 241, 125, 67, 173]
+    # Table 8's groups merge into Table 4's >=3 row only under this key.
+    merged = sum(fine[g]["n"] * fine[g]["random"]["event_error"] for g in ("3", "4", ">=5"))
+    assert merged / 365 == pytest.approx(coarse[">=3"]["random"]["event_error"])
+
+
+def test_groups_count_events_not_distinct_distractors() -> None:
+    """Three related events that all support the same wrong option: the >=3 group, k = 1."""
+    linked = metrics.event_linked([_echo_row(3, 1)])
+    assert linked["by_event_count"][">=3"]["n"] == 1
+    assert linked["by_event_count"]["1"]["n"] == 0
+    assert linked["by_event_count"][">=3"]["random"]["event_error"] == 25.0
+
+
+def test_a_target_of_several_evidence_segments_loads(tmp_path: Path) -> None:
+    """Appendix B.1: a target's evidence may be several segments (refused before: 'target'
+    had to be one object). The recall interval runs from the end of the last one."""
+    doc = copy.deepcopy(_doc())
+    doc["questions"][0]["target"] = [
+        {"start": "DAY1 08:00:10", "end": "DAY1 08:00:11"},
+        {"start": "DAY1 08:00:40", "end": "DAY1 08:00:42"},
+    ]
+    doc["questions"][0]["question_type"] = "location"
+    (q,) = load_dataset(_write(tmp_path, doc)).questions
+    assert q.target_segments == ((28_810_000, 28_811_000), (28_840_000, 28_842_000))
+    assert q.recall_s == 25 * 3600 - 42 + 30 and q.question_type == "location"
+    for target, message in (
+        ([], "lists no evidence segment"),
+        ([{"start": "DAY1 08:00:40", "end": "DAY1 08:00:42"},
+          {"start": "DAY1 08:00:10", "end": "DAY1 08:00:11"}], "in time order"),
+        ([{"start": "DAY2 09:00:10", "end": "DAY2 09:00:11"}], "between the end of the target"),
+    ):  # fmt: skip
+        doc["questions"][0]["target"] = target
+        with pytest.raises(DatasetError, match=message):
+            load_dataset(_write(tmp_path, doc))
+    doc["questions"][0]["target"] = {"start": "DAY1 08:00:10", "end": "DAY1 08:00:11"}
+    doc["questions"][0]["question_type"] = "colour"
+    with pytest.raises(DatasetError, match="question_type 'colour' must be one of location"):
+        load_dataset(_write(tmp_path, doc))
+
+
+def test_accuracy_per_question_type() -> None:
+    rows = [
+        {"subset": "base", "question_type": "location", "correct": True},
+        {"subset": "echo", "question_type": "location", "correct": False},
+        {"subset": "echo", "question_type": "identity", "correct": True},
+        {"subset": "base", "question_type": "", "correct": True},
+    ]
+    types = metrics.question_types(rows)
+    assert list(types) == ["location", "identity"]
+    assert types["location"]["all"] == {"n": 2, "accuracy": 50.0}
+    assert types["location"]["echo"] == {"n": 1, "accuracy": 0.0}
+    assert types["identity"]["base"] == {"n": 0, "accuracy": None}

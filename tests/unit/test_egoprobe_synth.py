@@ -97,3 +97,26 @@ def test_generation_is_deterministic(tmp_path: Path) -> None:
     assert (a / "dataset.json").read_text().replace("/a/", "/b/") == (
         b / "dataset.json"
     ).read_text()
+
+
+def test_related_events_intervene_between_target_and_query() -> None:
+    """Appendix B.2: Base means no related event inside the recall interval, Echo's related
+    events lie in it. Generator version 4 counted put-downs before the target too (40 of
+    `small`'s 51 Echo questions had only those)."""
+    n_echo = n_base = 0
+    for plans, questions in generated(3):
+        downs = [(e.time_ms, e.place) for p in plans for e in p.events if e.kind == "putdown"]
+        for q in questions:
+            t_end = parse_time(q["target"]["end"], "")
+            t_q = parse_time(q["query_time"], "")
+            place = q["question"].split(" at the ")[1].split(".")[0]
+            between = [t for t, where in downs if where == place and t_end < t < t_q]
+            for e in q["related_events"]:
+                assert t_end <= parse_time(e["start"], "") <= parse_time(e["end"], "") < t_q
+            if q["subset"] == "base":
+                n_base += 1
+                assert between == [], q["question_id"]
+            else:
+                n_echo += 1
+                assert len(between) >= len(q["related_events"]) > 0
+    assert n_echo > 5 and n_base > 5

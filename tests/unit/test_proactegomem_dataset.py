@@ -38,6 +38,8 @@ def test_the_documented_example_loads(tmp_path: Path) -> None:
     [clip] = data.clips
     assert clip.task == "ST" and len(clip.events) == 2 and clip.questions[0].answer == "B"
     assert data.trajectories[0].sessions[0].end_ms == 60_000
+    assert clip.events[0].state == "on" and clip.events[1].state == ""
+    assert data.track == "Daily"
     assert type(suite_of_dataset(tmp_path)).__name__ == "ProactEgoMem"
 
 
@@ -56,6 +58,13 @@ def test_the_documented_example_loads(tmp_path: Path) -> None:
         (lambda d: d["clips"].append(dict(d["clips"][0])), "duplicate clip_id"),
         (lambda d: d.update(levels=["proactive"]), "'levels' must list"),
         (lambda d: d["clips"][0]["events"][0].update(location="shelf"), "'location' is for LT"),
+        (
+            lambda d: (
+                d["clips"][0].update(task="LT") or d["clips"][0]["events"][0].update(state="on")
+            ),
+            "'state' is for ST",
+        ),
+        (lambda d: d.update(track="Weekend"), "'track' must be one of Daily, Sci"),
     ],
 )
 def test_bad_input_names_what_to_fix(tmp_path: Path, edit: Any, message: str) -> None:
@@ -76,3 +85,21 @@ def test_synthetic_ground_truth_is_exact_and_varies_by_clip(tmp_path: Path) -> N
         assert all(e.start_s == int(e.start_s) and e.end_s > e.start_s for e in c.events)
         answers = [q.answer for q in c.questions]
         assert answers and set(answers) <= {"A", "B", "C", "D"}
+
+
+def test_a_frame_rate_other_than_one_is_refused(tmp_path: Path) -> None:
+    """The paper's steps are 1 s, one frame each: --fps 2 would push two frames a step and
+    list a window the system never got. Refused before any system starts."""
+    from click.testing import CliRunner
+
+    from apmbench.harness.cli import main
+
+    (tmp_path / "ds").mkdir()
+    root = write(tmp_path / "ds", example())
+    result = CliRunner().invoke(
+        main, ["evaluate", "--dataset", str(root), "--system", "null", "--fps", "2",
+               "--out", str(tmp_path / "run")],
+    )  # fmt: skip
+    assert result.exit_code != 0
+    assert "--fps must be 1, got 2" in result.output, result.output
+    assert not (tmp_path / "run" / "manifest.json").exists()

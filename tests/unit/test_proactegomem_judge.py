@@ -86,21 +86,28 @@ def score(instances: list[dict[str, Any]]) -> dict[str, Any]:
 @pytest.mark.parametrize("level", ["intervention", "notification"])
 def test_the_judge_matches_a_synonym_word_match_misses(tmp_path: Path, level: str) -> None:
     instances = rows(level)
-    assert score(instances)["levels"][level]["matched"] == 0  # word match: "faucet" != "tap"
+    synthetic = [{**r, "synthetic": True} for r in instances]
+    assert score(synthetic)["levels"][level]["matched"] == 0  # word match: "faucet" != "tap"
     backend = SynonymJudge()
     calls = judge_instances(instances, get_suite("proactegomem"), None,  # type: ignore[arg-type]
                             JudgeConfig(kind="openai"), backend, tmp_path)  # fmt: skip
-    assert calls["requests"] == 1 and backend.calls == 2  # refused prose, then a number
+    # Each request: refused prose, then a number. Intervention: the name, and the message
+    # that closed the tracker ("why": names no object, no outcome).
+    n = 2 if level == "intervention" else 1
+    assert calls["requests"] == n and backend.calls == 2 * n
     report = score(instances)
     cell = report["levels"][level]
     assert cell["matched"] == 1 and cell["start_at"]["0.2"] == 100.0
     assert (
         report["similarity"].startswith("LLM judge") and "0 pairs unjudged" in report["similarity"]
     )
-    [asked] = backend.seen
     if level == "intervention":
+        asked, closing = backend.seen
         assert asked.startswith(prompts.JUDGE_INTERVENTION) and '"tap"' in asked
+        assert closing.startswith(prompts.JUDGE_CLOSING) and '"why"' in closing
+        assert cell["closing_message"] == {"matched": 1, "correct": 0, "share": 0.0}
     else:
+        [asked] = backend.seen
         assert asked.startswith(prompts.JUDGE_NOTIFICATION)
         assert '"You just turned on / opened tap"' in asked
 
@@ -119,3 +126,51 @@ def test_the_reader_takes_one_number_in_the_unit_interval(reply: str) -> None:
     with pytest.raises(JudgeReplyError):
         read_similarity(reply)
     assert read_similarity(" 0.75\n") == {"similarity": 0.75}
+
+
+@pytest.mark.parametrize("level", ["intervention", "notification"])
+def test_real_data_without_a_judge_scores_nothing_judged(level: str) -> None:
+    """No judge on a dataset that is not the synthetic suite: every number the matching
+    decides is n/c with the reason, as APM-Bench does; counts and QA stay. The word match
+    used to stand in silently, labelled "synthetic suite"."""
+    from apmbench.harness.suites.proactegomem import report as render
+
+    instances = [{**r, "ground_truth": r["ground_truth"].replace("tap", "faucet")}
+                 for r in rows(level)]  # fmt: skip
+    on_synthetic = score([{**r, "synthetic": True} for r in instances])
+    assert on_synthetic["levels"][level]["matched"] == 1  # the word match would score it
+    assert on_synthetic["similarity"].startswith("synthetic reference judge")
+    report = score(instances)
+    cell = report["levels"][level]
+    assert report["similarity"].startswith("not computed: no judge configured")
+    for key in ("matched", "start_at", "precision", "recall", "f1", "late_share"):
+        assert cell[key] is None, key
+    assert cell["by_task"]["ST"]["f1"] is None and cell["clips"]["c"]["recall"] is None
+    assert cell["predictions"] == 1 and cell["ground_truth"] == 1 and cell["steps"] == 10
+    text = render.render_markdown(report, {"system": {"name": "x"}})
+    assert "not computed: no judge configured" in text and f"| {level} | n/c |" in text
+    assert "Per-step view: streamed:" in text
+    # A configured judge that was asked nothing (no pair in the window) is still a judge.
+    judged = get_suite("proactegomem").score(instances, [], {"judge": {"kind": "openai"}})
+    assert judged["similarity"].startswith("LLM judge")
+    assert judged["levels"][level]["matched"] == 0  # asked nothing: no word match instead
+
+
+def test_the_closing_message_judge_reads_the_stopping_step(tmp_path: Path) -> None:
+    """Section 5.6: the message of the step that stopped a matched tracker, judged against
+    the task's outcome; without a judge it is n/c even on the synthetic suite."""
+    instances = rows("intervention")
+    closing = "I decided to stop tracking because the faucet was turned off."
+    for r in instances:
+        if r["step_index"] == 6:
+            r["raw_output"] = json.dumps({"message": closing, "tool_calls": [
+                {"name": "stop_state_tracking", "arguments": {"id": "st-1"}}]})  # fmt: skip
+    assert score([{**r, "synthetic": True} for r in instances])["levels"]["intervention"][
+        "closing_message"] is None  # fmt: skip
+    backend = SynonymJudge()
+    judge_instances(instances, get_suite("proactegomem"), None,  # type: ignore[arg-type]
+                    JudgeConfig(kind="openai"), backend, tmp_path)  # fmt: skip
+    assert closing in backend.seen[1]
+    cell = score(instances)["levels"]["intervention"]
+    assert cell["closing_message"] == {"matched": 1, "correct": 1, "share": 100.0}
+    assert cell["by_task"]["ST"]["closing_message"]["correct"] == 1

@@ -15,6 +15,7 @@ from apmbench.harness.suites.proactegomem.metrics import (
     Span,
     iou,
     match,
+    score_levels,
     summarize,
     word_match,
 )
@@ -103,3 +104,41 @@ def test_silence_scores_zero_not_undefined() -> None:
     m = summarize([], 0, 4, INTERVENTION)
     assert m["start_at"]["0.2"] == 0.0 and m["f1"] == 0.0 and m["miou"] == 0.0
     assert m["abs_error_s"] is None and m["abs_error_sd_s"] is None
+
+
+def _blind_rows(names: list[str], events: list[tuple[str, float, float]], end_s: int) -> list[dict]:
+    """A clip's recorded intervention steps: five trackers at t = 0, then silence."""
+    import json
+
+    gt = json.dumps(
+        [{"event_id": f"e{k}", "object": o, "start_s": s, "end_s": e}
+         for k, (o, s, e) in enumerate(events)]
+    )  # fmt: skip
+    rows = []
+    for k in range(end_s):
+        calls = (
+            [{"name": "start_state_tracking", "arguments": {"name": n, "state": "on"}}
+             for n in names]
+            if k == 0 else []
+        )  # fmt: skip
+        rows.append({
+            "role": "step", "level": INTERVENTION, "trajectory_id": "c1", "task": "ST",
+            "step_index": k, "time_ms": 1000 * k, "clip_end_s": float(end_s), "ground_truth": gt,
+            "raw_output": json.dumps({"message": None, "tool_calls": calls}),
+        })  # fmt: skip
+    return rows
+
+
+def test_blind_trackers_match_nothing() -> None:
+    """Section 5.1 gates both levels on the start window: five trackers opened at t = 0 and
+    never closed overlap every event, and overlap alone scored them recall 100, F1 75."""
+    names = ["tap", "lamp", "stove", "fan", "kettle"]
+    events = [("tap", 10.0, 20.0), ("lamp", 25.0, 31.0), ("stove", 40.0, 55.0)]
+    out = score_levels(_blind_rows(names, events, 60))[INTERVENTION]
+    assert out["predictions"] == 5 and out["ground_truth"] == 3
+    assert out["matched"] == 0
+    assert out["recall"] == 0.0 and out["f1"] == 0.0 and out["miou"] == 0.0
+    # The same trackers opened within the window of each event do match.
+    assert match([Span(11, 60, "tap")], [Span(10, 20, "tap")], word_match, INTERVENTION)
+    # An interval that overlaps but started 6 s late (window +5 s) does not.
+    assert match([Span(16, 20, "tap")], [Span(10, 20, "tap")], word_match, INTERVENTION) == []

@@ -82,3 +82,22 @@ def test_qa_prompts_list_memory_only_where_the_condition_gives_it(small: Dataset
         listed = [e.object for e in clip.events if f"- {e.object} (" in section]
         assert bool(listed) == memory, name
         assert (name == "qa-no") == ("40 frames sampled uniformly" in prompt)
+
+
+def test_the_oracle_memory_lists_the_annotated_state(small: Dataset) -> None:
+    """ST's Oracle Memory reads each event's `state` from the data (it used to say "state: on"
+    whatever the data said); an event without one is listed as not annotated."""
+    import dataclasses
+
+    from apmbench.harness.suites.proactegomem import prompts
+    from apmbench.harness.suites.proactegomem.plan import ClipRun
+
+    clip = next(c for c in small.clips if c.task == "ST")
+    events = list(clip.events)
+    events[0] = dataclasses.replace(events[0], state="open")
+    events[1] = dataclasses.replace(events[1], state="")
+    run = ClipRun(dataclasses.replace(clip, events=tuple(events)), [])
+    memory = run.memory(prompts.ORACLE_MEMORY)
+    assert memory[0].startswith(f"- {events[0].object} (state: open): from")
+    assert memory[1].startswith(f"- {events[1].object} (state: not annotated): from")
+    assert all("(state: on)" in m for m in memory[2:])  # the synthetic data says "on"

@@ -8,7 +8,8 @@ One `dataset.json` ("benchmark": "egoprobe") holds everything:
 - questions: single-turn, four options, one correct; the subset ("base": no
   related event, "echo": at least one), the query time, the target event's
   evidence interval, the related events (each with the option it supports,
-  if any: an event-grounded distractor);
+  if any: an event-grounded distractor), which intervene: each lies between
+  the end of the target evidence and the query time;
 - dialogues: R1 (a yes/no question about the pattern the target shares with
   its related events, affirmative by construction) and R2 (the parent
   question as a follow-up: same options, same answer, same query time).
@@ -35,6 +36,9 @@ BENCHMARK = "egoprobe"
 FORMAT_VERSION = 1
 OPTION_IDS = ("A", "B", "C", "D")
 SUBSETS = ("base", "echo")
+QUESTION_TYPES = ("location", "identity", "source_placement", "activity", "attributes")
+"""Section 3.4's kinds: location, entity identity, object source and placement, activity
+and event context, attributes and states."""
 
 # Recall buckets of the paper (section 3.3): upper bounds in seconds, the last open.
 BUCKETS: tuple[tuple[str, float], ...] = (
@@ -88,6 +92,11 @@ class Question:
     target_start_ms: int
     target_end_ms: int
     related: tuple[RelatedEvent, ...]
+    question_type: str = ""
+    """One of QUESTION_TYPES when the dataset says (section 3.4's five kinds), else ""."""
+    target_segments: tuple[tuple[int, int], ...] = ()
+    """The target's evidence segments in order (appendix B.1: evidence may be several
+    segments); the recall interval runs from the end of the last."""
 
     @property
     def recall_s(self) -> float:
@@ -96,6 +105,11 @@ class Question:
     @property
     def bucket(self) -> str:
         return bucket_of(self.recall_s)
+
+    @property
+    def event_count(self) -> int:
+        """Related events supporting an alternative answer (the paper's Table 4/8 key)."""
+        return sum(e.option_id is not None for e in self.related)
 
     @property
     def distractors(self) -> tuple[str, ...]:
@@ -127,14 +141,15 @@ class Dataset:
         return [d for d in self.dialogues if d.parent.video_id == video_id]
 
 
-def _req(obj: Mapping[str, Any], key: str, where: str, kind: type = str) -> Any:
+def _req(obj: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...] = str) -> Any:
     if key not in obj:
         raise DatasetError(f"{where}: missing field {key!r}")
     value = obj[key]
     if kind is str and (not isinstance(value, str) or not value.strip()):
         raise DatasetError(f"{where}: {key!r} must be a non-empty string, got {value!r}")
     if kind is not str and not isinstance(value, kind):
-        raise DatasetError(f"{where}: {key!r} must be a {kind.__name__}, got {value!r}")
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise DatasetError(f"{where}: {key!r} must be a {names}, got {value!r}")
     return value
 
 
@@ -194,6 +209,30 @@ def _options(q: Mapping[str, Any], where: str) -> tuple[tuple[str, str], ...]:
     return tuple(zip(OPTION_IDS, texts, strict=True))
 
 
+def _target(q: Mapping[str, Any], where: str) -> tuple[tuple[int, int], ...]:
+    """The target evidence: one {"start", "end"} or a list of them, in order, disjoint."""
+    raw = _req(q, "target", where, (dict, list))
+    parts = [raw] if isinstance(raw, dict) else raw
+    if not parts:
+        raise DatasetError(f"{where}: 'target' lists no evidence segment")
+    out: list[tuple[int, int]] = []
+    for k, part in enumerate(parts):
+        tw = f"{where} target" if isinstance(raw, dict) else f"{where} target[{k}]"
+        if not isinstance(part, dict):
+            raise DatasetError(f"{tw}: must be an object with 'start' and 'end'")
+        start = parse_time(_req(part, "start", tw), f"{tw} start")
+        end = parse_time(_req(part, "end", tw), f"{tw} end")
+        if end < start:
+            raise DatasetError(f"{tw}: end {part['end']} is before start {part['start']}")
+        if out and start < out[-1][1]:
+            raise DatasetError(
+                f"{tw}: starts at {part['start']}, before the previous segment ends; list the "
+                "evidence segments in time order, not overlapping"
+            )
+        out.append((start, end))
+    return tuple(out)
+
+
 def _question(q: Any, i: int, videos: Mapping[str, Trajectory]) -> Question:
     where = f"questions[{i}]"
     if not isinstance(q, dict):
@@ -212,13 +251,18 @@ def _question(q: Any, i: int, videos: Mapping[str, Trajectory]) -> Question:
     answer = _req(q, "answer", where)
     if answer not in OPTION_IDS:
         raise DatasetError(f"{where}: answer {answer!r} must be one of A, B, C, D")
-    target = _req(q, "target", where, dict)
-    t_start = parse_time(_req(target, "start", f"{where} target"), f"{where} target start")
-    t_end = parse_time(_req(target, "end", f"{where} target"), f"{where} target end")
-    if not t_start <= t_end < time_ms:
+    segments = _target(q, where)
+    t_start, t_end = segments[0][0], segments[-1][1]
+    if not t_end < time_ms:
         raise DatasetError(
             f"{where}: the target evidence must end before the query time "
-            f"(target {target['start']}-{target['end']}, query {q['query_time']})"
+            f"(target ends {format_ms(t_end)}, query {q['query_time']})"
+        )
+    target = {"end": format_ms(t_end)}
+    qtype = q.get("question_type", "")
+    if qtype not in ("", *QUESTION_TYPES):
+        raise DatasetError(
+            f"{where}: question_type {qtype!r} must be one of {', '.join(QUESTION_TYPES)}"
         )
     related: list[RelatedEvent] = []
     for k, e in enumerate(_req(q, "related_events", where, list)):
@@ -227,8 +271,12 @@ def _question(q: Any, i: int, videos: Mapping[str, Trajectory]) -> Question:
             raise DatasetError(f"{ew}: must be an object")
         start = parse_time(_req(e, "start", ew), f"{ew} start")
         end = parse_time(_req(e, "end", ew), f"{ew} end")
-        if not start <= end < time_ms:
-            raise DatasetError(f"{ew}: a related event must be observed before the query time")
+        if not t_end <= start <= end < time_ms:
+            raise DatasetError(
+                f"{ew}: a related event must lie between the end of the target evidence and "
+                f"the query time (appendix B.2: it intervenes in the recall interval); got "
+                f"{e['start']}-{e['end']}, target ends {target['end']}, query {q['query_time']}"
+            )
         option = e.get("option")
         if option is not None and (option not in OPTION_IDS or option == answer):
             raise DatasetError(
@@ -252,6 +300,8 @@ def _question(q: Any, i: int, videos: Mapping[str, Trajectory]) -> Question:
         t_start,
         t_end,
         tuple(related),
+        str(qtype),
+        segments,
     )
 
 

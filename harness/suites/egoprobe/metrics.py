@@ -6,9 +6,11 @@
 - R1 accuracy over all dialogues; two-turn accuracy over all dialogues, where
   a dialogue counts only when both rounds are right (one that never reached
   R2 counts zero); the three-way outcome split;
-- event-linked errors on Echo by number of event-grounded distractors k:
+- event-linked errors on Echo grouped by the number of related events that
+  support an alternative answer (Table 4: 1, 2, >=3; Table 8: 1, 2, 3, 4, >=5):
   accuracy, event-linked error rate, other-option error rate, and the
-  uniform-choice reference 100 * sum(k_i / 4) / N;
+  uniform-choice reference 100 * sum(k_i / 4) / N, k_i the question's number
+  of distinct event-grounded options;
 - chance references: 25 % (four options), 50 % (R1), 12.5 % (two turns).
 """
 
@@ -20,12 +22,13 @@ from typing import Any
 from apmbench.harness.scoring import measures
 from apmbench.harness.scoring.answers import FAILURE, REPAIRED, parse_choice
 from apmbench.harness.suites.egoprobe import prompts
-from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES
+from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES, QUESTION_TYPES
 from apmbench.harness.suites.egoprobe.plan import R1, R2, SINGLE, Item
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CHANCE = {"single_turn": 25.0, "r1": 50.0, "two_turn": 12.5}
-K_GROUPS = ("1", "2", ">=3")
+EVENT_GROUPS = ("1", "2", ">=3")
+FINE_EVENT_GROUPS = ("1", "2", "3", "4", ">=5")
 
 
 def grade(item: Item, text: str) -> dict[str, Any]:
@@ -63,18 +66,24 @@ def accuracy(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return {"n": len(rows), "accuracy": _pct(sum(bool(r["correct"]) for r in rows), len(rows))}
 
 
-def _k_group(k: int) -> str:
-    return "1" if k == 1 else "2" if k == 2 else ">=3"
+def _group(n_events: int, fine: bool) -> str:
+    cap = 5 if fine else 3
+    return f">={cap}" if n_events >= cap else str(n_events)
 
 
-def event_linked(singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    echo = [r for r in singles if r["subset"] == "echo"]
-    groups: dict[str, Any] = {}
-    for name in K_GROUPS:
-        rows = [r for r in echo if _k_group(int(r["event_distractors"])) == name]
+def _groups(echo: Sequence[Mapping[str, Any]], names: Sequence[str], fine: bool) -> dict[str, Any]:
+    """Echo questions grouped by the number of related events supporting an alternative
+    answer (section 4.4's key, not the number of distinct distractors k): accuracy, both
+    error rates, and the random-choice row. A uniform guess picks each option with
+    probability 1/4, so over a group of N questions where question i offers k_i
+    event-grounded options it expects 25 % accuracy, 100 * sum(k_i) / (4N) % event-linked
+    errors and the rest, 75 % minus that, other errors."""
+    out: dict[str, Any] = {}
+    for name in names:
+        rows = [r for r in echo if _group(int(r["event_count"]), fine) == name]
         n = len(rows)
         event_ref = _pct(sum(int(r["event_distractors"]) for r in rows), 4 * n)
-        groups[name] = {
+        out[name] = {
             "n": n,
             "accuracy": _pct(sum(bool(r["correct"]) for r in rows), n),
             "event_error": _pct(sum(bool(r["event_linked_error"]) for r in rows), n),
@@ -85,10 +94,17 @@ def event_linked(singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 "other_error": None if event_ref is None else 75.0 - event_ref,
             },
         }
+    return out
+
+
+def event_linked(singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    echo = [r for r in singles if r["subset"] == "echo"]
     wrong = [r for r in singles if not r["correct"]]
     wrong_echo = [r for r in echo if not r["correct"]]
     return {
-        "by_event_count": groups,
+        # Table 4's groups (1, 2, >=3 events) and Table 8's (1, 2, 3, 4, >=5).
+        "by_event_count": _groups(echo, EVENT_GROUPS, fine=False),
+        "by_event_count_fine": _groups(echo, FINE_EVENT_GROUPS, fine=True),
         # Of the wrong answers, how many chose a detail of another real event.
         "wrong_answers": len(wrong),
         "wrong_echo_answers": len(wrong_echo),
@@ -131,6 +147,20 @@ def buckets(singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def question_types(singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Single-turn accuracy per question type the dataset names (section 3.4's kinds)."""
+    out: dict[str, Any] = {}
+    for t in QUESTION_TYPES:
+        rows = [r for r in singles if r.get("question_type") == t]
+        if rows:
+            out[t] = {
+                "all": accuracy(rows),
+                "base": accuracy(r for r in rows if r["subset"] == "base"),
+                "echo": accuracy(r for r in rows if r["subset"] == "echo"),
+            }
+    return out
+
+
 def format_failures(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {
         "total": sum(r["format"] == FAILURE for r in instances),
@@ -159,6 +189,7 @@ def score(
             "echo": accuracy(r for r in singles if r["subset"] == "echo"),
         },
         "buckets": buckets(singles),
+        "question_types": question_types(singles),
         "dialogues": dialogues(instances),
         "event_linked": event_linked(singles),
         "chance": CHANCE,

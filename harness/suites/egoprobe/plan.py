@@ -47,6 +47,8 @@ def _fields(item: Item) -> dict[str, Any]:
         "bucket": q.bucket,
         "recall_s": q.recall_s,
         "event_distractors": len(q.distractors),
+        "event_count": q.event_count,
+        "question_type": q.question_type,
     }
 
 

@@ -11,7 +11,7 @@ from rich.table import Table
 from apmbench.harness.reports.format import dataset_line, num, size, table
 from apmbench.harness.suites.base import ComparedRun
 from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES
-from apmbench.harness.suites.egoprobe.metrics import K_GROUPS
+from apmbench.harness.suites.egoprobe.metrics import EVENT_GROUPS, FINE_EVENT_GROUPS
 
 BUCKET_PLOT = "accuracy_by_bucket.png"
 COMPARE_HEADER = ("System", "Base", "Echo", *BUCKET_NAMES, "R1", "Two-turn")
@@ -34,6 +34,14 @@ def bucket_table(report: Mapping[str, Any]) -> list[str]:
     return table(["Recall bucket", "Base", "Echo", "All"], rows)
 
 
+def type_table(report: Mapping[str, Any]) -> list[str]:
+    types = report.get("question_types") or {}
+    if not types:
+        return ["(the dataset names no question types)"]
+    rows = [[t, _acc(c["base"]), _acc(c["echo"]), _acc(c["all"])] for t, c in types.items()]
+    return table(["Question type", "Base", "Echo", "All"], rows)
+
+
 def two_turn_table(report: Mapping[str, Any]) -> list[str]:
     d = report["dialogues"]
     o = d["outcomes"]
@@ -44,17 +52,27 @@ def two_turn_table(report: Mapping[str, Any]) -> list[str]:
     )  # fmt: skip
 
 
-def event_table(report: Mapping[str, Any]) -> list[str]:
-    groups = report["event_linked"]["by_event_count"]
+def _event_rows(groups: Mapping[str, Any], names: Sequence[str]) -> list[list[str]]:
     rows = []
-    for k in K_GROUPS:
+    for k in names:
         g = groups[k]
-        rows.append([f"{k} event(s)", str(g["n"]), _p(g["accuracy"]), _p(g["event_error"]),
+        label = f"{k} related event{'' if k == '1' else 's'}"
+        rows.append([label, str(g["n"]), _p(g["accuracy"]), _p(g["event_error"]),
                      _p(g["other_error"])])  # fmt: skip
         r = g["random"]
-        rows.append([f"{k}: random choice", str(g["n"]), _p(r["accuracy"]),
+        rows.append([f"{label}: random choice", str(g["n"]), _p(r["accuracy"]),
                      _p(r["event_error"]), _p(r["other_error"])])  # fmt: skip
-    return table(["Echo group", "n", "Acc.", "Event err.", "Other err."], rows)
+    return rows
+
+
+def event_table(report: Mapping[str, Any]) -> list[str]:
+    linked = report["event_linked"]
+    header = ["Echo group", "n", "Acc.", "Event err.", "Other err."]
+    lines = table(header, _event_rows(linked["by_event_count"], EVENT_GROUPS))
+    if "by_event_count_fine" in linked:
+        lines += ["", "Table 8's finer groups:", ""]
+        lines += table(header, _event_rows(linked["by_event_count_fine"], FINE_EVENT_GROUPS))
+    return lines
 
 
 def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
@@ -79,6 +97,10 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         "",
         *bucket_table(report),
         "",
+        "## Accuracy by question type (%)",
+        "",
+        *type_table(report),
+        "",
         "## Two-turn probing (%)",
         "",
         "Over all dialogues; R2 counts only when both rounds are right, and a dialogue whose "
@@ -87,6 +109,10 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         *two_turn_table(report),
         "",
         "## Event-linked errors on Echo (% of questions)",
+        "",
+        "Groups count the related events that support an alternative answer; the random-choice "
+        "row is a uniform guess over the group's own option types (25 % accuracy, event "
+        "errors = the share of event-grounded options).",
         "",
         *event_table(report),
         "",

@@ -9,10 +9,12 @@ renderer are APM-Bench's synthetic ones (the reference systems read it).
 What recurs: objects are picked up and put down again and again, each time at
 some place; a place receives at most one object per day, so "On DAY2, I put
 one object down at the SHELF" names exactly one event (the day is the
-disambiguating cue). The other objects put down at that place on other days
-before the query are related events; their objects are the event-grounded
-distractors. A question whose place saw no other put-down before the query is
-a Base question, otherwise an Echo question with a two-turn dialogue.
+disambiguating cue). The other objects put down at that place after the
+target and before the query are related events (they intervene, as the
+paper's appendix B.2 defines them); their objects are the event-grounded
+distractors. A question whose place saw no other put-down between the target
+and the query is a Base question, otherwise an Echo question with a two-turn
+dialogue.
 
 No label is visible on the wire: the four options of every question are the
 same four objects (the ones that move; a fifth stays put), shuffled, so
@@ -49,11 +51,13 @@ from apmbench.harness.synthetic.world import (
 )
 
 GENERATOR = "egoprobe-synth"
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 5
 VIDEO_FPS = 1
 OPTIONS = len(OPTION_IDS)
 BUSY = (4, 7)
 """Filler actions at the start of every segment, at least and at most."""
+RECUR = 1.0
+"""How often a put-down goes to a place used on an earlier day (when one is free)."""
 
 # Segment starts (day, seconds after midnight) of one video: pairs a minute or two apart
 # give Short recalls, the rest Medium, Long and Ultra-long ones.
@@ -122,6 +126,7 @@ def _move(
     state: WorldState,
     movable: Sequence[str],
     used: set[str],
+    last: dict[str, str],
     t: int,
     seg: int,
     start_ms: int,
@@ -137,7 +142,11 @@ def _move(
         ]
         if not targets:
             continue
-        place = rng.choice(sorted(targets))
+        # Places used on earlier days first, most of the time, with another object than
+        # the one last put there: the put-down recurs after earlier targets at that place
+        # with a different detail, so it intervenes in their recall intervals (Echo).
+        again = [p for p in targets if p in last and last[p] != obj]
+        place = rng.choice(sorted(again if again and rng.random() < RECUR else targets))
         events: list[Event] = []
 
         def at(kind: str, where: str, subject: str = "", after: str = "") -> None:
@@ -206,8 +215,9 @@ def simulate(
         # One move per segment, late in it, so that the next segment a minute or two later
         # gives a Short recall; fewer moves than places leave some places undisturbed for
         # a day or more (Base questions at long range).
+        earlier = {d.place: d.subject for d in downs if d.day < day}
         moved, down, t = _move(
-            rng, state, movable, used.setdefault(day, set()), 3 + 2 * busy, seg, start_ms
+            rng, state, movable, used.setdefault(day, set()), earlier, 3 + 2 * busy, seg, start_ms
         )
         events += moved
         if down is not None:
@@ -243,11 +253,30 @@ def _questions(
         buckets = [b for b in BUCKET_NAMES if b in by_bucket]
         rng.shuffle(buckets)
         buckets.sort(key=lambda b: asked.get(b, 0))
+        times = []
         for bucket in buckets[:per_target]:
             asked[bucket] = asked.get(bucket, 0) + 1
-            t_q = rng.choice(by_bucket[bucket])
+            times.append(rng.choice(by_bucket[bucket]))
+        # One more query after the first later put-down of another object at the place, when
+        # the bucket-balanced ones all came before it: the paper's subsets are about equal
+        # (1,137 Base, 1,229 Echo), and short recalls alone would leave Echo rare.
+        other = [
+            d
+            for d in downs
+            if d.place == target.place
+            and d.time_ms > target.time_ms
+            and d.subject != target.subject
+        ]
+        if other and all(t <= other[0].time_ms for t in times):
+            later = plans[other[0].segment + 1 :]
+            if later:
+                plan = rng.choice(later)
+                times.append(plan.start_ms + rng.randint(3, plan.seconds - 2) * 1000)
+        for t_q in times:
+            # Related events intervene (appendix B.2): put down at the place after the
+            # target and before the query. Earlier ones are history the day already rules out.
             related = [
-                d for d in downs if d.place == target.place and d is not target and d.time_ms < t_q
+                d for d in downs if d.place == target.place and target.time_ms < d.time_ms < t_q
             ]
             distractors: list[str] = []
             for d in sorted(related, key=lambda d: -d.time_ms):
@@ -259,10 +288,15 @@ def _questions(
             # The options are always the four objects that move, so the set offered says
             # nothing about the answer; only the video tells which is which.
             fillers = [o for o in objects if o != target.subject and o not in distractors]
-            # Fillers put down at this place later first: an object offered for a place
-            # should not be likelier the answer for having been put down there at all.
-            later = {d.subject for d in downs if d.place == target.place and d.time_ms >= t_q}
-            fillers.sort(key=lambda o: o not in later)
+            # Fillers put down at this place outside the recall interval first: an object
+            # offered for a place should not be likelier the answer for having been put
+            # down there at all.
+            elsewhere = {
+                d.subject
+                for d in downs
+                if d.place == target.place and not target.time_ms <= d.time_ms < t_q
+            }
+            fillers.sort(key=lambda o: o not in elsewhere)
             texts = [target.subject, *distractors, *fillers][:4]
             if len(texts) < 4:
                 continue
@@ -284,6 +318,7 @@ def _questions(
                 ),
                 "options": options,
                 "answer": option_of[target.subject],
+                "question_type": "identity",
                 "target": {
                     "start": format_ms(target.time_ms - 1000),
                     "end": format_ms(target.time_ms),

@@ -1,13 +1,14 @@
 """The ProactEgoMem dataset format: clips, their ground-truth events and memory questions.
 
-One `dataset.json` ("benchmark": "proactegomem"; docs/PROACTEGOMEM.md has an example):
+One `dataset.json` ("benchmark": "proactegomem"; docs/PROACTEGOMEM.md has an example),
+optionally naming its `track` ("Daily" or "Sci", the paper's two):
 
 - clips: one video each (a file under the dataset root, or a synthetic render
   spec), its task ("ST" state tracking or "LT" location tracking) and length;
 - events: the ground-truth opportunities of a clip: the object and the moment
   an assistant should act (`start_s`) and, for a tracker, when it should stop
-  (`end_s`); an LT event may name the `location` the object was placed at (the
-  Oracle Memory lists it);
+  (`end_s`); an LT event may name the `location` the object was placed at, an
+  ST event the `state` the device was in (the Oracle Memory lists either);
 - questions: multiple choice (A-D), one correct, about one clip.
 
 Times are clip-local seconds. Every clip is played once per proactive level the
@@ -31,6 +32,8 @@ BENCHMARK = "proactegomem"
 FORMAT_VERSION = 1
 OPTION_IDS = ("A", "B", "C", "D")
 TASKS = ("ST", "LT", "IC")
+TRACKS = ("Daily", "Sci")
+"""The paper's two tracks: everyday recordings and wet-lab (co-scientist) recordings."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,9 @@ class Event:
     start_s: float
     end_s: float
     location: str = ""
+    state: str = ""
+    """ST: the state the device was in over the interval ("on", "open"); the Oracle Memory
+    lists it."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,8 @@ class Dataset:
     clips: tuple[Clip, ...]
     levels: tuple[str, ...]
     synthetic: bool
+    track: str = ""
+    """The paper's track the clips belong to ("Daily" or "Sci"), when the dataset names it."""
 
     def clip(self, clip_id: str) -> Clip:
         for c in self.clips:
@@ -103,8 +111,11 @@ def _event(raw: object, where: str, duration: float, task: str) -> Event:
     location = _req(raw, "location", where, str) if "location" in raw else ""
     if location and task != "LT":
         raise DatasetError(f"{where}: 'location' is for LT events, this clip's task is {task}")
+    state = _req(raw, "state", where, str) if "state" in raw else ""
+    if state and task != "ST":
+        raise DatasetError(f"{where}: 'state' is for ST events, this clip's task is {task}")
     eid, obj = _req(raw, "event_id", where, str), _req(raw, "object", where, str)
-    return Event(eid, obj, start, end, location)
+    return Event(eid, obj, start, end, location, state)
 
 
 def _question(raw: object, where: str, clip_id: str) -> Question:
@@ -187,6 +198,9 @@ def load_dataset(root: Path) -> Dataset:
         session = Session(cid, "DAY1", 0, round(duration * 1000), video_path, render)
         trajectories.append(Trajectory(cid, cid, (session,)))
         clips.append(Clip(cid, task, duration, events, questions))
+    track = doc.get("track", "")
+    if track not in ("", *TRACKS):
+        raise DatasetError(f"{path}: 'track' must be one of {', '.join(TRACKS)}, got {track!r}")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Dataset(
         root,
@@ -196,4 +210,5 @@ def load_dataset(root: Path) -> Dataset:
         tuple(clips),
         levels,
         bool(doc.get("synthetic", False)),
+        str(track),
     )

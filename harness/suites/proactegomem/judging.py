@@ -1,12 +1,14 @@
 """The matcher's semantic similarity from the project's judge (paper appendix K.5).
 
 For every prediction / ground-truth pair that passes the time gate (the
-window at the Notification Level, overlap at the Intervention Level), the
+start window at both levels, and overlap at the Intervention Level), the
 judge gets the paper's template with the level's instruction: the ground-truth
 object against the tracker's `name`, or the templated reference ("You just
 turned on / opened {object}", ...) against the message. The reply must be one
 number in [0, 1]; anything else is retried, then recorded as unjudged
-(similarity 0: no edge).
+(similarity 0: no edge). At the Intervention Level a tracker stopped with a
+message also gets the closing-message judge (section 5.6): that message
+against the task's templated outcome; scoring reads it for matched pairs.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from apmbench.harness.suites.proactegomem.metrics import (
 )
 from apmbench.harness.suites.proactegomem.tools import INTERVENTION
 
+CLOSE = "close|"
+"""Key prefix of a closing-message request (the pair's own key follows)."""
 CORRECTION = (
     "That reply could not be used ({problem}). Reply with ONLY a single number between 0.0 and 1.0."
 )
@@ -60,18 +64,24 @@ def _pairs(
                     yield f"{level}|{clip}|{i}|{j}", head, level, t, p
 
 
+def _request(key: str, instruction: str, ref: str, cand: str) -> JudgeRequest:
+    content = prompts.JUDGE_TEMPLATE.format(instruction=instruction, ref=ref, cand=cand)
+    return JudgeRequest(key, [{"role": "user", "content": content}], CORRECTION, read_similarity)
+
+
 def requests(instances: Sequence[dict[str, Any]], params: Params = DEFAULT) -> list[JudgeRequest]:
     out = []
     for key, head, level, truth, pred in _pairs(instances, params):
         if level == INTERVENTION:
-            instruction, ref = prompts.JUDGE_INTERVENTION, truth.text
+            out.append(_request(key, prompts.JUDGE_INTERVENTION, truth.text, pred.text))
+            if pred.closing:
+                # Section 5.6: the message that closed the tracker, against the outcome.
+                ref = prompts.CLOSING_REFERENCES[head["task"]].format(object=truth.text)
+                out.append(_request(f"{CLOSE}{key}", prompts.JUDGE_CLOSING, ref, pred.closing))
         else:
             template = prompts.NOTIFICATION_REFERENCES[head["task"]]
-            instruction, ref = prompts.JUDGE_NOTIFICATION, template.format(object=truth.text)
-        content = prompts.JUDGE_TEMPLATE.format(instruction=instruction, ref=ref, cand=pred.text)
-        out.append(
-            JudgeRequest(key, [{"role": "user", "content": content}], CORRECTION, read_similarity)
-        )
+            ref = template.format(object=truth.text)
+            out.append(_request(key, prompts.JUDGE_NOTIFICATION, ref, pred.text))
     return out
 
 
@@ -79,10 +89,11 @@ def apply(instances: Sequence[dict[str, Any]], outcomes: Mapping[str, JudgeOutco
     """Each group's first row gets {"i,j": similarity or None (unjudged)} for its gated pairs."""
     heads = {(lv, clip): rows[0] for (lv, clip), rows in clip_groups(instances).items()}
     for key, outcome in outcomes.items():
-        level, clip, i, j = key.split("|")
+        table = "closing" if key.startswith(CLOSE) else "similarity"
+        level, clip, i, j = key.removeprefix(CLOSE).split("|")
         head = heads[(level, clip)]
         assert isinstance(head, dict)
         value = None
         if outcome.status == SCORED and outcome.verdict is not None:
             value = float(outcome.verdict["similarity"])
-        head.setdefault("similarity", {})[f"{i},{j}"] = value
+        head.setdefault(table, {})[f"{i},{j}"] = value

@@ -2,10 +2,12 @@
 
 Predictions are matched one to one to ground truth by Hungarian matching
 (scipy.optimize.linear_sum_assignment). An edge is admitted only when the
-similarity is at least `min_sim` and, at the Notification Level, the start
-offset Δ = predicted - true lies in the asymmetric window [-early_s, late_s]
-(a hard cutoff); at the Intervention Level predictions are intervals and an
-edge needs a positive temporal overlap. Among admitted edges the assignment
+similarity is at least `min_sim` and, at both levels (section 5.1), the start
+offset Δ = predicted start - true start lies in the asymmetric window
+[-early_s, late_s] (a hard cutoff); at the Intervention Level, where
+predictions are intervals, the edge also needs a positive temporal overlap.
+Overlap alone would admit a tracker opened at t = 0 and never closed against
+every event of the clip. Among admitted edges the assignment
 minimises α(1 - sim) + (1 - α)(|Δ| / W)^p, W the window side Δ falls on.
 Equal costs go to the earlier prediction (a tie-break far below any real
 cost difference), so a matching never depends on the solver's internals.
@@ -69,6 +71,8 @@ class Span:
     start: float
     end: float
     text: str
+    closing: str = ""
+    """Intervention: the message of the step that stopped the tracker ("" if none)."""
 
 
 @dataclass(frozen=True)
@@ -93,10 +97,11 @@ def _window(delta: float, params: Params) -> float:
 
 
 def gated(pred: Span, truth: Span, level: str, params: Params) -> bool:
-    """The time gate of an edge: overlap (Intervention) or the window (Notification)."""
+    """The time gate of an edge: the start window at both levels, and overlap (Intervention)."""
+    in_window = -params.early_s <= pred.start - truth.start <= params.late_s
     if level == INTERVENTION:
-        return iou(pred, truth) > 0
-    return -params.early_s <= pred.start - truth.start <= params.late_s
+        return in_window and iou(pred, truth) > 0
+    return in_window
 
 
 def match(
@@ -133,6 +138,22 @@ def match(
     return sorted(pairs, key=lambda q: q.truth)
 
 
+def _signed(pairs: Sequence[Pair]) -> dict[str, Any]:
+    """The distribution of Δ = predicted - true start over matched pairs: quartiles and the
+    sorted values themselves (a plot reads them)."""
+    deltas = sorted(q.delta for q in pairs)
+    if not deltas:
+        return {"n": 0, "median": None, "q1": None, "q3": None, "values": []}
+    quart = np.quantile(np.array(deltas), [0.25, 0.5, 0.75])
+    return {
+        "n": len(deltas),
+        "median": float(quart[1]),
+        "q1": float(quart[0]),
+        "q3": float(quart[2]),
+        "values": deltas,
+    }
+
+
 def summarize(pairs: Sequence[Pair], n_pred: int, n_truth: int, level: str) -> dict[str, Any]:
     """The metric groups of one level, pooled over whatever `pairs` cover."""
     matched = len(pairs)
@@ -157,6 +178,9 @@ def summarize(pairs: Sequence[Pair], n_pred: int, n_truth: int, level: str) -> d
         "precision": 100.0 * precision,
         "recall": 100.0 * recall,
         "f1": 100.0 * f1,
+        # Figures 9 and 13: the signed start errors (Δ > 0: late) and the share of late starts.
+        "start_error_s": _signed(pairs),
+        "late_share": 100.0 * sum(q.delta > 0 for q in pairs) / matched if matched else None,
     }
     if level == INTERVENTION:
         ious = [q.iou for q in pairs]
@@ -170,7 +194,18 @@ def summarize(pairs: Sequence[Pair], n_pred: int, n_truth: int, level: str) -> d
 
 # -- similarity -----------------------------------------------------------------------------
 
-WORD_MATCH = "deterministic word match (synthetic suite; not the paper's LLM judge)"
+WORD_MATCH = (
+    "synthetic reference judge: deterministic word match on the generator's object names "
+    "(not the paper's LLM judge)"
+)
+NO_JUDGE = (
+    "not computed: no judge configured, and the matcher's similarity on real data needs one "
+    "(--judge openai --judge-model M --judge-base-url URL, or transformers:PATH); the word "
+    "match stands in only on the synthetic suite"
+)
+JUDGED = ("matched", "start_at", "abs_error_s", "abs_error_sd_s", "precision", "recall", "f1",
+          "miou", "iou_at", "start_error_s", "late_share", "closing_message")  # fmt: skip
+"""What the matching decides, so what needs a similarity: n/c without one."""
 
 
 def word_match(truth: Span, pred: Span) -> float:
@@ -211,7 +246,12 @@ def predictions(
         spans = [Span(a["time_sec"], a["time_sec"], a["message"]) for a in actions]
         return spans, counts
     spans = [
-        Span(r["started_at_sec"], r["ended_at_sec"], str(r["arguments"].get("name", "")))
+        Span(
+            r["started_at_sec"],
+            r["ended_at_sec"],
+            str(r["arguments"].get("name", "")),
+            state.closing.get(r["instance_id"]) or "",
+        )
         for r in state.intervals(end_s)
     ]
     return spans, counts
@@ -250,11 +290,33 @@ def _judged(
     return sim
 
 
+def _closing(pairs: Sequence[Pair], table: Mapping[str, Any] | None) -> tuple[int, int]:
+    """(matched pairs, those whose closing message the judge accepted: >= 0.5)."""
+    table = table or {}
+    good = sum(float(table.get(f"{q.pred},{q.truth}") or 0.0) >= 0.5 for q in pairs)
+    return len(pairs), good
+
+
+def _closing_cell(counts: Sequence[int] | None) -> dict[str, Any] | None:
+    if counts is None:
+        return None
+    n, good = counts
+    return {"matched": n, "correct": good, "share": _share(good, n)}
+
+
+def _share(k: int, n: int) -> float | None:
+    return 100.0 * k / n if n else None
+
+
 def score_levels(
     instances: Sequence[Mapping[str, Any]],
     sim: Callable[[Span, Span], float] = word_match,
     params: Params = Params(),
+    closing_judged: bool = False,
 ) -> dict[str, Any]:
+    """Per level: the metrics pooled, per task and per clip; at the Intervention Level with
+    `closing_judged`, the share of matched trackers whose closing message the judge accepted
+    (section 5.6: explanations conditioned on true positives)."""
     clips = clip_groups(instances)
     out: dict[str, Any] = {}
     for level in (INTERVENTION, NOTIFICATION):
@@ -264,6 +326,8 @@ def score_levels(
         per_clip: dict[str, Any] = {}
         # The paper reports each task (IC, ST, LT) on its own: pooled per task as well.
         tasks: dict[str, tuple[list[Pair], list[int]]] = {}
+        closing = [0, 0]
+        closing_by_task: dict[str, list[int]] = {}
         for (lv, clip), rows in clips.items():
             if lv != level:
                 continue
@@ -273,6 +337,13 @@ def score_levels(
             gts = truths(level, head["task"], head["ground_truth"])
             group_sim = _judged(head, preds, gts) if "similarity" in head else sim
             pairs = match(preds, gts, group_sim, level, params)
+            if level == INTERVENTION:
+                n_ok = _closing(pairs, head.get("closing"))
+                closing[0] += n_ok[0]
+                closing[1] += n_ok[1]
+                task_closing = closing_by_task.setdefault(head["task"], [0, 0])
+                task_closing[0] += n_ok[0]
+                task_closing[1] += n_ok[1]
             pooled += pairs
             n_pred += len(preds)
             n_truth += len(gts)
@@ -297,6 +368,11 @@ def score_levels(
             "by_task": by_task,
             "clips": per_clip,
         }
+        if level == INTERVENTION:
+            judged = closing_judged
+            out[level]["closing_message"] = _closing_cell(closing if judged else None)
+            for t, cell in by_task.items():
+                cell["closing_message"] = _closing_cell(closing_by_task[t] if judged else None)
     return out
 
 
@@ -324,6 +400,40 @@ def qa_accuracy(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+PER_STEP_VIEW = {
+    "name": "streamed",
+    "text": (
+        "streamed: every frame once, in order, to one stateful system per pass; each step's "
+        "prompt is the paper's, with the context JSON the harness renders from its tool "
+        "state and the listing of the 10 most recent frames (the paper's window), so a "
+        "system that keeps only those 10 frames sees exactly what the paper's models see, "
+        "and one with a memory may use more"
+    ),
+}
+"""What a system sees at each step (section 5.2 gives its models the context and a window
+of 10 frames per step; this harness measures memory systems, which see the stream)."""
+
+
+def _not_computed(cell: dict[str, Any]) -> None:
+    """Blank every matched number of a level cell, its tasks and clips (counts stay)."""
+    for key in JUDGED:
+        if key in cell:
+            cell[key] = None
+    for nested in ("by_task", "clips"):
+        for sub in cell.get(nested, {}).values():
+            _not_computed(sub)
+
+
+def _unjudged(truth: Span, pred: Span) -> float:
+    return 0.0
+
+
+def _track(steps: Sequence[Mapping[str, Any]]) -> str | None:
+    """The dataset's track (the paper's Daily or Sci), when it names one."""
+    tracks = {str(r["track"]) for r in steps if r.get("track")}
+    return ", ".join(sorted(tracks)) or None
+
+
 def score(
     instances: Sequence[Mapping[str, Any]],
     sessions: Sequence[Mapping[str, Any]],
@@ -331,17 +441,30 @@ def score(
 ) -> dict[str, Any]:
     params = Params()
     judged = [r["similarity"] for r in instances if "similarity" in r]
+    judge_kind = str(((scoring or {}).get("judge") or {}).get("kind", "none"))
+    steps = [r for r in instances if r.get("role") == "step"]
+    synthetic = bool(steps) and all(r.get("synthetic") for r in steps)
     similarity = WORD_MATCH
-    if judged:
+    if judged or judge_kind != "none":
         unjudged = sum(v is None for table in judged for v in table.values())
         similarity = f"LLM judge (appendix K.5 prompts; {unjudged} pairs unjudged, scored 0)"
+    elif not synthetic:
+        similarity = NO_JUDGE
+    # With a judge, a pair it was not asked about (none in the window) has no similarity.
+    fallback = word_match if similarity == WORD_MATCH else _unjudged
+    levels = score_levels(instances, fallback, params, closing_judged=fallback is _unjudged)
+    if similarity == NO_JUDGE:
+        for cell in levels.values():
+            _not_computed(cell)
     return {
         "schema_version": SCHEMA_VERSION,
         "benchmark": "proactegomem",
         "scoring": dict(scoring or {}),
         "similarity": similarity,
+        "per_step_view": PER_STEP_VIEW,
+        "track": _track(steps),
         "matching": params.as_dict(),
-        "levels": score_levels(instances, word_match, params),
+        "levels": levels,
         "qa": qa_accuracy(instances),
         "latency": {**measures.latency_of(instances), **measures.ingest(sessions)},
         "storage": measures.storage(sessions),

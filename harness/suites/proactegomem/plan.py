@@ -135,8 +135,13 @@ class ClipRun:
                 for r in state.intervals(self.clip.duration_s)
             ]
         if condition == prompts.ORACLE_MEMORY:
-            value = {"ST": "on", "LT": "placed", "IC": ""}[self.clip.task]
-            return [(e.object, e.location or value, e.start_s, e.end_s) for e in self.clip.events]
+            # The annotated state or location; an event without one says so rather than
+            # the Oracle inventing it.
+            unknown = {"ST": "not annotated", "LT": "not annotated", "IC": ""}[self.clip.task]
+            return [
+                (e.object, e.state or e.location or unknown, e.start_s, e.end_s)
+                for e in self.clip.events
+            ]
         return []
 
     def memory(self, condition: str) -> list[str]:
@@ -268,6 +273,9 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
                 "step_index": k,
                 "clip_end_s": clip.duration_s,
                 "ground_truth": truth,
+                # Without a judge, only the synthetic suite's word match may stand in for one.
+                "synthetic": dataset.synthetic,
+                "track": dataset.track,
             }
             iid = step_instance(clip.clip_id, level, k)
             asks.append(Ask(iid, 0, t, query, StepItem(clip.clip_id, level, k), fields))

@@ -214,6 +214,21 @@ NOTIFICATION_REFERENCES = {
     "LT": "You just placed {object}",
 }
 
+# The judge of the message that closes a tool call (section 5.6, appendix D): does it name
+# the right object and outcome? This suite's wording and references: appendix D's are not
+# in the paper's text.
+JUDGE_CLOSING = (
+    "You judge whether the message a model gave when it stopped a tool call names the SAME "
+    "object and the SAME outcome as a ground-truth reference. Rate from 0.0 to 1.0: 1.0 = "
+    "same object and outcome, 0.0 = another object, another outcome, or no explanation. "
+    "Ignore phrasing differences and extra detail."
+)
+CLOSING_REFERENCES = {
+    "IC": "I stopped recording because it went out of view: {object}",
+    "ST": "I stopped tracking because it was turned off / closed: {object}",
+    "LT": "I stopped tracking because it was picked up: {object}",
+}
+
 # -- ST: "state" for "location" (appendix K.1, Table 7) ------------------------------------
 
 # This suite's wording: the paper's Table 7 lines for ST are not in its text.

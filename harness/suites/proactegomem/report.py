@@ -21,12 +21,20 @@ def _p(value: float | None) -> str:
     return num(value, 1)
 
 
+def start_at(cell: Mapping[str, Any] | None, tau: str = "0.2") -> float | None:
+    """Start@tau of a level cell; None when not computed (no judge on real data)."""
+    if cell is None or cell.get("start_at") is None:
+        return None
+    value: float = cell["start_at"][tau]
+    return value
+
+
 def level_row(name: str, cell: Mapping[str, Any] | None) -> list[str]:
     if cell is None:
         return [name, *("n/a" for _ in LEVEL_HEADER[1:])]
     return [
         name,
-        _p(cell["start_at"]["0.2"]),
+        _p(start_at(cell)),
         num(cell["abs_error_s"], 2),
         num(cell["abs_error_sd_s"], 2),
         _p(cell["precision"]),
@@ -63,8 +71,10 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
     lines = [
         f"# ProactEgoMem report: {manifest.get('system', {}).get('name', '?')}",
         "",
-        f"{dataset_line(manifest)}. Similarity in the matcher: "
+        f"{dataset_line(manifest)}{_track(report)}. Similarity in the matcher: "
         f"{report['similarity']}. Matching: {_matching(report['matching'])}.",
+        "",
+        f"Per-step view: {_view(report)}.",
         "",
         "## Proactive levels (Table 4 columns; errors in seconds, the rest %)",
         "",
@@ -75,13 +85,36 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         cell = levels.get(lv)
         if cell is None:
             continue
-        starts = ", ".join(f"Start@{t:g} {_p(cell['start_at'][f'{t:g}'])}" for t in START_TAUS)
+        starts = ", ".join(f"Start@{t:g} {_p(start_at(cell, f'{t:g}'))}" for t in START_TAUS)
+        matched = "n/c" if cell["matched"] is None else str(cell["matched"])
         lines += [
-            f"- {lv}: {cell['matched']} matched of {cell['ground_truth']} opportunities and "
+            f"- {lv}: {matched} matched of {cell['ground_truth']} opportunities and "
             f"{cell['predictions']} predictions; {starts}; {cell['steps']} steps, "
             f"{cell['unparseable']} unparseable (silence), {cell['invalid_calls']} invalid "
             "tool calls.",
         ]
+        signed = cell.get("start_error_s")
+        if signed and signed["n"]:
+            lines.append(
+                f"  Signed start error (s; > 0 late, Figures 9 and 13): median "
+                f"{num(signed['median'], 2)}, quartiles {num(signed['q1'], 2)} to "
+                f"{num(signed['q3'], 2)} over {signed['n']} matches; late starts "
+                f"{_p(cell['late_share'])}%."
+            )
+        if lv == INTERVENTION and "closing_message" in cell:
+            closing = cell["closing_message"]
+            lines.append(
+                "  Closing messages (section 5.6; judged on matched trackers): "
+                + (
+                    "n/c (needs a judge)"
+                    if closing is None
+                    else f"{closing['correct']} of {closing['matched']} name the right object "
+                    f"and outcome ({_p(closing['share'])}%)"
+                )
+                + "."
+            )
+        if cell["matched"] is None:
+            continue
         if lv == INTERVENTION:
             ious = ", ".join(f"IoU@{t:g} {_p(cell['iou_at'][f'{t:g}'])}" for t in IOU_TAUS)
             lines.append(f"  {ious}.")
@@ -113,13 +146,23 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
     return "\n".join(lines)
 
 
+def _track(report: Mapping[str, Any]) -> str:
+    track = report.get("track")
+    return f"; track {track}" if track else ""
+
+
+def _view(report: Mapping[str, Any]) -> str:
+    view = report.get("per_step_view")
+    return str(view["text"]) if view else "streamed (recorded before the view was named)"
+
+
 def _cells(r: Mapping[str, Any]) -> list[str]:
     iv = r["levels"].get(INTERVENTION)
     nt = r["levels"].get("notification")
     qa = r["qa"]
     return [
         *(level_row("", iv)[1:]),
-        _p(nt["start_at"]["0.2"]) if nt else "n/a",
+        _p(start_at(nt)) if nt else "n/a",
         _p(nt["f1"]) if nt else "n/a",
         *(_p(qa[c]["accuracy"]) for c in prompts.CONDITIONS),
     ]
@@ -160,7 +203,7 @@ def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
                 "label": r.label,
                 "run_dir": str(r.root),
                 "system": r.manifest["system"]["name"],
-                "plot_y": iv["start_at"]["0.2"] if iv else None,
+                "plot_y": start_at(iv),
                 "cells": _cells(r.report),
             }
         )
@@ -168,6 +211,7 @@ def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
         "benchmark": "proactegomem",
         "plot_y_label": "Intervention Start@0.2 (%)",
         "notes": sorted({str(r.report["similarity"]) for r in runs}),
+        "views": sorted({_view(r.report) for r in runs}),
         "runs": rows,
     }
 
@@ -180,4 +224,5 @@ def render_comparison(
     if plot:
         lines += [f"![accuracy, latency and storage]({plot})", ""]
     lines += [f"- similarity: {n}" for n in data["notes"]]
+    lines += [f"- per-step view: {v}" for v in data.get("views", [])]
     return "\n".join(lines) + "\n"

@@ -32,6 +32,8 @@ class ProactEgoMem(Suite):
     scoring_schema: ClassVar[int] = metrics.SCHEMA_VERSION
 
     synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
+    # Section 5.2: one step per second, each with the frame of that second.
+    required_fps: ClassVar[float | None] = 1.0
 
     def synthetic(self, preset: str, seed: int) -> Path:
         from apmbench.harness.suites.proactegomem.synth import synthetic_dataset
@@ -75,7 +77,8 @@ class ProactEgoMem(Suite):
     def judge_templates_sha256(self) -> str | None:
         text = "\n".join(
             (prompts.JUDGE_TEMPLATE, prompts.JUDGE_INTERVENTION, prompts.JUDGE_NOTIFICATION,
-             *prompts.NOTIFICATION_REFERENCES.values(), judging.CORRECTION)
+             *prompts.NOTIFICATION_REFERENCES.values(), judging.CORRECTION,
+             prompts.JUDGE_CLOSING, *prompts.CLOSING_REFERENCES.values())
         )  # fmt: skip
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -90,7 +93,7 @@ class ProactEgoMem(Suite):
     def headline(self, report_: Mapping[str, Any]) -> Headline:
         iv = report_["levels"].get("intervention")
         return Headline(
-            utility=iv["start_at"]["0.2"] if iv else None,
+            utility=report.start_at(iv),
             utility_label="Intervention Start@0.2",
             ttft_mean_s=report_["latency"]["time_to_first_token_s"]["mean"],
             storage_per_hour_bytes=report_["storage"]["storage_per_hour_bytes"],

@@ -40,7 +40,7 @@ from apmbench.harness.paths import cached_dataset
 from apmbench.harness.suites.proactegomem.dataset import BENCHMARK, FORMAT_VERSION, OPTION_IDS
 
 GENERATOR = "proactegomem-synth"
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 WIDTH, HEIGHT, SIDE = 320, 240, 56
 
 # Every colour a detector looks for (devices lit, objects, panel headers) is at least 60
@@ -198,7 +198,13 @@ def _st_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
     slots = rng.sample(range(len(SLOTS)), preset.devices)
     spans = {n: _spans(rng, rng.randint(*preset.spans), preset.duration_s) for n in names}
     evs = [
-        {"event_id": f"{cid}-{n}-{k}", "object": n, "start_s": float(s), "end_s": float(e)}
+        {
+            "event_id": f"{cid}-{n}-{k}",
+            "object": n,
+            "start_s": float(s),
+            "end_s": float(e),
+            "state": "on",
+        }
         for n in names
         for k, (s, e) in enumerate(spans[n])
     ]

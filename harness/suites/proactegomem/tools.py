@@ -79,6 +79,9 @@ class ToolState:
     active: list[Instance] = field(default_factory=list)
     completed: list[dict[str, Any]] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
+    closing: dict[str, str | None] = field(default_factory=dict)
+    """Instance id -> the message of the step that stopped it (the closing-message judge
+    reads it; the context the system sees does not list it)."""
     invalid_calls: int = 0
     unparseable: int = 0
     next_id: int = 1
@@ -148,6 +151,7 @@ class ToolState:
                 else:
                     self.active.remove(hit[0])
                     self.completed.append(_interval(hit[0], stop, now))
+                    self.closing[hit[0].instance_id] = message
                     action["instance_id"] = target
             else:
                 problem = f"unknown tool {name!r} (tools: {start}, {stop})"
