@@ -163,7 +163,7 @@ def test_another_major_version_is_a_clear_refusal(raw: list[RunningServer], sock
     report = on_endpoint(f"unix:{sock_dir}/v2")
     assert outcomes(report, Outcome.FAIL) == {"describe-version"}, explain(report)
     refusal = next(r for r in report.results if r.name == "describe-version")
-    assert "speaks protocol 2.3; this harness speaks 1.2" in refusal.reason
+    assert f"speaks protocol 2.3; this harness speaks {PROTOCOL_VERSION}" in refusal.reason
     assert "protocol 1.x" in refusal.hint
     later = [
         r for r in report.results if r.name not in ("health", "reflection", "describe-version")
@@ -198,4 +198,4 @@ def test_a_1_0_server_is_still_checked_and_evaluated(
     )
     manifest = json.loads((out / "manifest.json").read_text())
     # Both versions are on record: the harness's and the one the server speaks.
-    assert (manifest["protocol_version"], manifest["system"]["protocol_version"]) == ("1.2", "1.0")
+    assert (manifest["protocol_version"], manifest["system"]["protocol_version"]) == (PROTOCOL_VERSION, "1.0")
