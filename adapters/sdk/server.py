@@ -98,6 +98,11 @@ class Lifecycle:
             )
         if not frame.data:
             raise errors.InvalidArgument(f"frame at time_ms={frame.time_ms} has no data")
+        if frame.encoding is FrameEncoding.JPEG and frame.data[:2] != b"\xff\xd8":
+            raise errors.InvalidArgument(
+                f"jpeg frame at time_ms={frame.time_ms} does not begin with the SOI marker "
+                "FF D8 (R10)"
+            )
 
     def require_import(self) -> None:
         if not self.info.capabilities.supports_import:
