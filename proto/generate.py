@@ -71,7 +71,7 @@ def derived_texts() -> dict[Path, str]:
     named = [r for r in RULES.values() if not r.id[1:].isdigit()]
     sections["check-rules"] = "\n".join(
         ["| id | the .proto's words |", "|---|---|"]
-        + [f"| {r.id} {r.title} | \"{r.quote}\" |" for r in named]
+        + [f'| {r.id} {r.title} | "{r.quote}" |' for r in named]
     )
     page = protocol_text.splice(PROTOCOL_PAGE.read_text(), sections)
     return {PROTOCOL_PAGE: page, TEMPLATE_COPY: proto}

@@ -15,9 +15,7 @@ PROTO = Path(__file__).resolve().parent / "apmbench" / "v1" / "memory_system.pro
 
 _RULE = re.compile(r"^(R\d+|S\d+) (.+?)\. (.*)$")
 _CODE = re.compile(r"^  (\w+)\s+(.*)$")
-_FIELD = re.compile(
-    r"^\s*(?:(repeated|optional) )?([\w.<>, ]+?) (\w+) = (\d+);$"
-)
+_FIELD = re.compile(r"^\s*(?:(repeated|optional) )?([\w.<>, ]+?) (\w+) = (\d+);$")
 _RPC = re.compile(r"^\s*rpc (\w+)\((stream )?(\w+)\) returns \((stream )?(\w+)\);$")
 
 

@@ -280,9 +280,7 @@ def query_from_pb(msg: pb.QueryRequest) -> Query:
         question=msg.question,
         choices=tuple(Choice(c.option_id, c.text) for c in msg.choices),
         # A 1.0-1.2 client sends no presence: 0 from it means no interval.
-        interval_start_ms=(
-            msg.interval_start_ms if msg.HasField("interval_start_ms") else None
-        ),
+        interval_start_ms=(msg.interval_start_ms if msg.HasField("interval_start_ms") else None),
         max_output_chars=msg.max_output_chars,
         # A value from a later minor version reads as "not said": the prompt still says it.
         answer_format=_FORMAT_FROM_PB.get(msg.answer_format),

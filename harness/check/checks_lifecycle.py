@@ -166,8 +166,7 @@ def time_backwards(ctx: CheckContext) -> Passed:
         "time order holds across sessions until Reset or ImportState",
     )
     return Passed(
-        "frames, Query, a frame earlier than a Query and StartSession going backwards were "
-        "refused"
+        "frames, Query, a frame earlier than a Query and StartSession going backwards were refused"
     )
 
 

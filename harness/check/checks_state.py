@@ -7,9 +7,9 @@ import io
 from apmbench.adapters.sdk import errors
 from apmbench.harness.check import probes
 from apmbench.harness.check.context import CheckContext, Export
+from apmbench.harness.check.expect import expect_error
 from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
 from apmbench.harness.check.probes import SESSION_1
-from apmbench.harness.check.expect import expect_error
 from apmbench.harness.protocol import wire_rules
 
 DEFAULT_CHUNK = wire_rules.DEFAULT_CHUNK_BYTES

@@ -582,7 +582,12 @@ def protocol_methods() -> dict[str, MethodShape]:
 
 MEMORY_SYSTEM_SERVICE: str = pb.DESCRIPTOR.services_by_name["MemorySystem"].full_name
 HEALTH_SERVICE = "grpc.health.v1.Health"
-MALFORMED_ITEMS = ("turn-without-kind", "turn-of-unknown-kind", "frame-without-encoding", "empty-item")
+MALFORMED_ITEMS = (
+    "turn-without-kind",
+    "turn-of-unknown-kind",
+    "frame-without-encoding",
+    "empty-item",
+)
 UNKNOWN_ENUM_VALUE = 9
 """An enum value no version of the protocol has (proto3 enums carry any number)."""
 """The stream items `SystemClient.push_malformed` can send, each breaking rule R10."""

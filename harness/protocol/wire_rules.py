@@ -80,6 +80,7 @@ def frame_fit_problem(max_side: int, rgb24: bool) -> str | None:
         f"raises (R7): the largest side that fits is {MAX_RGB24_SIDE}"
     )
 
+
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 

@@ -182,9 +182,7 @@ class _QueryKeepsClock(Lifecycle):
     """Refuses a Query earlier than the last time, but does not move the clock with it."""
 
     def advance(self, what: str, time_ms: int) -> None:
-        if what != "Query":
-            super().advance(what, time_ms)
-        elif self.last_time_ms is not None and time_ms < self.last_time_ms:
+        if what != "Query" or (self.last_time_ms is not None and time_ms < self.last_time_ms):
             super().advance(what, time_ms)
 
 

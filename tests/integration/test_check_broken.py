@@ -24,10 +24,10 @@ from apmbench.adapters.sdk import (
     start_server,
 )
 from apmbench.adapters.sdk.server import MemorySystemServicer
+from apmbench.adapters.sdk.types import StateManifest
 from apmbench.harness.check import CheckReport, Outcome, run_suite, select
 from apmbench.harness.check.render import failures, to_json
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
-from apmbench.adapters.sdk.types import StateManifest
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
@@ -247,9 +247,7 @@ def test_one_defect_is_blamed_once_under_its_own_rule(
         assert f"breaks rule {rule}" in skipped.reason and aimed in skipped.reason
 
 
-def test_a_fenced_answer_is_a_warning_naming_r12(
-    raw: list[RunningServer], sock_dir: Path
-) -> None:
+def test_a_fenced_answer_is_a_warning_naming_r12(raw: list[RunningServer], sock_dir: Path) -> None:
     address = f"unix:{sock_dir}/fenced"
     raw.append(serve_raw(broken_servers.FencedServicer(Honest()), address))
     report = on_endpoint(address)
