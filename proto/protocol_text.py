@@ -194,9 +194,9 @@ def render_sections(text: str) -> dict[str, str]:
     for f in fields(text):
         if f.message != current:
             current = f.message
-            ref += ["", f"**{current}**", "", "| declaration | meaning |", "|---|---|"]
-        decl = f"`{_cell(f.declaration)}`"
-        ref.append(f"| {decl} | {_cell(f.comment) or '(see above)'} |")
+            ref += ["", f"**{current}**", "", "| name | declaration | meaning |", "|---|---|---|"]
+        names = ", ".join(f"`{n}`" for n in f.names)
+        ref.append(f"| {names} | `{_cell(f.declaration)}` | {_cell(f.comment)} |")
     return {
         "rules": "\n".join(rules_md),
         "promises": "\n".join(promises),

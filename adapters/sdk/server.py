@@ -123,7 +123,9 @@ class MemorySystemServicer(pb_grpc.MemorySystemServicer):
         self._system = system
         self._info = system.describe()
         self._lifecycle = Lifecycle(self._info)
-        # One call at a time: method code is a single-threaded state machine.
+        # One call at a time: method code is a single-threaded state machine. The harness
+        # never overlaps calls (R3); a client that does waits here until the call in
+        # progress (a whole push or query stream) ends, as the .proto allows.
         self._lock = threading.Lock()
 
     def _guarded(self, context: grpc.ServicerContext, body: Callable[[], T]) -> T:

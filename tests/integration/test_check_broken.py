@@ -298,3 +298,24 @@ def test_the_strict_server_sees_a_client_that_breaks_a_rule(
         assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
         assert client.import_raw(manifest, [data]) == len(data)
     assert strict.violations == [f"an ImportState chunk of {len(data)} bytes"]
+
+
+def test_a_whole_run_makes_one_call_at_a_time_and_never_sends_an_item_before_a_query(
+    raw: list[RunningServer], sock_dir: Path, mini: Path, tmp_path: Path
+) -> None:
+    # R3 and R2 as the harness keeps them in a run (main pass, forks, replays, audits): the
+    # strict server records any overlapping call, and its lifecycle (the SDK's) refuses an
+    # item earlier than a Query already answered, which would fail the run.
+    address = f"unix:{sock_dir}/strict-run"
+    strict = broken_servers.StrictServicer(Honest())
+    raw.append(serve_raw(strict, address))
+    evaluate(
+        EvaluateOptions(
+            dataset=mini,
+            out=tmp_path / "run",
+            runtime=RuntimeSpec(endpoint=address),
+            persistence=Persistence.RESET,
+        )
+    )
+    rows = (tmp_path / "run" / "instances.jsonl").read_text().splitlines()
+    assert rows and strict.violations == []

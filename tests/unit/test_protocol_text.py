@@ -70,3 +70,19 @@ def test_a_changed_rule_is_caught() -> None:
     rule = protocol_text.rules(PROTO)[1]
     reworded = _flat(PAGE).replace(rule.text, rule.text.replace("earlier", "later"))
     assert f"| {rule.id} {rule.title} | {rule.text} |" not in reworded
+
+
+def test_an_interval_from_0_survives_the_wire_and_none_stays_none() -> None:
+    # Protocol 1.3: interval_start_ms is optional, so DAY1 00:00:00 is an interval start.
+    from apmbench.adapters.sdk import wire
+    from apmbench.adapters.sdk.types import Query, QueryKind
+
+    for start in (0, 5000, None):
+        query = Query("q", 9000, QueryKind.DECISION, "", "", interval_start_ms=start)
+        sent = wire.query_to_pb(query)
+        assert sent.HasField("interval_start_ms") is (start is not None)
+        assert wire.query_from_pb(sent).interval_start_ms == start
+    # A 1.0-1.2 client never sets presence: its 0 reads as no interval.
+    old = wire.query_to_pb(Query("q", 9000, QueryKind.DECISION, "", ""))
+    old.ClearField("interval_start_ms")
+    assert wire.query_from_pb(old).interval_start_ms is None

@@ -42,9 +42,9 @@ R3 Lifecycle. Reset -> (StartSession -> PushFrames* / Query* -> EndSession)*.
    server need not handle overlapping calls and may serialise them (the
    Python SDK's server does: an overlapping call waits until the one in
    progress ends). A push that fails or is cancelled leaves ingested the
-   items the server took before it stopped; the harness never goes on
-   from such a push: it abandons the process (or Resets) and fails the
-   segment.
+   items the server took before it stopped (as R2 says for a refused
+   item); the harness never goes on from such a push: the trajectory
+   fails, or is played again from its start after Reset.
 R4 Ingest is synchronous. PushFrames returns only when every item of the
    stream has been ingested (the memory updated). A method that defers work
    to query time may buffer; that cost then shows in time to first token.
@@ -788,9 +788,10 @@ class QueryRequest(_message.Message):
     R1); a 1.2 reader sees 0 when absent.
     """
     max_output_chars: _builtins.int
-    """Upper bound, in Unicode code points, on the answer the harness reads;
-    0 = no bound. Never below the longest minimal valid answer of
-    `answer_format`; text past it is cut before the answer is parsed.
+    """Upper bound, in Unicode code points (not bytes), on the answer the
+    client reads; 0 = no bound, which is what this harness sends. A client
+    that sets one sets it no lower than the longest minimal valid answer of
+    `answer_format`, so a valid answer always fits; text past it is ignored.
     """
     answer_format: Global___AnswerFormat.ValueType
     """Protocol 1.1: which JSON object the answer must be (R12), so that no

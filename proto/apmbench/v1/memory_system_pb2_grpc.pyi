@@ -42,9 +42,9 @@ R3 Lifecycle. Reset -> (StartSession -> PushFrames* / Query* -> EndSession)*.
    server need not handle overlapping calls and may serialise them (the
    Python SDK's server does: an overlapping call waits until the one in
    progress ends). A push that fails or is cancelled leaves ingested the
-   items the server took before it stopped; the harness never goes on
-   from such a push: it abandons the process (or Resets) and fails the
-   segment.
+   items the server took before it stopped (as R2 says for a refused
+   item); the harness never goes on from such a push: the trajectory
+   fails, or is played again from its start after Reset.
 R4 Ingest is synchronous. PushFrames returns only when every item of the
    stream has been ingested (the memory updated). A method that defers work
    to query time may buffer; that cost then shows in time to first token.
