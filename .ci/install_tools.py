@@ -29,6 +29,22 @@ class Tool:
     command: str  # what must be on PATH afterwards
     package: str  # the Debian package that provides it
     why: str
+    marker: str = ""  # for a library (no command): a file it installs, under INSTALL_ROOT
+
+    def present(self, path: str | None) -> bool:
+        if self.marker:
+            return os.path.exists(os.path.join(_root(), self.marker.lstrip("/")))
+        return shutil.which(self.command, path=path) is not None
+
+    def where(self, path: str | None) -> str:
+        if self.marker:
+            return os.path.join(_root(), self.marker.lstrip("/"))
+        return str(shutil.which(self.command, path=path))
+
+
+def _root() -> str:
+    # Where library markers are looked for: "/" on a machine, a directory in the tests.
+    return os.environ.get("INSTALL_TOOLS_ROOT", "/")
 
 
 TOOLS: tuple[Tool, ...] = (
@@ -38,6 +54,33 @@ TOOLS: tuple[Tool, ...] = (
     Tool("node", "nodejs", "the Node.js template server (containers/template-node)"),
     Tool("npm", "npm", "installs the Node.js template's packages"),
     Tool("chromium", "chromium", "the viewer's browser test"),
+    # Code generation in other languages, as docs/PROTOCOL.md documents it
+    # (tests/integration/test_codegen.py).
+    Tool("protoc", "protobuf-compiler", "generates Go and C++ from the .proto"),
+    Tool("grpc_cpp_plugin", "protobuf-compiler-grpc", "protoc's gRPC C++ plugin"),
+    Tool("protoc-gen-go", "protoc-gen-go", "protoc's Go plugin"),
+    Tool("protoc-gen-go-grpc", "protoc-gen-go-grpc", "protoc's gRPC Go plugin"),
+    Tool("go", "golang-go", "builds the generated Go server"),
+    Tool("g++", "g++", "builds the generated C++ server"),
+    Tool("pkg-config", "pkg-config", "finds the gRPC C++ libraries' flags"),
+    Tool(
+        "grpc++ headers",
+        "libgrpc++-dev",
+        "the gRPC C++ library the generated server links with",
+        marker="/usr/include/grpcpp/grpcpp.h",
+    ),
+    Tool(
+        "grpc-go",
+        "golang-google-grpc-dev",
+        "Debian's grpc-go (a GOPATH, no module proxy) for the generated Go server",
+        marker="/usr/share/gocode/src/google.golang.org/grpc/server.go",
+    ),
+    Tool(
+        "protobuf-go",
+        "golang-google-protobuf-dev",
+        "Debian's protobuf-go for the generated Go server",
+        marker="/usr/share/gocode/src/google.golang.org/protobuf/proto/proto.go",
+    ),
 )
 
 
@@ -46,7 +89,7 @@ class InstallError(Exception):
 
 
 def missing(tools: tuple[Tool, ...], path: str | None) -> list[Tool]:
-    return [t for t in tools if shutil.which(t.command, path=path) is None]
+    return [t for t in tools if not t.present(path)]
 
 
 def plan(tools: tuple[Tool, ...], path: str | None) -> list[list[str]]:
@@ -63,7 +106,7 @@ def plan(tools: tuple[Tool, ...], path: str | None) -> list[list[str]]:
 def install(tools: tuple[Tool, ...], path: str | None) -> None:
     absent = missing(tools, path)
     for tool in tools:
-        state = "missing" if tool in absent else "present: " + str(shutil.which(tool.command, path=path))
+        state = "missing" if tool in absent else "present: " + tool.where(path)
         print(f"install-tools: {tool.command:<16} {state}", flush=True)
     if not absent:
         return
@@ -75,10 +118,11 @@ def install(tools: tuple[Tool, ...], path: str | None) -> None:
         print(f"install-tools: installing {tool.package} for {tool.command} ({tool.why})", flush=True)
         command = ["apt-get", "install", "-y", "-q", tool.package]
         _run(command, env, f"{tool.command} (Debian package {tool.package}, {tool.why})")
-        if shutil.which(tool.command, path=path) is None:
+        if not tool.present(path):
+            where = tool.marker or f"{tool.command} on PATH"
             raise InstallError(
-                f"{tool.command}: Debian package {tool.package} installed, yet {tool.command} "
-                "is not on PATH; install it by hand and run again"
+                f"{tool.command}: Debian package {tool.package} installed, yet {where} "
+                "is missing; install it by hand and run again"
             )
 
 

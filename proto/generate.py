@@ -1,6 +1,8 @@
 """Generate the Python code for the protocol, or check that it is in sync.
 
-    python proto/generate.py          # rewrite proto/apmbench/v1/*_pb2*.py(i)
+    python proto/generate.py          # rewrite proto/apmbench/v1/*_pb2*.py(i), the
+                                      # reference sections of docs/PROTOCOL.md and the
+                                      # Node.js template's copy of the .proto
     python proto/generate.py --check  # exit 1 and name the files that differ
 
 The generated files are committed so that the harness installs without
@@ -18,6 +20,9 @@ from pathlib import Path
 
 PROTO_ROOT = Path(__file__).resolve().parent
 PACKAGE_DIR = PROTO_ROOT / "apmbench" / "v1"
+REPO = PROTO_ROOT.parent
+PROTOCOL_PAGE = REPO / "docs" / "PROTOCOL.md"
+TEMPLATE_COPY = REPO / "containers" / "template-node" / "memory_system.proto"
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_pb2_grpc.pyi")
 
 
@@ -53,8 +58,34 @@ def generate_into(out_dir: Path) -> list[Path]:
     )
 
 
+def derived_texts() -> dict[Path, str]:
+    """The files whose text follows from the .proto: the page's reference sections (rules,
+    status codes, every field's comment) and the template's verbatim copy."""
+    sys.path.insert(0, str(PROTO_ROOT))
+    import protocol_text
+
+    from apmbench.harness.check.rules import RULES
+
+    proto = protocol_text.PROTO.read_text()
+    sections = protocol_text.render_sections(proto)
+    named = [r for r in RULES.values() if not r.id[1:].isdigit()]
+    sections["check-rules"] = "\n".join(
+        ["| id | the .proto's words |", "|---|---|"]
+        + [f'| {r.id} {r.title} | "{r.quote}" |' for r in named]
+    )
+    page = protocol_text.splice(PROTOCOL_PAGE.read_text(), sections)
+    return {PROTOCOL_PAGE: page, TEMPLATE_COPY: proto}
+
+
 def main(argv: list[str]) -> int:
     check = "--check" in argv
+    stale_texts = []
+    for path, text in derived_texts().items():
+        if check:
+            if path.read_text() != text:
+                stale_texts.append(str(path.relative_to(REPO)))
+        else:
+            path.write_text(text)
     with tempfile.TemporaryDirectory() as tmp:
         fresh = generate_into(Path(tmp))
         stale = []
@@ -72,6 +103,7 @@ def main(argv: list[str]) -> int:
                 for p in PACKAGE_DIR.iterdir()
                 if p.name.endswith(GENERATED_SUFFIXES) and p.name not in fresh_names
             ]
+    stale += stale_texts
     if stale:
         print("generated code is out of sync with the .proto: " + ", ".join(sorted(stale)))
         print("run `make proto` and commit the result")

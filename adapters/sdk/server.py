@@ -98,6 +98,11 @@ class Lifecycle:
             )
         if not frame.data:
             raise errors.InvalidArgument(f"frame at time_ms={frame.time_ms} has no data")
+        if frame.encoding is FrameEncoding.JPEG and frame.data[:2] != b"\xff\xd8":
+            raise errors.InvalidArgument(
+                f"jpeg frame at time_ms={frame.time_ms} does not begin with the SOI marker "
+                "FF D8 (R10)"
+            )
 
     def require_import(self) -> None:
         if not self.info.capabilities.supports_import:
@@ -118,7 +123,9 @@ class MemorySystemServicer(pb_grpc.MemorySystemServicer):
         self._system = system
         self._info = system.describe()
         self._lifecycle = Lifecycle(self._info)
-        # One call at a time: method code is a single-threaded state machine.
+        # One call at a time: method code is a single-threaded state machine. The harness
+        # never overlaps calls (R3); a client that does waits here until the call in
+        # progress (a whole push or query stream) ends, as the .proto allows.
         self._lock = threading.Lock()
 
     def _guarded(self, context: grpc.ServicerContext, body: Callable[[], T]) -> T:

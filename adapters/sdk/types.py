@@ -15,8 +15,8 @@ if TYPE_CHECKING:  # numpy loads on the first Frame.rgb(): a server need not pay
     import numpy as np
     import numpy.typing as npt
 
-PROTOCOL_VERSION = "1.2"
-"""What this SDK and harness speak; 1.0 and 1.1 servers are still evaluated (R9)."""
+PROTOCOL_VERSION = "1.3"
+"""What this SDK and harness speak; 1.0, 1.1 and 1.2 servers are still evaluated (R9)."""
 
 
 class FrameEncoding(enum.Enum):

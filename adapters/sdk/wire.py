@@ -252,7 +252,8 @@ def query_to_pb(query: Query) -> pb.QueryRequest:
         prompt=query.prompt,
         question=query.question,
         choices=[pb.Choice(option_id=c.option_id, text=c.text) for c in query.choices],
-        interval_start_ms=query.interval_start_ms or 0,
+        # Protocol 1.3: present exactly when there is an interval, so 0 (DAY1 00:00:00) is one.
+        interval_start_ms=query.interval_start_ms,
         max_output_chars=query.max_output_chars,
         answer_format=(
             pb.ANSWER_FORMAT_UNSPECIFIED
@@ -278,7 +279,8 @@ def query_from_pb(msg: pb.QueryRequest) -> Query:
         prompt=msg.prompt,
         question=msg.question,
         choices=tuple(Choice(c.option_id, c.text) for c in msg.choices),
-        interval_start_ms=msg.interval_start_ms or None,
+        # A 1.0-1.2 client sends no presence: 0 from it means no interval.
+        interval_start_ms=(msg.interval_start_ms if msg.HasField("interval_start_ms") else None),
         max_output_chars=msg.max_output_chars,
         # A value from a later minor version reads as "not said": the prompt still says it.
         answer_format=_FORMAT_FROM_PB.get(msg.answer_format),

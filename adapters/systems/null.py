@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 
 from apmbench.adapters.sdk import (
+    AnswerFormat,
     Capabilities,
     ExportedState,
     Frame,
@@ -61,7 +62,12 @@ class NullSystem(MemorySystem):
         self.counts["sessions"] += 1
 
     def query(self, query: Query) -> Iterator[str]:
-        if query.kind is QueryKind.DECISION:
+        # R12: answer_format, when set, decides the object; kind only when it is not said.
+        if query.answer_format is not None:
+            decides = query.answer_format is not AnswerFormat.OPTION
+        else:
+            decides = query.kind is QueryKind.DECISION
+        if decides:
             yield '{"decision":"SILENT","reason":"null system"}'
         else:
             yield '{"answer":"A"}'

@@ -135,7 +135,13 @@ function checkFrame(f) {
     throw invalid(`frame at ${f.time_ms} is ${f.encoding}, not declared (R8)`);
   }
   if (!f.width || !f.height || !f.data.length) throw invalid(`frame at ${f.time_ms} has no size or data (R10)`);
+  if (f.encoding === 'FRAME_ENCODING_JPEG' && !(f.data[0] === 0xff && f.data[1] === 0xd8)) {
+    throw invalid(`jpeg frame at ${f.time_ms} does not begin with the SOI marker FF D8 (R10)`);
+  }
 }
+
+// An enum value this server does not know arrives as a number (enums: String): no value (R10).
+const known = (value, unspecified) => typeof value === 'string' && value !== unspecified;
 
 // -- the service ---------------------------------------------------------------------
 
@@ -183,7 +189,7 @@ const service = {
           ingestFrame(msg.frame);
           frames += 1;
         } else if (msg.item === 'user_turn') {
-          if (msg.user_turn.kind === 'USER_TURN_KIND_UNSPECIFIED') {
+          if (!known(msg.user_turn.kind, 'USER_TURN_KIND_UNSPECIFIED')) {
             throw invalid(`user turn at ${msg.user_turn.time_ms} has no kind (R10)`);
           }
           advance('user turn', msg.user_turn.time_ms);
@@ -216,7 +222,7 @@ const service = {
     try {
       requireSession('Query');
       const q = call.request;
-      if (q.kind === 'QUERY_KIND_UNSPECIFIED') throw invalid('Query has no kind (R10)');
+      if (!known(q.kind, 'QUERY_KIND_UNSPECIFIED')) throw invalid('Query has no known kind (R10)');
       advance('Query', q.time_ms);
       // R5: answer() only reads memory. A slow method checks call.cancelled between steps.
       for (const piece of answer(q)) {

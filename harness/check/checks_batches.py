@@ -10,7 +10,8 @@ from apmbench.adapters.sdk.types import Frame, StreamItem
 from apmbench.harness.check import probes
 from apmbench.harness.check.checks_lifecycle import _frame
 from apmbench.harness.check.context import CheckContext
-from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
+from apmbench.harness.check.expect import expect_error
+from apmbench.harness.check.model import CheckFailed, Passed, check
 from apmbench.harness.check.probes import SESSION_1
 
 HINT = (
@@ -37,9 +38,20 @@ def push_batches(ctx: CheckContext) -> Passed:
     fresh trajectory, must come out the same. Compared with the server's own PushFrames, not
     with the rules: a server that breaks R2 in both is blamed by R2's check alone."""
     if not ctx.info.capabilities.accepts_item_batches:
-        raise NotApplicable(
-            "the server does not declare accepts_item_batches: the harness uses PushFrames"
-        )
+        # R13: undeclared, the method answers UNIMPLEMENTED (gRPC's answer for a method a
+        # server does not register); the harness then pushes through PushFrames.
+        probes.start(ctx.client, ctx.fresh("no-batches"), SESSION_1)
+        try:
+            expect_error(
+                errors.Unimplemented,
+                "PushItemBatches to a server that does not declare accepts_item_batches",
+                lambda: ctx.client.push([_frame(ctx, SESSION_1.start_ms)], batched=True),
+                "do not register PushItemBatches unless you declare accepts_item_batches (gRPC "
+                "then answers UNIMPLEMENTED), or declare it",
+            )
+        finally:
+            probes.end(ctx.client, SESSION_1)
+        return Passed("not declared, and PushItemBatches answered UNIMPLEMENTED: PushFrames used")
     items = probes.session_items(SESSION_1, ctx.info)
     # Batches of about two frames: several batches, each of several items.
     limit = 2 * max(len(i.data) for i in items if isinstance(i, Frame))

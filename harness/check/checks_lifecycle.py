@@ -129,7 +129,9 @@ def session_order(ctx: CheckContext) -> Passed:
 
 
 @check(
-    "misuse-time-backwards", "R2", "an item, a query or a session earlier than the last: refused"
+    "misuse-time-backwards",
+    "R2",
+    "an item, a query or a session earlier than the last (a Query included): refused",
 )
 def time_backwards(ctx: CheckContext) -> Passed:
     client = ctx.client
@@ -148,6 +150,14 @@ def time_backwards(ctx: CheckContext) -> Passed:
         "a Query carries a time too: refuse one earlier than the last item",
     )
     client.push([_frame(ctx, 14_000)])  # the session goes on at a later time
+    client.query(_mc(15_000))
+    expect_error(
+        errors.InvalidArgument,
+        "a frame at 14.5 s after a Query at 15 s",
+        lambda: client.push([_frame(ctx, 14_500)]),
+        "a Query moves the clock like any timed call (R2): refuse an item earlier than it",
+    )
+    client.push([_frame(ctx, 15_000)])
     client.end_session(SessionEnd("S1", 20_000))
     expect_error(
         errors.InvalidArgument,
@@ -155,7 +165,9 @@ def time_backwards(ctx: CheckContext) -> Passed:
         lambda: client.start_session(SessionStart(tid, "S2", "DAY1", 19_000)),
         "time order holds across sessions until Reset or ImportState",
     )
-    return Passed("frames, Query and StartSession going backwards were refused")
+    return Passed(
+        "frames, Query, a frame earlier than a Query and StartSession going backwards were refused"
+    )
 
 
 def _manifest(

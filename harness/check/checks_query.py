@@ -8,7 +8,7 @@ from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import AnswerFormat, Query, QueryKind
 from apmbench.harness.check import probes
 from apmbench.harness.check.context import CheckContext
-from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
+from apmbench.harness.check.model import CheckFailed, CheckWarning, NotApplicable, Passed, check
 from apmbench.harness.check.probes import PROBE_TIME_MS, SESSION_1, SESSION_2
 from apmbench.harness.protocol.client import QueryResult
 from apmbench.harness.protocol.streaming import streaming_problem
@@ -123,8 +123,13 @@ def query_format(ctx: CheckContext) -> Passed:
             + "; ".join(f"{k}: {f}" for k, f in FORMATS.items())
             + " (QueryRequest.answer_format and answer_schema say which)",
         )
-    note = f" (read after repair: {', '.join(repaired)}; send the exact JSON)" if repaired else ""
-    return Passed(f"all {len(FORMATS)} answer formats parsed{note}")
+    if repaired:
+        raise CheckWarning(
+            f"R12: the answers to {', '.join(repaired)} were read only after repair (a Markdown "
+            "fence or prose around the JSON object): runs count each as a format failure",
+            "answer with exactly one JSON object, no fence and no words around it (R12)",
+        )
+    return Passed(f"all {len(FORMATS)} answer formats parsed")
 
 
 @check("query-read-only", "R5", "the exported state is identical before and after queries")

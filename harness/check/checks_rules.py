@@ -7,7 +7,13 @@ from __future__ import annotations
 import hashlib
 
 from apmbench.adapters.sdk import errors
-from apmbench.adapters.sdk.types import SessionEnd, SessionStart, StateManifest
+from apmbench.adapters.sdk.types import (
+    Frame,
+    FrameEncoding,
+    SessionEnd,
+    SessionStart,
+    StateManifest,
+)
 from apmbench.harness.check import probes
 from apmbench.harness.check.checks_lifecycle import _frame, _mc
 from apmbench.harness.check.context import CheckContext
@@ -18,6 +24,8 @@ from apmbench.harness.protocol.client import MALFORMED_ITEMS
 
 _ITEM_HINTS = {
     "turn-without-kind": "refuse a user turn whose kind is USER_TURN_KIND_UNSPECIFIED",
+    "turn-of-unknown-kind": "refuse a user turn whose kind is a value the protocol does not "
+    "have (9): an unknown enum value counts as none",
     "frame-without-encoding": "refuse a frame whose encoding is FRAME_ENCODING_UNSPECIFIED",
     "empty-item": "refuse a StreamItem that carries neither a frame nor a user turn",
 }
@@ -41,9 +49,36 @@ def malformed_items(ctx: CheckContext) -> Passed:
         lambda: client.query_without_kind(_mc(5000)),
         "refuse a Query without a kind with INVALID_ARGUMENT (R10)",
     )
+    expect_error(
+        errors.InvalidArgument,
+        "Query with kind 9 (no version of the protocol has it)",
+        lambda: client.query_without_kind(_mc(5000), unknown=True),
+        "refuse a Query whose kind you do not know with INVALID_ARGUMENT (R10)",
+    )
+    seen = f"{len(MALFORMED_ITEMS)} malformed items, a Query without kind and one of kind 9"
+    if FrameEncoding.JPEG in ctx.info.capabilities.frame_encodings:
+        expect_error(
+            errors.InvalidArgument,
+            "a JPEG frame whose data does not begin with the SOI marker FF D8",
+            lambda: client.push([Frame(5500, FrameEncoding.JPEG, 2, 2, b"not a jpeg")]),
+            "refuse a JPEG frame whose data does not start with FF D8 with INVALID_ARGUMENT (R10)",
+        )
+        seen += ", a JPEG without its SOI marker"
     client.push([_frame(ctx, 6000)])  # the session is still usable
     client.end_session(SessionEnd("S1", 7000))
-    return Passed(f"{len(MALFORMED_ITEMS)} malformed items and a Query without kind refused")
+    expect_error(
+        errors.InvalidArgument,
+        "StartSession with an empty session_id",
+        lambda: client.start_session(SessionStart(tid, "", "DAY1", 8000)),
+        "refuse StartSession with an empty session_id with INVALID_ARGUMENT (R10)",
+    )
+    # The other ids are informational: empty ones are never refused (R10).
+    client.reset("")
+    client.start_session(SessionStart("", "S2", "", 9000))
+    client.end_session(SessionEnd("S2", 9500))
+    return Passed(
+        seen + " refused; an empty session_id refused; empty trajectory and day ids accepted"
+    )
 
 
 @check("misuse-end-other-session", "SESSION-ID", "EndSession naming another session: refused")

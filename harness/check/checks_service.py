@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 
 from apmbench.adapters.sdk import errors
-from apmbench.adapters.sdk.types import PROTOCOL_VERSION
+from apmbench.adapters.sdk.types import PROTOCOL_VERSION, FrameEncoding
+from apmbench.harness.check import probes
 from apmbench.harness.check.context import CheckContext
 from apmbench.harness.check.model import CheckFailed, CheckWarning, Passed, check
+from apmbench.harness.errors import ConfigError
+from apmbench.harness.protocol import wire_rules
 from apmbench.harness.protocol.client import (
     HEALTH_SERVICE,
     MEMORY_SYSTEM_SERVICE,
@@ -38,11 +41,8 @@ def health(ctx: CheckContext) -> Passed:
             f'health for service "" is {status}, not SERVING, after the server started',
             "set SERVING for the empty service name once the system is loaded and ready",
         )
-    try:
-        named = ctx.client.health_status(MEMORY_SYSTEM_SERVICE)
-    except errors.ProtocolError as e:
-        named = f"not reported ({e.message})"
-    return Passed(f'SERVING for ""; {MEMORY_SYSTEM_SERVICE}: {named}')
+    # Only the empty name is the protocol's; other names may answer anything (NOT_FOUND).
+    return Passed('SERVING for "" (the only name the harness asks)')
 
 
 REFLECTION_HINT = (
@@ -134,6 +134,14 @@ def describe_capabilities(ctx: CheckContext) -> Passed:
         problems.append(
             f"preferred_max_side {caps.preferred_max_side} is neither 0 (as decoded) nor "
             "16-8192 pixels"
+        )
+    side = caps.preferred_max_side or probes.DEFAULT_SIDE
+    too_big = wire_rules.frame_fit_problem(side, FrameEncoding.RGB24 in caps.frame_encodings)
+    if too_big is not None:
+        # Not the server's fault alone, and no check could run: stop as for bad settings (R7).
+        raise ConfigError(
+            f"{info.name} declares RGB24 with preferred_max_side {side}: {too_big}; declare "
+            f"a preferred_max_side of at most {wire_rules.MAX_RGB24_SIDE} (or JPEG only)"
         )
     again = ctx.client.describe_unchecked()
     if again != info:

@@ -7,9 +7,9 @@ import io
 from apmbench.adapters.sdk import errors
 from apmbench.harness.check import probes
 from apmbench.harness.check.context import CheckContext, Export
+from apmbench.harness.check.expect import expect_error
 from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
 from apmbench.harness.check.probes import SESSION_1
-from apmbench.harness.errors import WireRuleError
 from apmbench.harness.protocol import wire_rules
 
 DEFAULT_CHUNK = wire_rules.DEFAULT_CHUNK_BYTES
@@ -32,11 +32,11 @@ def first_difference(a: bytes, b: bytes) -> str:
 
 
 def _export(ctx: CheckContext, max_chunk_bytes: int = 0) -> Export:
+    # A state stream that breaks MANIFEST, STATE-STREAM or R7 arrives as a WireRuleError:
+    # the suite fails it in the check that owns that rule and marks the others not
+    # applicable (suite.EXPORT_RULE_OWNERS), so one defect is one failure.
     try:
         return ctx.export(max_chunk_bytes)
-    except WireRuleError as e:
-        # The client refuses a broken state stream for `evaluate` too; its message names the rule.
-        raise CheckFailed(f"ExportState is not a valid state stream: {e.message}", e.hint) from e
     except (errors.InvalidArgument, errors.DataLoss) as e:
         raise CheckFailed(
             f"ExportState is not a valid state stream: {e}",
@@ -51,6 +51,51 @@ def _with_session_1(ctx: CheckContext, label: str, trajectory_id: str | None = N
         ctx.client.reset(tid)
     probes.play(ctx.client, tid, SESSION_1, ctx.info)
     return tid
+
+
+@check(
+    "export-manifest",
+    "MANIFEST",
+    "the export is a manifest (64 lower-case hex sha256, exact length) and then only data",
+)
+def export_manifest(ctx: CheckContext) -> Passed:
+    _with_session_1(ctx, "manifest")
+    # The client verifies shape, sha256 form, length and digest of every export it reads.
+    state = _export(ctx)
+    return Passed(
+        f"manifest of {state.manifest.total_bytes} bytes, sha256 {state.manifest.sha256[:12]}..., "
+        f"then {len(state.chunk_sizes)} data chunk(s) matching it"
+    )
+
+
+@check(
+    "import-closes-session",
+    "R6",
+    "a state exported mid-session imports with no session open; bytes_imported counts its data",
+)
+def import_closes_session(ctx: CheckContext) -> Passed:
+    ctx.require_import()
+    tid = ctx.fresh("mid-session")
+    probes.start(ctx.client, tid, SESSION_1)
+    ctx.client.push(probes.session_items(SESSION_1, ctx.info))
+    state = _export(ctx)  # in the middle of the session (R6: callable at any time)
+    probes.end(ctx.client, SESSION_1)
+    ctx.client.reset(tid)
+    imported = ctx.client.import_state(state.manifest, io.BytesIO(state.data))
+    if imported != state.manifest.total_bytes:
+        raise CheckFailed(
+            f"ImportState of {state.manifest.total_bytes} data bytes answered bytes_imported = "
+            f"{imported}",
+            "answer bytes_imported with the total bytes of the data chunks (manifest excluded)",
+        )
+    # R6: the export holds memory, not the lifecycle: no session is open after the import.
+    expect_error(
+        errors.FailedPrecondition,
+        "PushFrames right after ImportState of a state exported mid-session",
+        lambda: ctx.client.push(probes.session_items(SESSION_1, ctx.info)[-1:]),
+        "ImportState restores memory only: afterwards no session is open (R6)",
+    )
+    return Passed(f"{imported} bytes imported; no session open afterwards")
 
 
 @check("export-deterministic", "R6", "the same memory exports to the same bytes, at any chunk size")
@@ -131,4 +176,11 @@ def reset_forgets(ctx: CheckContext) -> Passed:
     return Passed("{} bytes after a session, {} after Reset".format(*sizes))
 
 
-CHECKS = (export_deterministic, export_chunking, state_round_trip, reset_forgets)
+CHECKS = (
+    export_manifest,
+    export_deterministic,
+    export_chunking,
+    state_round_trip,
+    import_closes_session,
+    reset_forgets,
+)

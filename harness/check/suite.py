@@ -26,8 +26,8 @@ from apmbench.harness.check import (
 )
 from apmbench.harness.check.context import CheckContext, CheckSettings
 from apmbench.harness.check.model import Check, CheckError, CheckReport, CheckResult, Outcome
-from apmbench.harness.check.rules import RULES
-from apmbench.harness.errors import ConfigError
+from apmbench.harness.check.rules import RULES, Rule
+from apmbench.harness.errors import ConfigError, WireRuleError
 from apmbench.harness.protocol.client import SystemClient
 from apmbench.harness.protocol.describe import describe_info
 from apmbench.harness.runtimes.base import Runtime
@@ -48,6 +48,10 @@ CHECKS: tuple[Check, ...] = (
     *checks_slow.CHECKS,
 )
 BY_NAME = {c.name: c for c in CHECKS}
+EXPORT_RULE_OWNERS = {"MANIFEST": "export-manifest", "STATE-STREAM": "export-manifest",
+                      "R7": "export-chunking"}  # fmt: skip
+"""The check that fails when an export breaks each state-stream rule; every other check
+whose export breaks it is not applicable, so one defect is blamed once, under its rule."""
 
 
 def select(only: Iterable[str] = (), skip: Iterable[str] = (), quick: bool = False) -> list[Check]:
@@ -130,23 +134,41 @@ def run_suite(
             continue
         t0 = time.perf_counter()
         outcome, reason, hint, details = Outcome.PASS, "", "", {}
+        rule = c.rule
         lost = False
         try:
             passed = c.run(ctx)
             reason, details = passed.reason, passed.details
         except CheckError as e:
             outcome, reason, hint = e.outcome, e.reason, e.hint
+        except WireRuleError as e:
+            outcome, rule, reason, hint = _export_broken(c, e)
         except (errors.Unavailable, errors.DeadlineExceeded, errors.Cancelled) as e:
             outcome, (reason, hint) = Outcome.FAIL, _unexpected(e)
             lost = True
         except errors.ProtocolError as e:
             outcome, (reason, hint) = Outcome.FAIL, _unexpected(e)
-        add(CheckResult(c.name, outcome, c.rule, reason, hint, time.perf_counter() - t0, details))
+        add(CheckResult(c.name, outcome, rule, reason, hint, time.perf_counter() - t0, details))
         if lost:
             gone = _recover(ctx, c.name)
     if isinstance(runtime, EndpointRuntime):
         ctx.client.close()  # ours (see _start); the other runtimes close theirs on stop()
     return CheckReport(_target(runtime, ctx), tuple(results), time.perf_counter() - started)
+
+
+def _export_broken(c: Check, e: WireRuleError) -> tuple[Outcome, Rule, str, str]:
+    """A rule the client enforces on every reply, broken: a state stream's rule fails in the
+    check that owns it and makes the others not applicable; any other fails where seen."""
+    owner = EXPORT_RULE_OWNERS.get(e.rule) if e.rpc == "ExportState" else None
+    if owner is None:
+        return (Outcome.FAIL, c.rule, *_unexpected(e))
+    if owner == c.name:
+        return Outcome.FAIL, RULES[e.rule], e.message, e.hint
+    reason = (
+        f"this check needs a valid export, and ExportState breaks rule {e.rule} "
+        f"({RULES[e.rule].title}; see {owner}): {e.message}"
+    )
+    return Outcome.NOT_APPLICABLE, c.rule, reason, e.hint
 
 
 def _log_tail(runtime: Runtime, lines: int = 5) -> str:

@@ -284,6 +284,10 @@ class SystemClient:
         """
         if what == "turn-without-kind":
             message = pb.StreamItem(user_turn=pb.UserTurn(time_ms=time_ms, text="hello"))
+        elif what == "turn-of-unknown-kind":
+            # A value no minor version of the protocol has: counts as no kind (R10).
+            turn = pb.UserTurn(time_ms=time_ms, kind=cast(Any, UNKNOWN_ENUM_VALUE), text="hi")
+            message = pb.StreamItem(user_turn=turn)
         elif what == "frame-without-encoding":
             frame = pb.Frame(time_ms=time_ms, width=2, height=2, data=bytes(12))
             message = pb.StreamItem(frame=frame)
@@ -297,10 +301,11 @@ class SystemClient:
         )
         return PushResult(reply.frames_ingested, reply.user_turns_ingested, 0.0)
 
-    def query_without_kind(self, query: Query) -> str:
-        """`query` sent with QUERY_KIND_UNSPECIFIED (rule R10); returns the text, if any."""
+    def query_without_kind(self, query: Query, unknown: bool = False) -> str:
+        """`query` sent with QUERY_KIND_UNSPECIFIED, or with `unknown` a kind no version of
+        the protocol has (rule R10); returns the text, if any."""
         request = wire.query_to_pb(query)
-        request.kind = pb.QUERY_KIND_UNSPECIFIED
+        request.kind = cast(Any, UNKNOWN_ENUM_VALUE) if unknown else pb.QUERY_KIND_UNSPECIFIED
 
         def run() -> str:
             call = self._stub.Query(request, timeout=self.deadlines.query)
@@ -467,7 +472,16 @@ class SystemClient:
         For conformance checks that must send a malformed stream; runs use `import_state`.
         """
         head = [] if manifest is None else [next(wire.state_chunks(manifest, ()))]
-        chunks = [*head, *(pb.StateChunk(data=piece) for piece in pieces)]
+        # Every call check makes keeps every rule but the one it tests: R7's 2 MiB cap too.
+        cap = wire_rules.MAX_CHUNK_BYTES
+        chunks = [
+            *head,
+            *(
+                pb.StateChunk(data=piece[at : at + cap])
+                for piece in pieces
+                for at in range(0, max(len(piece), 1), cap)
+            ),
+        ]
         reply = self._call(
             "ImportState",
             lambda: self._stub.ImportState(iter(chunks), timeout=self.deadlines.state),
@@ -568,7 +582,14 @@ def protocol_methods() -> dict[str, MethodShape]:
 
 MEMORY_SYSTEM_SERVICE: str = pb.DESCRIPTOR.services_by_name["MemorySystem"].full_name
 HEALTH_SERVICE = "grpc.health.v1.Health"
-MALFORMED_ITEMS = ("turn-without-kind", "frame-without-encoding", "empty-item")
+MALFORMED_ITEMS = (
+    "turn-without-kind",
+    "turn-of-unknown-kind",
+    "frame-without-encoding",
+    "empty-item",
+)
+UNKNOWN_ENUM_VALUE = 9
+"""An enum value no version of the protocol has (proto3 enums carry any number)."""
 """The stream items `SystemClient.push_malformed` can send, each breaking rule R10."""
 REFLECTION_SERVICES = {
     "v1": "grpc.reflection.v1.ServerReflection",

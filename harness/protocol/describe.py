@@ -18,6 +18,14 @@ def describe_info(info: SystemInfo) -> dict[str, Any]:
             "preferred_max_side": caps.preferred_max_side,
             "supports_import": caps.supports_import,
             "streaming_ingest": caps.streaming_ingest,
+            "accepts_item_batches": caps.accepts_item_batches,
         },
+        # What the harness pushes through, decided by the capability alone (R13).
+        "push_rpc": push_rpc(info),
         "details": dict(info.details),
     }
+
+
+def push_rpc(info: SystemInfo) -> str:
+    """The RPC the harness pushes items through for this system (R13)."""
+    return "PushItemBatches" if info.capabilities.accepts_item_batches else "PushFrames"

@@ -41,18 +41,45 @@ _ANY_CALL = frozenset(
 _TIMED = _ANY_CALL | {"INVALID_ARGUMENT", "FAILED_PRECONDITION"}
 ALLOWED_STATUS: dict[str, frozenset[str]] = {
     "Describe": _ANY_CALL,
-    # An empty trajectory id is a malformed request.
-    "Reset": _ANY_CALL | {"INVALID_ARGUMENT"},
+    # Protocol 1.3: Reset is never refused for its argument (trajectory_id is informational).
+    "Reset": _ANY_CALL,
     "StartSession": _TIMED,
     "PushFrames": _TIMED,
-    "PushItemBatches": _TIMED,
+    # A server that does not declare accepts_item_batches answers UNIMPLEMENTED (R13).
+    "PushItemBatches": _TIMED | {"UNIMPLEMENTED"},
     "Query": _TIMED,
     "EndSession": _TIMED,
-    # "Callable outside PushFrames at any time": refusing during a push is lifecycle order.
-    "ExportState": _ANY_CALL | {"FAILED_PRECONDITION"},
+    # Callable at any time; the harness never overlaps calls (R3), so nothing to refuse.
+    "ExportState": _ANY_CALL,
     "ImportState": _TIMED | {"UNIMPLEMENTED", "DATA_LOSS"},
 }
-"""Status codes the .proto's STATUS CODES section allows each MemorySystem call to answer."""
+"""Status codes the .proto's WHICH CALL MAY ANSWER WHICH CODE list allows each call to answer
+(tests/unit/test_protocol_text.py keeps the two equal)."""
+
+MAX_MESSAGE_BYTES = 4 << 20
+"""gRPC's default message limit, which neither side raises (R7)."""
+FRAME_MESSAGE_OVERHEAD = 64
+"""More than the bytes a StreamItem adds around a frame's data (tags, lengths, times)."""
+MAX_RGB24_SIDE = 1182
+"""The longest side at which a square RGB24 frame's message still fits MAX_MESSAGE_BYTES."""
+
+
+def frame_fit_problem(max_side: int, rgb24: bool) -> str | None:
+    """Why frames at `max_side` would not fit one gRPC message, or None (R7).
+
+    The harness keeps the video's aspect, so a square video is the worst case; JPEG
+    frames of real video stay far below the limit at any side this protocol allows."""
+    if not rgb24 or max_side <= 0:
+        return None
+    size = max_side * max_side * 3 + FRAME_MESSAGE_OVERHEAD
+    if size <= MAX_MESSAGE_BYTES:
+        return None
+    return (
+        f"an RGB24 frame of {max_side}x{max_side} pixels is a {size:,}-byte message, over "
+        f"gRPC's default {MAX_MESSAGE_BYTES:,}-byte (4 MiB) message limit that neither side "
+        f"raises (R7): the largest side that fits is {MAX_RGB24_SIDE}"
+    )
+
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 

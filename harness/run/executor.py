@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from apmbench.adapters.sdk.types import (
     DialogueTurn,
     Frame,
+    FrameEncoding,
     Query,
     SessionEnd,
     SessionStart,
@@ -39,6 +40,7 @@ from apmbench.harness.errors import ConfigError
 from apmbench.harness.media.frame_cache import SessionFrames
 from apmbench.harness.media.frames import FrameProducer, FrameSettings
 from apmbench.harness.media.timeline import Session, Trajectory, Turn
+from apmbench.harness.protocol import wire_rules
 from apmbench.harness.protocol.client import ByteLimit, QueryResult, SystemClient
 from apmbench.harness.run.plan import Ask, AskState, Segment
 from apmbench.harness.run.push_cuts import PushCuts
@@ -99,6 +101,13 @@ def frame_settings_for(settings: FrameSettings, info: SystemInfo) -> FrameSettin
         settings.encoding if settings.encoding in caps.frame_encodings else caps.frame_encodings[0]
     )
     max_side = caps.preferred_max_side or settings.max_side
+    too_big = wire_rules.frame_fit_problem(max_side, encoding is FrameEncoding.RGB24)
+    if too_big is not None:
+        whose = "the system's preferred_max_side" if caps.preferred_max_side else "--max-side"
+        raise ConfigError(
+            f"frames of {info.name!r} would not fit one gRPC message: {too_big}; lower "
+            f"{whose} to {wire_rules.MAX_RGB24_SIDE} or less, or send JPEG (--encoding jpeg)"
+        )
     return FrameSettings(settings.fps, max_side, encoding, settings.jpeg_quality)
 
 

@@ -6,6 +6,7 @@ Built on the generated servicer base, as a method author who skips the SDK would
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from concurrent import futures
 
@@ -143,3 +144,95 @@ class FieldsFirstServicer(MemorySystemServicer):
         if not request.kind:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "query has no kind")
         yield from super().Query(request, context)
+
+
+class UpperShaServicer(MemorySystemServicer):
+    """Exports the manifest's sha256 in upper-case hex, where MANIFEST says lower case."""
+
+    def ExportState(
+        self, request: pb.ExportStateRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.StateChunk]:
+        for chunk in super().ExportState(request, context):
+            if chunk.WhichOneof("chunk") == "manifest":
+                chunk.manifest.sha256 = chunk.manifest.sha256.upper()
+            yield chunk
+
+
+class IgnoresChunkSizeServicer(MemorySystemServicer):
+    """Sends 1 MiB chunks whatever max_chunk_bytes asks (R7)."""
+
+    def ExportState(
+        self, request: pb.ExportStateRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.StateChunk]:
+        yield from super().ExportState(pb.ExportStateRequest(), context)
+
+
+class FencedServicer(MemorySystemServicer):
+    """Wraps every answer in a Markdown code fence, which R12 calls a format failure."""
+
+    def Query(
+        self, request: pb.QueryRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.QueryChunk]:
+        yield pb.QueryChunk(text="```json\n")
+        yield from super().Query(request, context)
+        yield pb.QueryChunk(text="\n```")
+
+
+class _QueryKeepsClock(Lifecycle):
+    """Refuses a Query earlier than the last time, but does not move the clock with it."""
+
+    def advance(self, what: str, time_ms: int) -> None:
+        if what != "Query" or (self.last_time_ms is not None and time_ms < self.last_time_ms):
+            super().advance(what, time_ms)
+
+
+class QueryKeepsClockServicer(MemorySystemServicer):
+    """Takes an item earlier than a Query already answered (R2 says a Query moves the clock)."""
+
+    def __init__(self, system: MemorySystem) -> None:
+        super().__init__(system)
+        self._lifecycle = _QueryKeepsClock(self._info)
+
+
+class StrictServicer(MemorySystemServicer):
+    """The SDK's servicer that also records every way its client breaks the protocol: a call
+    while another is in progress (R3) and a state chunk over 2 MiB (R7; the SDK refuses it
+    too). `violations` stays empty for a client that keeps every rule."""
+
+    def __init__(self, system: MemorySystem) -> None:
+        super().__init__(system)
+        self.violations: list[str] = []
+        self._busy = threading.Lock()
+
+    def _enter(self, rpc: str) -> None:
+        if not self._busy.acquire(blocking=False):
+            self.violations.append(f"{rpc} while another call was in progress")
+            self._busy.acquire()
+
+    def __getattribute__(self, name: str) -> object:
+        attr = object.__getattribute__(self, name)
+        if name not in RPCS:
+            return attr
+
+        def call(request: object, context: grpc.ServicerContext) -> object:
+            self._enter(name)
+            try:
+                if name == "ImportState":
+                    request = self._capped(request)  # type: ignore[arg-type]
+                result = attr(request, context)  # type: ignore[operator]
+                if name in ("Query", "ExportState"):
+                    return iter(list(result))  # the whole stream inside the busy window
+                return result
+            finally:
+                self._busy.release()
+
+        return call
+
+    def _capped(self, chunks: Iterator[pb.StateChunk]) -> Iterator[pb.StateChunk]:
+        for chunk in chunks:
+            if chunk.WhichOneof("chunk") == "data" and len(chunk.data) > 2 << 20:
+                self.violations.append(f"an ImportState chunk of {len(chunk.data)} bytes")
+            yield chunk
+
+
+RPCS = frozenset(pb.DESCRIPTOR.services_by_name["MemorySystem"].methods_by_name) - {"Describe"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import threading
@@ -253,3 +254,29 @@ class CheapFirstChunk(JsonMemory):
         yield reply[0]
         time.sleep(1.2)
         yield reply[1:]
+
+
+class RawFrames(JsonMemory):
+    """Keeps every RGB24 frame's pixels (base64): a state past 2 MiB after six 448-pixel
+    frames, so importing it takes several chunks of the 2 MiB cap."""
+
+    name = "raw-frames"
+
+    def empty(self) -> dict[str, Any]:
+        return {"turns": [], "sessions": [], "frames": 0, "pixels": []}
+
+    def describe(self) -> SystemInfo:
+        return SystemInfo(
+            name=self.name,
+            version="1",
+            capabilities=Capabilities(
+                frame_encodings=(FrameEncoding.RGB24,), preferred_max_side=448
+            ),
+        )
+
+    def ingest_frame(self, frame: Frame) -> None:
+        super().ingest_frame(frame)
+        self.memory["pixels"].append(base64.b64encode(frame.data).decode())
+
+    def query(self, query: Query) -> Iterator[str]:
+        yield json.dumps(self.answer(query))

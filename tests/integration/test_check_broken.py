@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import grpc
 import pytest
 from helpers import broken_servers
 from helpers.broken_servers import TimeBlindServicer, serve_raw
 from helpers.broken_systems import Honest
-from helpers.systems import JsonMemory
+from helpers.systems import JsonMemory, RawFrames
 
 from apmbench.adapters.sdk import (
+    PROTOCOL_VERSION,
     Capabilities,
     FrameEncoding,
     RunningServer,
@@ -21,14 +24,17 @@ from apmbench.adapters.sdk import (
     start_server,
 )
 from apmbench.adapters.sdk.server import MemorySystemServicer
+from apmbench.adapters.sdk.types import StateManifest
 from apmbench.harness.check import CheckReport, Outcome, run_suite, select
 from apmbench.harness.check.render import failures, to_json
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.endpoint import EndpointRuntime
 from apmbench.harness.runtimes.process import ProcessRuntime
+from apmbench.v1 import memory_system_pb2 as pb
+from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
 
 pytestmark = pytest.mark.usefixtures("helper_env")
 DEADLINES = Deadlines(control=30, push=60, query=30, state=120, end_session=60)
@@ -163,7 +169,7 @@ def test_another_major_version_is_a_clear_refusal(raw: list[RunningServer], sock
     report = on_endpoint(f"unix:{sock_dir}/v2")
     assert outcomes(report, Outcome.FAIL) == {"describe-version"}, explain(report)
     refusal = next(r for r in report.results if r.name == "describe-version")
-    assert "speaks protocol 2.3; this harness speaks 1.2" in refusal.reason
+    assert f"speaks protocol 2.3; this harness speaks {PROTOCOL_VERSION}" in refusal.reason
     assert "protocol 1.x" in refusal.hint
     later = [
         r for r in report.results if r.name not in ("health", "reflection", "describe-version")
@@ -198,4 +204,118 @@ def test_a_1_0_server_is_still_checked_and_evaluated(
     )
     manifest = json.loads((out / "manifest.json").read_text())
     # Both versions are on record: the harness's and the one the server speaks.
-    assert (manifest["protocol_version"], manifest["system"]["protocol_version"]) == ("1.2", "1.0")
+    assert (manifest["protocol_version"], manifest["system"]["protocol_version"]) == (
+        PROTOCOL_VERSION,
+        "1.0",
+    )
+    # The capabilities in full, and which RPC the pushes went through (R13).
+    assert manifest["system"]["capabilities"]["accepts_item_batches"] is True
+    assert manifest["system"]["push_rpc"] == "PushItemBatches"
+
+
+@pytest.mark.parametrize(
+    ("servicer", "aimed", "rule", "dependent"),
+    [
+        # One defect, one failure under its own rule; the checks that needed a valid export
+        # say why they could not run, naming the rule and the check that failed.
+        ("UpperShaServicer", "export-manifest", "MANIFEST", "misuse-import-malformed"),
+        ("IgnoresChunkSizeServicer", "export-chunking", "R7", "export-deterministic"),
+        ("QueryKeepsClockServicer", "misuse-time-backwards", "R2", None),
+    ],
+)
+def test_one_defect_is_blamed_once_under_its_own_rule(
+    servicer: str,
+    aimed: str,
+    rule: str,
+    dependent: str | None,
+    raw: list[RunningServer],
+    sock_dir: Path,
+) -> None:
+    address = f"unix:{sock_dir}/one-defect"
+    # A state past 4 KiB, so that export-deterministic's 4 KiB export needs several chunks.
+    system = RawFrames() if servicer == "IgnoresChunkSizeServicer" else Honest()
+    raw.append(serve_raw(getattr(broken_servers, servicer)(system), address))
+    report = on_endpoint(address)
+    assert outcomes(report, Outcome.FAIL) == {aimed}, explain(report)
+    [failed] = report.failed
+    assert failed.rule.id == rule, failed
+    [line] = failures(report)
+    assert f"FAIL {aimed}: breaks {rule} " in line, line
+    if dependent is not None:
+        skipped = next(r for r in report.results if r.name == dependent)
+        assert skipped.outcome is Outcome.NOT_APPLICABLE, skipped
+        assert f"breaks rule {rule}" in skipped.reason and aimed in skipped.reason
+
+
+def test_a_fenced_answer_is_a_warning_naming_r12(raw: list[RunningServer], sock_dir: Path) -> None:
+    address = f"unix:{sock_dir}/fenced"
+    raw.append(serve_raw(broken_servers.FencedServicer(Honest()), address))
+    report = on_endpoint(address)
+    assert report.ok, explain(report)
+    warned = next(r for r in report.results if r.name == "query-format")
+    assert warned.outcome is Outcome.WARN, warned
+    assert warned.reason.startswith("R12:") and "fence" in warned.reason
+
+
+def test_every_call_check_makes_keeps_every_rule_even_with_a_state_past_2_mib(
+    raw: list[RunningServer], sock_dir: Path
+) -> None:
+    address = f"unix:{sock_dir}/strict"
+    strict = broken_servers.StrictServicer(RawFrames())
+    raw.append(serve_raw(strict, address))
+    with EndpointRuntime(address, DEADLINES, 10) as runtime:
+        report = run_suite(runtime, select())
+    assert report.ok, explain(report)
+    assert strict.violations == []
+    for name in ("misuse-import-malformed", "misuse-import-bad-manifest", "state-large-transfer"):
+        result = next(r for r in report.results if r.name == name)
+        assert result.outcome is Outcome.PASS, result
+    big = next(r for r in report.results if r.name == "export-manifest")
+    # The state really is past the 2 MiB cap, so the imports above were chunked.
+    assert int(big.reason.split("manifest of ")[1].split(" bytes")[0]) > 2 << 20, big.reason
+
+
+def test_the_strict_server_sees_a_client_that_breaks_a_rule(
+    raw: list[RunningServer], sock_dir: Path
+) -> None:
+    # Its other half: a 3 MiB chunk sent as one message is recorded (and refused), while
+    # import_raw, which check uses, splits the same state at the 2 MiB cap.
+    address = f"unix:{sock_dir}/strict2"
+    strict = broken_servers.StrictServicer(RawFrames())
+    raw.append(serve_raw(strict, address))
+    pixels = "A" * (3 << 20)
+    data = json.dumps(
+        {"frames": 1, "pixels": [pixels], "sessions": [], "turns": []}, sort_keys=True
+    ).encode()
+    manifest = StateManifest(len(data), hashlib.sha256(data).hexdigest(), "application/json", 1)
+    head = pb.StateChunk(manifest=pb.StateManifest(total_bytes=len(data), sha256=manifest.sha256))
+    with SystemClient(address) as client:
+        client.reset("t")
+        with pytest.raises(grpc.RpcError) as refused:
+            pb_grpc.MemorySystemStub(client._channel).ImportState(
+                iter([head, pb.StateChunk(data=data)]), timeout=30
+            )
+        assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+        assert client.import_raw(manifest, [data]) == len(data)
+    assert strict.violations == [f"an ImportState chunk of {len(data)} bytes"]
+
+
+def test_a_whole_run_makes_one_call_at_a_time_and_never_sends_an_item_before_a_query(
+    raw: list[RunningServer], sock_dir: Path, mini: Path, tmp_path: Path
+) -> None:
+    # R3 and R2 as the harness keeps them in a run (main pass, forks, replays, audits): the
+    # strict server records any overlapping call, and its lifecycle (the SDK's) refuses an
+    # item earlier than a Query already answered, which would fail the run.
+    address = f"unix:{sock_dir}/strict-run"
+    strict = broken_servers.StrictServicer(Honest())
+    raw.append(serve_raw(strict, address))
+    evaluate(
+        EvaluateOptions(
+            dataset=mini,
+            out=tmp_path / "run",
+            runtime=RuntimeSpec(endpoint=address),
+            persistence=Persistence.RESET,
+        )
+    )
+    rows = (tmp_path / "run" / "instances.jsonl").read_text().splitlines()
+    assert rows and strict.violations == []

@@ -1,8 +1,8 @@
 """The compatibility promise, run: the newest harness serves with a server built from the
 previous release's wire description, and refuses one of another protocol major.
 
-tests/fixtures/proto/v1.0 is the .proto as protocol 1.0 shipped it, frozen: it
-is compiled here with grpcio-tools into a temp dir and served by a minimal
+tests/fixtures/proto/v1.0 and v1.2 are the .proto as protocols 1.0 and 1.2
+shipped it, frozen: each is compiled here with grpcio-tools into a temp dir and served by a minimal
 servicer in its own process (tests/helpers/old_proto_server.py), so nothing of
 this tree's SDK or generated code stands between the old wire and the harness.
 """
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "proto"
 SERVER = ROOT / "tests" / "helpers" / "old_proto_server.py"
 # Releases whose wire the current harness must still serve with (same major).
-PREVIOUS = ("v1.0",)
+PREVIOUS = ("v1.0", "v1.2")
 
 
 def compile_fixture(release: str, into: Path) -> Path:
@@ -83,7 +83,7 @@ def start_old_server(generated: Path, workdir: Path, version: str) -> subprocess
 @pytest.fixture(params=PREVIOUS)
 def old_client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SystemClient]:
     generated = compile_fixture(request.param, tmp_path / "gen")
-    proc = start_old_server(generated, tmp_path, "1.0")
+    proc = start_old_server(generated, tmp_path, request.param.removeprefix("v"))
     try:
         with SystemClient(f"unix:{tmp_path / 'old.sock'}") as client:
             client.wait_serving(30)
@@ -103,7 +103,7 @@ def test_newest_harness_runs_a_session_against_the_previous_wire(
     old_client: SystemClient,
 ) -> None:
     info = old_client.describe()  # refuses another major; 1.0 must pass
-    assert (info.name, info.protocol_version) == ("old-proto", "1.0")
+    assert info.name == "old-proto" and info.protocol_version in ("1.0", "1.2")
     old_client.reset("t1")
     old_client.start_session(SessionStart("t1", "s1", "d1", 0))
     pixels = bytes(16 * 8 * 3)
@@ -136,3 +136,35 @@ def test_a_server_of_another_major_is_refused_with_a_clear_message(tmp_path: Pat
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.mark.parametrize("release", PREVIOUS)
+def test_a_previous_wire_still_evaluates(release: str, tmp_path: Path, mini: Path) -> None:
+    """A whole run (main pass, forks, replays) against each frozen wire: 1.3's additions
+    (an `optional` interval start, the 1.3 status rules) reach an old server unharmed."""
+    import json
+
+    from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
+    from apmbench.harness.run.executor import Persistence
+    from apmbench.harness.runtimes import RuntimeSpec
+
+    generated = compile_fixture(release, tmp_path / "gen")
+    version = release.removeprefix("v")
+    proc = start_old_server(generated, tmp_path, version)
+    try:
+        out = tmp_path / "run"
+        evaluate(
+            EvaluateOptions(
+                dataset=mini,
+                out=out,
+                runtime=RuntimeSpec(endpoint=f"unix:{tmp_path / 'old.sock'}"),
+                persistence=Persistence.RESET,
+            )
+        )
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["system"]["protocol_version"] == version
+    assert manifest["system"]["push_rpc"] == "PushFrames"
+    assert manifest["system"]["capabilities"]["accepts_item_batches"] is False

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / ".ci" / "install_tools.py"
-EVERY_TOOL = ("dockerd", "mmdebstrap", "bwrap", "node", "npm", "chromium")
 PACKAGE_OF = {
     "docker.io": "dockerd",
     "mmdebstrap": "mmdebstrap",
@@ -25,7 +24,19 @@ PACKAGE_OF = {
     "nodejs": "node",
     "npm": "npm",
     "chromium": "chromium",
+    "protobuf-compiler": "protoc",
+    "protobuf-compiler-grpc": "grpc_cpp_plugin",
+    "protoc-gen-go": "protoc-gen-go",
+    "protoc-gen-go-grpc": "protoc-gen-go-grpc",
+    "golang-go": "go",
+    "g++": "g++",
+    "pkg-config": "pkg-config",
+    # Libraries have no command: a file they install marks them (under INSTALL_TOOLS_ROOT).
+    "libgrpc++-dev": "/usr/include/grpcpp/grpcpp.h",
+    "golang-google-grpc-dev": "/usr/share/gocode/src/google.golang.org/grpc/server.go",
+    "golang-google-protobuf-dev": "/usr/share/gocode/src/google.golang.org/protobuf/proto/proto.go",
 }
+EVERY_TOOL = tuple(PACKAGE_OF.values())
 
 FAKE_APT = """#!/bin/sh
 echo "$@" >> "{log}"
@@ -51,11 +62,18 @@ def _machine(
 ) -> tuple[Path, Path]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
+    root = tmp_path / "root"
     log = tmp_path / "apt.log"
     for command in present:
-        _executable(bin_dir / command, "#!/bin/sh\nexit 0\n")
+        if command.startswith("/"):
+            (root / command[1:]).parent.mkdir(parents=True, exist_ok=True)
+            (root / command[1:]).touch()
+        else:
+            _executable(bin_dir / command, "#!/bin/sh\nexit 0\n")
     cases = "".join(
-        f'{pkg}) printf "#!/bin/sh\\nexit 0\\n" > "{bin_dir}/{cmd}"; /bin/chmod +x "{bin_dir}/{cmd}";; '
+        f'{pkg}) /bin/mkdir -p "$(/usr/bin/dirname "{root}{cmd}")"; : > "{root}{cmd}";; '
+        if cmd.startswith("/")
+        else f'{pkg}) printf "#!/bin/sh\\nexit 0\\n" > "{bin_dir}/{cmd}"; /bin/chmod +x "{bin_dir}/{cmd}";; '
         for pkg, cmd in PACKAGE_OF.items()
     )
     _executable(bin_dir / "apt-get", FAKE_APT.format(log=log, refuse=" ".join(refuse), cases=cases))
@@ -64,7 +82,7 @@ def _machine(
 
 def _run(bin_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     # Only the stand-ins: the real /usr/bin must not lend this machine's tools.
-    env = dict(os.environ, PATH=str(bin_dir))
+    env = dict(os.environ, PATH=str(bin_dir), INSTALL_TOOLS_ROOT=str(bin_dir.parent / "root"))
     return subprocess.run(
         [sys.executable, str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=60
     )
@@ -82,7 +100,11 @@ def test_nothing_installed_installs_every_tool_one_at_a_time(tmp_path: Path) -> 
     assert calls[0] == "update -q"
     installs = [c.split()[-1] for c in calls[1:]]
     assert installs == list(PACKAGE_OF)  # one package a call, every one
-    assert all((bin_dir / tool).exists() for tool in EVERY_TOOL)
+    root = tmp_path / "root"
+    assert all(
+        (root / tool[1:]).exists() if tool.startswith("/") else (bin_dir / tool).exists()
+        for tool in EVERY_TOOL
+    )
 
 
 def test_node_from_another_source_is_kept_and_debian_npm_never_asked_for(tmp_path: Path) -> None:
@@ -91,7 +113,7 @@ def test_node_from_another_source_is_kept_and_debian_npm_never_asked_for(tmp_pat
     done = _run(bin_dir)
     assert done.returncode == 0, done.stderr
     installs = [c.split()[-1] for c in _apt_calls(log) if c.startswith("install")]
-    assert installs == ["docker.io", "mmdebstrap", "bubblewrap", "chromium"]
+    assert installs == [p for p in PACKAGE_OF if p not in ("nodejs", "npm")]
     assert "present" in done.stdout and "node" in done.stdout
 
 

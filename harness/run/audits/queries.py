@@ -29,6 +29,7 @@ from typing import Any
 
 from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import Query
+from apmbench.harness.errors import WireRuleError
 from apmbench.harness.protocol.client import QueryResult, SystemClient
 from apmbench.harness.protocol.streaming import streaming_problem
 from apmbench.harness.run.executor import TrajectoryRunner
@@ -42,6 +43,9 @@ REFUSALS = (
     errors.Unimplemented,
     errors.DataLoss,
     errors.MethodFailure,
+    # Protocol 1.3 lists no refusal for ExportState (callable at any time, R6); a server that
+    # refuses one in a session anyway breaks STATUS, which the audit records like a refusal.
+    WireRuleError,
 )
 
 

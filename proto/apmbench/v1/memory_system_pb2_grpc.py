@@ -93,7 +93,8 @@ class MemorySystemServicer:
 
     def Reset(self, request, context):
         """Forget everything: an empty memory for a new trajectory. Closes an open
-        session without finishing it. Callable at any time.
+        session without finishing it; the clock starts afresh. Callable at any
+        time; never refused for its argument.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -117,7 +118,8 @@ class MemorySystemServicer:
 
     def PushItemBatches(self, request_iterator, context):
         """PushFrames with the items packed in batches (R13, protocol 1.2). Called
-        only on a server that declares `accepts_item_batches`.
+        only on a server that declares `accepts_item_batches`; any other answers
+        UNIMPLEMENTED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -132,7 +134,7 @@ class MemorySystemServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Query(self, request, context):
-        """Answer at `time_ms` (not earlier than the last item pushed) inside the
+        """Answer at `time_ms` (not earlier than the last timed call, R2) inside the
         open session. Streams the answer text as it is produced; the
         concatenation of all chunks is the answer. Read-only (R5).
         """
@@ -143,8 +145,8 @@ class MemorySystemServicer:
     def ExportState(self, request, context):
         """The complete persistent memory (R6) as a stream of chunks (R7). The
         first chunk carries only the manifest, the following ones only data.
-        Callable outside PushFrames at any time; the harness exports after
-        EndSession.
+        Callable at any time, in a session or outside one (never during another
+        call, R3); the harness exports after EndSession.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -152,7 +154,8 @@ class MemorySystemServicer:
 
     def ImportState(self, request_iterator, context):
         """Replace the whole memory with an exported state: the first chunk is the
-        manifest, the rest are data (R7). Only outside a session.
+        manifest, the rest are data (R7). Only outside a session; afterwards no
+        session is open and the clock starts afresh (R6).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,155 @@
+"""The .proto generates and compiles in Go and C++ with Debian's plugins, by the commands
+docs/PROTOCOL.md gives ("Generating code"), without any extra mapping flag; a minimal server
+of each language (the generated service registered with an empty implementation) builds.
+
+CI installs the tools (.ci/install_tools.py); the test requires them, it never skips."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "PROTOCOL.md"
+GO_IMPORT = "github.com/apmbench/apmbench-grpc/gen/go/apmbench/v1"
+GOPATH_DEBIAN = "/usr/share/gocode"
+
+GO_SERVER = """package main
+
+import (
+	"net"
+
+	apmbenchv1 "GO_IMPORT"
+	"google.golang.org/grpc"
+)
+
+type server struct {
+	apmbenchv1.UnimplementedMemorySystemServer
+}
+
+func main() {
+	s := grpc.NewServer()
+	apmbenchv1.RegisterMemorySystemServer(s, &server{})
+	lis, _ := net.Listen("unix", "/nonexistent/sock")
+	_ = lis
+}
+""".replace("GO_IMPORT", GO_IMPORT)
+
+CPP_SERVER = """#include <grpcpp/grpcpp.h>
+#include "apmbench/v1/memory_system.grpc.pb.h"
+
+class Server final : public apmbench::v1::MemorySystem::Service {
+  grpc::Status Describe(grpc::ServerContext*, const apmbench::v1::DescribeRequest*,
+                        apmbench::v1::SystemInfo* info) override {
+    info->set_protocol_version("1.3");
+    info->mutable_capabilities()->add_frame_encodings(apmbench::v1::FRAME_ENCODING_JPEG);
+    return grpc::Status::OK;
+  }
+};
+
+int main() {
+  Server service;
+  grpc::ServerBuilder builder;
+  builder.RegisterService(&service);
+  apmbench::v1::QueryRequest q;
+  // Protocol 1.3: interval_start_ms is optional, so 0 (DAY1 00:00:00) is distinguishable.
+  q.set_interval_start_ms(0);
+  return q.has_interval_start_ms() ? 0 : 1;
+}
+"""
+
+
+def _need(*tools: str) -> None:
+    missing = [t for t in tools if shutil.which(t) is None]
+    assert not missing, (
+        f"{', '.join(missing)} not on PATH: run `python3 .ci/install_tools.py` (as root) first"
+    )
+
+
+def _documented(language_flag: str) -> str:
+    """The page's command whose first line carries `language_flag`, continuations joined."""
+    lines = PAGE.read_text().splitlines()
+    start = next(
+        i for i, line in enumerate(lines) if line.startswith("protoc ") and language_flag in line
+    )
+    command = []
+    for line in lines[start:]:
+        command.append(line.rstrip("\\").strip())
+        if not line.endswith("\\"):
+            break
+    return " ".join(command)
+
+
+def _run(command: str | list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        command,
+        shell=isinstance(command, str),
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def _tree(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "proto", tmp_path / "proto", ignore=shutil.ignore_patterns("*.py*"))
+    return tmp_path
+
+
+def test_go_generates_with_the_documented_command_and_a_server_builds(tmp_path: Path) -> None:
+    _need("protoc", "protoc-gen-go", "protoc-gen-go-grpc", "go")
+    work = _tree(tmp_path)
+    (work / "gen" / "go").mkdir(parents=True)
+    _run(_documented("--go_out"), work)
+    generated = work / "gen" / "go" / "apmbench" / "v1"
+    assert {p.name for p in generated.iterdir()} == {
+        "memory_system.pb.go",
+        "memory_system_grpc.pb.go",
+    }
+    assert "package apmbenchv1" in (generated / "memory_system.pb.go").read_text()
+    # Debian's grpc-go and protobuf-go live in a GOPATH; no module proxy is needed.
+    gopath = work / "gopath"
+    shutil.copytree(generated, gopath / "src" / GO_IMPORT)
+    (gopath / "src" / "server").mkdir(parents=True)
+    (gopath / "src" / "server" / "main.go").write_text(GO_SERVER)
+    env = dict(
+        os.environ,
+        GOPATH=f"{gopath}{os.pathsep}{GOPATH_DEBIAN}",
+        GO111MODULE="off",
+        GOFLAGS="",
+        GOCACHE=str(work / "gocache"),
+    )
+    _run(["go", "build", "-o", str(work / "server-bin"), "server"], work, env)
+    assert (work / "server-bin").stat().st_size > 0
+
+
+def test_cpp_generates_with_the_documented_command_and_a_server_links(tmp_path: Path) -> None:
+    _need("protoc", "grpc_cpp_plugin", "g++", "pkg-config")
+    work = _tree(tmp_path)
+    (work / "gen" / "cpp").mkdir(parents=True)
+    _run(_documented("--cpp_out"), work)
+    generated = work / "gen" / "cpp" / "apmbench" / "v1"
+    assert {p.name for p in generated.iterdir()} == {
+        "memory_system.pb.cc",
+        "memory_system.pb.h",
+        "memory_system.grpc.pb.cc",
+        "memory_system.grpc.pb.h",
+    }
+    (work / "server.cc").write_text(CPP_SERVER)
+    flags = _run(["pkg-config", "--cflags", "--libs", "grpc++", "protobuf"], work).split()
+    sources = [
+        "server.cc",
+        *(str(generated / n) for n in ("memory_system.pb.cc", "memory_system.grpc.pb.cc")),
+    ]
+    _run(["g++", "-std=c++17", "-O0", "-I", "gen/cpp", *sources, "-o", "server-bin", *flags], work)
+    # It runs: the optional field's presence survives (exit 0).
+    _run([str(work / "server-bin")], work)
