@@ -1,0 +1,173 @@
+"""Labels off the evaluating machine: `split` a synthetic tiny dataset (seed 0), `evaluate` a
+reference system on the public part alone, `score --labels` the predictions with the private
+part, and compare with an ordinary run on the labelled dataset. The public part is scanned
+against the private part for every label; predictions made on another public part are
+refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from apmbench.harness.cli import main
+from apmbench.harness.suites.egoprobe.synth import synthetic_dataset as egoprobe_synthetic
+from apmbench.harness.suites.proactegomem.synth import (
+    synthetic_dataset as proactegomem_synthetic,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+SUITES: dict[str, tuple[Callable[[str, int, Path], Path], str]] = {
+    "egoprobe": (egoprobe_synthetic, "frame-archive"),
+    "proactegomem": (proactegomem_synthetic, "proact-rules"),
+}
+
+MEASURED = ("latency",)
+"""Wall-clock timings: two executions of one system never time alike, so the comparison
+leaves them out; every graded and judged number is compared."""
+
+
+def cli(*args: str) -> Any:
+    return CliRunner().invoke(main, [*args])
+
+
+def _strings(obj: object) -> Iterator[str]:
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+
+
+def _keys(obj: object) -> Iterator[str]:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield k
+            yield from _keys(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _keys(v)
+
+
+@pytest.fixture(scope="module", params=sorted(SUITES))
+def blind(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    suite = str(request.param)
+    make, system = SUITES[suite]
+    work = tmp_path_factory.mktemp(f"blind-{suite}")
+    data = make("tiny", 0, work / "cache")
+    public, private = work / "public", work / "private"
+    result = cli("split", str(data), "--public", str(public), "--private", str(private))
+    assert result.exit_code == 0, result.output
+    result = cli(
+        "evaluate", "--dataset", str(public), "--system", system, "--out", str(work / "run")
+    )
+    assert result.exit_code == 0, result.output
+    assert "labels withheld: predictions written to" in result.output
+    assert not (work / "run" / "report.json").exists()
+    predictions = work / "run" / "predictions.json"
+    result = cli("score", str(predictions), "--labels", str(private), "--out", str(work / "scored"))
+    assert result.exit_code == 0, result.output
+    result = cli(
+        "evaluate", "--dataset", str(data), "--system", system, "--judge", "none",
+        "--out", str(work / "ordinary"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return {
+        "suite": suite,
+        "data": data,
+        "public": public,
+        "private": private,
+        "predictions": predictions,
+        "scored": json.loads((work / "scored" / "report.json").read_text()),
+        "ordinary": json.loads((work / "ordinary" / "report.json").read_text()),
+        "work": work,
+    }
+
+
+def test_blind_scores_equal_the_ordinary_run(blind: dict[str, Any]) -> None:
+    scored, ordinary = blind["scored"], blind["ordinary"]
+    assert set(scored) == set(ordinary)
+    for key in set(ordinary) - set(MEASURED):
+        assert scored[key] == ordinary[key], key
+    if blind["suite"] == "egoprobe":
+        # The stand-ins put every question 2 ms after its target (Short): the labelled plan's
+        # buckets must have replaced them.
+        far = [c["all"]["n"] for b, c in scored["buckets"].items() if b != "Short"]
+        assert sum(far) > 0
+
+
+def test_the_public_part_reveals_no_label(blind: dict[str, Any]) -> None:
+    public = json.loads((blind["public"] / "dataset.json").read_text())
+    private = json.loads((blind["private"] / "dataset.json").read_text())
+    assert public["labels"] == "withheld"
+    keys = set(_keys(public))
+    assert {"answer", "target", "related_events", "subset"}.isdisjoint(keys)
+    assert "generator" not in public  # its seed regenerates every label
+    values = set(_strings(public))
+    assert str(private["generator"]["seed"]) not in public["name"]
+    predictions = json.loads(blind["predictions"].read_text())
+    rows = [r for t in predictions["trajectories"] for r in t["record"]["instances"]]
+    assert rows and not any("correct" in r for r in rows)  # nothing the stand-ins graded
+    if blind["suite"] == "egoprobe":
+        evidence = set()
+        for q in private["questions"]:
+            evidence |= {q["target"]["start"], q["target"]["end"]}
+            for e in q["related_events"]:
+                evidence |= {e["event_id"], e["start"], e["end"]}
+        assert evidence and not evidence & values
+        assert len({q["subset"] for q in private["questions"]}) == 2
+    else:
+        answers = [q["answer"] for c in private["clips"] for q in c["questions"]]
+        assert len(set(answers)) > 1
+        shown = [q for c in public["clips"] for q in c["questions"]]
+        assert len(shown) == len(answers) and all(set(q) <= {
+            "question_id", "question", "choices", "category"} for q in shown)  # fmt: skip
+
+
+def test_predictions_of_another_public_part_are_refused(blind: dict[str, Any]) -> None:
+    doc = json.loads(blind["predictions"].read_text())
+    doc["dataset_hash"] = "0" * 64
+    other = blind["work"] / "other-predictions.json"
+    other.write_text(json.dumps(doc))
+    out = blind["work"] / "refused"
+    result = cli("score", str(other), "--labels", str(blind["private"]), "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert "were made on a dataset with hash 000000000000" in result.output
+    assert "labels belong to the public part" in result.output
+    assert not out.exists()
+    # The same predictions, hash intact, score.
+    result = cli(
+        "score", str(blind["predictions"]), "--labels", str(blind["private"]), "--out", str(out)
+    )
+    assert result.exit_code == 0, result.output
+
+
+def test_a_public_part_cannot_be_split_again_and_the_parts_must_be_new(
+    blind: dict[str, Any], tmp_path: Path
+) -> None:
+    result = cli("split", str(blind["public"]), "--public", str(tmp_path / "a"),
+                 "--private", str(tmp_path / "b"))  # fmt: skip
+    assert result.exit_code == 2 and "already a public part" in result.output
+    result = cli("split", str(blind["data"]), "--public", str(blind["public"]),
+                 "--private", str(tmp_path / "b"))  # fmt: skip
+    assert result.exit_code == 2 and "is not empty" in result.output
+
+
+def test_apmbench_split_is_refused_with_a_reason(tmp_path: Path) -> None:
+    result = cli("split", str(FIXTURES / "appendix"), "--public", str(tmp_path / "p"),
+                 "--private", str(tmp_path / "q"))  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "cannot split its datasets yet" in result.output
+    assert not (tmp_path / "p").exists()
