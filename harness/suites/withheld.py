@@ -34,19 +34,6 @@ def is_public(root: Path) -> bool:
     return isinstance(doc, dict) and doc.get("labels") == WITHHELD
 
 
-def read_doc(root: Path) -> dict[str, Any]:
-    path = Path(root) / "dataset.json"
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise DatasetError(f"cannot read {path}: {e}") from None
-    if not isinstance(doc, dict):
-        raise DatasetError(f"{path}: must hold a JSON object")
-    if doc.get("labels") == WITHHELD:
-        raise DatasetError(f"{root} is already a public part (its labels are withheld)")
-    return doc
-
-
 def public_name(doc: Mapping[str, Any]) -> dict[str, str]:
     """The public part's name: a synthetic dataset's own name carries its seed, which
     regenerates every label."""

@@ -280,7 +280,12 @@ def _dialogue(d: Any, i: int, questions: Mapping[str, Question]) -> Dialogue:
 
 def _hash(root: Path, videos: Sequence[Path]) -> str:
     """The annotations in full; each video by name, size and first MiB."""
-    digest = hashlib.sha256((root / "dataset.json").read_bytes())
+    annotations = root / "dataset.json"
+    if not annotations.is_file():
+        from apmbench.harness.suites.egoprobe.records import RECORDS
+
+        annotations = root / RECORDS
+    digest = hashlib.sha256(annotations.read_bytes())
     for path in sorted(set(videos)):
         digest.update(str(path.relative_to(root)).encode() + b"\0")
         digest.update(str(path.stat().st_size).encode())
@@ -320,17 +325,30 @@ def fill_withheld(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "questions": questions}
 
 
+def read_doc(root: Path) -> dict[str, Any]:
+    """dataset.json, or the records layout converted to it (`records`)."""
+    path = root / "dataset.json"
+    if not path.is_file():
+        from apmbench.harness.suites.egoprobe import records
+
+        if (root / records.RECORDS).is_file():
+            return records.dataset_doc(root)
+        raise DatasetError(f"{root} has no dataset.json (nor {records.RECORDS})")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise DatasetError(f"{path} is not valid JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise DatasetError(f"{path} must hold a JSON object")
+    return doc
+
+
 def load_dataset(root: Path, need_files: bool = True) -> Dataset:
     """`need_files=False`: the labels alone, on a machine without the videos (`score
     --labels`)."""
     root = Path(root)
     path = root / "dataset.json"
-    if not path.is_file():
-        raise DatasetError(f"{root} has no dataset.json")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise DatasetError(f"{path} is not valid JSON: {e}") from None
+    doc = read_doc(root)
     if not isinstance(doc, dict) or doc.get("benchmark") != BENCHMARK:
         raise DatasetError(f"{path}: 'benchmark' must be {BENCHMARK!r}")
     if doc.get("format_version") != FORMAT_VERSION:

@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from apmbench.harness.errors import DatasetError
 from apmbench.harness.suites import withheld
-from apmbench.harness.suites.egoprobe.dataset import PUBLIC_QUESTION_KEYS
+from apmbench.harness.suites.egoprobe.dataset import PUBLIC_QUESTION_KEYS, read_doc
 
 
 def _dialogue(d: Any) -> Any:
@@ -23,7 +24,9 @@ def _dialogue(d: Any) -> Any:
 
 
 def split(root: Path, public: Path, private: Path) -> None:
-    doc = withheld.read_doc(root)
+    doc = read_doc(root)
+    if doc.get("labels") == withheld.WITHHELD:
+        raise DatasetError(f"{root} is already a public part (its labels are withheld)")
     kept = {k: v for k, v in doc.items() if k in ("benchmark", "format_version", "name", "videos")}
     questions = [
         {k: q[k] for k in PUBLIC_QUESTION_KEYS if k in q} for q in doc.get("questions", [])

@@ -140,18 +140,30 @@ def fill_withheld(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "clips": clips}
 
 
-def load_dataset(root: Path, need_files: bool = True) -> Dataset:
-    """`need_files=False`: the labels alone, on a machine without the videos (`score
-    --labels`)."""
-    root = Path(root)
+def read_doc(root: Path) -> tuple[Path, str, Any]:
+    """The annotation file, its text and its document: dataset.json, or the clips layout
+    converted to it (`clips`)."""
     path = root / "dataset.json"
+    if not path.is_file():
+        from apmbench.harness.suites.proactegomem import clips
+
+        if (root / clips.CLIPS).is_file():
+            text = (root / clips.CLIPS).read_text(encoding="utf-8")
+            return root / clips.CLIPS, text, clips.dataset_doc(root)
     try:
         text = path.read_text(encoding="utf-8")
-        doc = json.loads(text)
+        return path, text, json.loads(text)
     except OSError as e:
         raise DatasetError(f"cannot read {path}: {e}") from None
     except ValueError as e:
         raise DatasetError(f"{path} is not valid JSON: {e}") from None
+
+
+def load_dataset(root: Path, need_files: bool = True) -> Dataset:
+    """`need_files=False`: the labels alone, on a machine without the videos (`score
+    --labels`)."""
+    root = Path(root)
+    path, text, doc = read_doc(root)
     if not isinstance(doc, dict) or doc.get("benchmark") != BENCHMARK:
         raise DatasetError(f'{path}: needs "benchmark": "{BENCHMARK}"')
     if doc.get("format_version") != FORMAT_VERSION:

@@ -13,7 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from apmbench.harness.errors import DatasetError
 from apmbench.harness.suites import withheld
+from apmbench.harness.suites.proactegomem.dataset import read_doc
 
 PUBLIC_QUESTION_KEYS = ("question_id", "question", "choices", "category")
 
@@ -29,7 +31,9 @@ def _clip(clip: Any) -> Any:
 
 
 def split(root: Path, public: Path, private: Path) -> None:
-    doc = withheld.read_doc(root)
+    doc = read_doc(root)[2]
+    if not isinstance(doc, dict) or doc.get("labels") == withheld.WITHHELD:
+        raise DatasetError(f"{root} is already a public part, or not a dataset")
     kept = {k: v for k, v in doc.items() if k not in ("generator", "clips")}
     clips = [_clip(c) for c in doc.get("clips", []) or []]
     out_name = withheld.public_name(doc)
