@@ -31,6 +31,8 @@ from apmbench.harness.suites.base import Suite, SuiteDataset
 PREDICTIONS_NAME = "predictions.json"
 PREDICTIONS_FORMAT = "apmbench-predictions"
 PREDICTIONS_VERSION = 1
+INSTANCE_IDS = "instance_ids.json"
+"""In a private part: public instance id -> labelled instance id, where they differ."""
 
 
 def _empty_or_new(path: Path, what: str) -> None:
@@ -63,6 +65,9 @@ def split_dataset(
         t.trajectory_id for t in labels.trajectories
     ] != ids:
         raise DatasetError(f"the {suite.title} split lost trajectories of {root}")
+    renamed = suite.blind_instance_ids(shown, labels)
+    if renamed:
+        records.atomic_write(Path(private) / INSTANCE_IDS, records.dump(renamed))
     record = {
         "format": withheld.LABELS_FORMAT,
         "version": withheld.LABELS_VERSION,
@@ -175,6 +180,18 @@ def labelled_fields(
     return out
 
 
+def _renamed(obj: Any, ids: Mapping[str, str]) -> Any:
+    """`obj` with every string that is a renamed public instance id (an instance's id, the
+    name of the fork it ran in) replaced by its labelled id."""
+    if isinstance(obj, str):
+        return ids.get(obj, obj)
+    if isinstance(obj, dict):
+        return {k: _renamed(v, ids) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_renamed(v, ids) for v in obj]
+    return obj
+
+
 def score_predictions(
     predictions_path: Path,
     private: Path,
@@ -194,7 +211,11 @@ def score_predictions(
     manifest = dict(predictions["manifest"])
     caps = (manifest.get("system") or {}).get("capabilities") or {}
     fields = labelled_fields(suite, dataset, bool(caps.get("supports_import", True)))
-    by_id = {str(t["trajectory_id"]): t["record"] for t in predictions["trajectories"]}
+    ids_path = Path(private) / INSTANCE_IDS
+    renamed: dict[str, str] = json.loads(ids_path.read_text()) if ids_path.is_file() else {}
+    by_id = {
+        str(t["trajectory_id"]): _renamed(t["record"], renamed) for t in predictions["trajectories"]
+    }
     missing = [t.trajectory_id for t in dataset.trajectories if t.trajectory_id not in by_id]
     if missing:
         raise RunDirError(f"the predictions hold no record of trajectories {', '.join(missing)}")

@@ -117,6 +117,11 @@ class Suite(ABC):
             f"the {self.title} suite cannot split its datasets yet: evaluate with labels present"
         )
 
+    def blind_instance_ids(self, public: Any, labelled: Any) -> dict[str, str]:
+        """A public part's instance ids that differ from the labelled ones (an id that would
+        name a label, a positive probe say, is neutral in the public part): public -> labelled."""
+        return {}
+
     def load_labels(self, root: Path) -> SuiteDataset:
         """A private part's labelled dataset, read without its media (`score --labels`)."""
         raise ConfigError(f"the {self.title} suite cannot score blind predictions yet")

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from apmbench.harness.cli import main
+from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset as apmbench_synthetic
 from apmbench.harness.suites.egoprobe.synth import synthetic_dataset as egoprobe_synthetic
 from apmbench.harness.suites.proactegomem.synth import (
     synthetic_dataset as proactegomem_synthetic,
@@ -25,6 +26,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 SUITES: dict[str, tuple[Callable[[str, int, Path], Path], str]] = {
+    "apmbench": (apmbench_synthetic, "frame-archive"),
     "egoprobe": (egoprobe_synthetic, "frame-archive"),
     "proactegomem": (proactegomem_synthetic, "proact-rules"),
 }
@@ -108,10 +110,54 @@ def test_blind_scores_equal_the_ordinary_run(blind: dict[str, Any]) -> None:
         assert sum(far) > 0
 
 
+APMBENCH_LABELS = {
+    "correct_option_id", "evidence_moments", "evidence_available", "positive_heartbeat",
+    "negative_heartbeats", "ideal_response_window", "ideal_response_windows",
+    "negative_or_silence_windows",
+}  # fmt: skip
+APMBENCH_RUN_INPUT = {
+    "question", "text", "option_id", "registration_text", "session_id", "day_id",
+    "query_time", "start_time", "end_time", "task_type", "trajectory_id", "candidate_id",
+    "original_candidate_id",
+}  # fmt: skip
+
+
+def _leaves(obj: object, key: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(obj, str):
+        yield key, obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _leaves(v, k)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _leaves(v, key)
+
+
+def _apmbench_reveals_no_label(blind: dict[str, Any]) -> None:
+    public_text = ""
+    for path in sorted((blind["public"] / "candidates").glob("*.json")):
+        shown = json.loads(path.read_text())
+        assert APMBENCH_LABELS.isdisjoint(_keys(shown)), path.name
+        public_text += path.read_text()
+    labels = {
+        value
+        for path in (blind["private"] / "candidates").glob("*.json")
+        for key, value in _leaves(json.loads(path.read_text()))
+        if key not in APMBENCH_RUN_INPUT and len(value) >= 12
+    }
+    assert labels and not {v for v in labels if json.dumps(v) in public_text}
+    # Probe ids are neutral: the public part's earliest probe is not always the positive one.
+    assert json.loads((blind["private"] / "instance_ids.json").read_text())
+
+
 def test_the_public_part_reveals_no_label(blind: dict[str, Any]) -> None:
     public = json.loads((blind["public"] / "dataset.json").read_text())
     private = json.loads((blind["private"] / "dataset.json").read_text())
     assert public["labels"] == "withheld"
+    if blind["suite"] == "apmbench":
+        assert "generator" not in public and str(private["generator"]["seed"]) not in public["name"]
+        _apmbench_reveals_no_label(blind)
+        return
     keys = set(_keys(public))
     assert {"answer", "target", "related_events", "subset"}.isdisjoint(keys)
     assert "generator" not in public  # its seed regenerates every label
@@ -165,9 +211,9 @@ def test_a_public_part_cannot_be_split_again_and_the_parts_must_be_new(
     assert result.exit_code == 2 and "is not empty" in result.output
 
 
-def test_apmbench_split_is_refused_with_a_reason(tmp_path: Path) -> None:
+def test_the_apmbench_release_layout_is_refused_with_a_reason(tmp_path: Path) -> None:
     result = cli("split", str(FIXTURES / "appendix"), "--public", str(tmp_path / "p"),
                  "--private", str(tmp_path / "q"))  # fmt: skip
     assert result.exit_code == 2, result.output
-    assert "cannot split its datasets yet" in result.output
+    assert "is in the release layout: split reads the project layout" in result.output
     assert not (tmp_path / "p").exists()
