@@ -19,6 +19,7 @@ from apmbench.harness.commands.judge_options import (
     judge_warnings,
 )
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
+from apmbench.harness.suites import withheld
 
 
 @click.command()
@@ -76,6 +77,11 @@ def score(
         manifest = json.loads(manifest_path.read_text())
         suite = suite_of_run(manifest)
         data = dataset_for_run(suite, manifest, dataset)
+        if withheld.is_public(data.root):
+            raise ConfigError(
+                f"{run_dir} ran on a public part, whose labels are withheld: score its "
+                "predictions.json with --labels PRIVATE --out DIR where the labels are"
+            )
         config = judge_config(recorded_judge(manifest), **judge)
         backend = open_judge(config, lambda: suite.reference_judge(data.root))
         try:

@@ -193,6 +193,10 @@ def test_predictions_of_another_public_part_are_refused(blind: dict[str, Any]) -
     assert "were made on a dataset with hash 000000000000" in result.output
     assert "labels belong to the public part" in result.output
     assert not out.exists()
+    # Re-scoring the public run in place would grade with the stand-in labels.
+    result = cli("score", str(blind["predictions"].parent))
+    assert result.exit_code == 2, result.output
+    assert "ran on a public part, whose labels are withheld" in result.output
     # The same predictions, hash intact, score.
     result = cli(
         "score", str(blind["predictions"]), "--labels", str(blind["private"]), "--out", str(out)

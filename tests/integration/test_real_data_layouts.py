@@ -1,6 +1,6 @@
 """The layouts a user with real data fills by hand (docs/real-data.md): EgoProbe construction
 records on Ego4D-style videos and ProactEgoMem clips with interval annotations. The
-documented templates themselves (docs/templates/) are loaded with real H.264 videos
+documented templates themselves (docs/examples/) are loaded with real H.264 videos
 written beside them, evaluated end to end, split and scored blind; broken records are
 refused with the record named."""
 
@@ -21,7 +21,7 @@ from tests.helpers.frame_videos import write_indexed_video
 
 pytestmark = [pytest.mark.integration]
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "docs" / "templates"
+TEMPLATES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 
 def _video(path: Path, seconds: int) -> None:
