@@ -133,50 +133,59 @@ def _leaves(obj: object, key: str = "") -> Iterator[tuple[str, str]]:
             yield from _leaves(v, key)
 
 
-def _apmbench_reveals_no_label(blind: dict[str, Any]) -> None:
-    public_text = ""
-    for path in sorted((blind["public"] / "candidates").glob("*.json")):
-        shown = json.loads(path.read_text())
-        assert APMBENCH_LABELS.isdisjoint(_keys(shown)), path.name
-        public_text += path.read_text()
-    labels = {
-        value
-        for path in (blind["private"] / "candidates").glob("*.json")
-        for key, value in _leaves(json.loads(path.read_text()))
-        if key not in APMBENCH_RUN_INPUT and len(value) >= 12
-    }
-    assert labels and not {v for v in labels if json.dumps(v) in public_text}
-    # Probe ids are neutral: the public part's earliest probe is not always the positive one.
-    assert json.loads((blind["private"] / "instance_ids.json").read_text())
-
-
-def test_the_public_part_reveals_no_label(blind: dict[str, Any]) -> None:
-    public = json.loads((blind["public"] / "dataset.json").read_text())
-    private = json.loads((blind["private"] / "dataset.json").read_text())
-    assert public["labels"] == "withheld"
-    if blind["suite"] == "apmbench":
-        assert "generator" not in public and str(private["generator"]["seed"]) not in public["name"]
-        _apmbench_reveals_no_label(blind)
-        return
-    keys = set(_keys(public))
-    assert {"answer", "target", "related_events", "subset"}.isdisjoint(keys)
-    assert "generator" not in public  # its seed regenerates every label
+def leaks(suite: str, public_root: Path, private_root: Path) -> list[str]:
+    """What of the private part's labels the directory `public_root` shows."""
+    public = json.loads((public_root / "dataset.json").read_text())
+    private = json.loads((private_root / "dataset.json").read_text())
+    found = []
+    if "generator" in public or str(private["generator"]["seed"]) in public["name"]:
+        found.append("the generator's seed")  # it regenerates every label
+    if suite == "apmbench":
+        text = ""
+        for path in sorted((public_root / "candidates").glob("*.json")):
+            found += sorted(APMBENCH_LABELS & set(_keys(json.loads(path.read_text()))))
+            text += path.read_text()
+        labels = {
+            value
+            for path in (private_root / "candidates").glob("*.json")
+            for key, value in _leaves(json.loads(path.read_text()))
+            if key not in APMBENCH_RUN_INPUT and len(value) >= 12
+        }
+        assert labels
+        return found + sorted(v for v in labels if json.dumps(v) in text)
+    found += sorted({"answer", "target", "related_events", "subset"} & set(_keys(public)))
     values = set(_strings(public))
-    assert str(private["generator"]["seed"]) not in public["name"]
-    predictions = json.loads(blind["predictions"].read_text())
-    rows = [r for t in predictions["trajectories"] for r in t["record"]["instances"]]
-    assert rows and not any("correct" in r for r in rows)  # nothing the stand-ins graded
-    if blind["suite"] == "egoprobe":
+    if suite == "egoprobe":
         evidence = set()
         for q in private["questions"]:
             evidence |= {q["target"]["start"], q["target"]["end"]}
             for e in q["related_events"]:
                 evidence |= {e["event_id"], e["start"], e["end"]}
-        assert evidence and not evidence & values
+        assert evidence
+        found += sorted(evidence & values)
+    return found
+
+
+def test_the_public_part_reveals_no_label(blind: dict[str, Any]) -> None:
+    suite = blind["suite"]
+    assert json.loads((blind["public"] / "dataset.json").read_text())["labels"] == "withheld"
+    assert leaks(suite, blind["public"], blind["private"]) == []
+    # The other half: the labelled dataset itself, scanned the same way, shows its labels.
+    assert leaks(suite, blind["data"], blind["private"]) != []
+    if suite == "apmbench":
+        # Probe ids are neutral: the earliest probe is not always the positive one.
+        assert json.loads((blind["private"] / "instance_ids.json").read_text())
+        return
+    predictions = json.loads(blind["predictions"].read_text())
+    rows = [r for t in predictions["trajectories"] for r in t["record"]["instances"]]
+    assert rows and not any("correct" in r for r in rows)  # nothing the stand-ins graded
+    private = json.loads((blind["private"] / "dataset.json").read_text())
+    if suite == "egoprobe":
         assert len({q["subset"] for q in private["questions"]}) == 2
     else:
         answers = [q["answer"] for c in private["clips"] for q in c["questions"]]
         assert len(set(answers)) > 1
+        public = json.loads((blind["public"] / "dataset.json").read_text())
         shown = [q for c in public["clips"] for q in c["questions"]]
         assert len(shown) == len(answers) and all(set(q) <= {
             "question_id", "question", "choices", "category"} for q in shown)  # fmt: skip
