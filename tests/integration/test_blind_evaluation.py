@@ -25,10 +25,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
-SUITES: dict[str, tuple[Callable[[str, int, Path], Path], str]] = {
-    "apmbench": (apmbench_synthetic, "frame-archive"),
-    "egoprobe": (egoprobe_synthetic, "frame-archive"),
-    "proactegomem": (proactegomem_synthetic, "proact-rules"),
+SUITES: dict[str, tuple[Callable[[str, int, Path], Path], str, str]] = {
+    # APM-Bench with its synthetic reference judge: the judged tasks are compared too.
+    "apmbench": (apmbench_synthetic, "frame-archive", "synthetic"),
+    "egoprobe": (egoprobe_synthetic, "frame-archive", "none"),
+    "proactegomem": (proactegomem_synthetic, "proact-rules", "none"),
 }
 
 MEASURED = ("latency",)
@@ -66,7 +67,7 @@ def blind(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
     suite = str(request.param)
-    make, system = SUITES[suite]
+    make, system, judge = SUITES[suite]
     work = tmp_path_factory.mktemp(f"blind-{suite}")
     data = make("tiny", 0, work / "cache")
     public, private = work / "public", work / "private"
@@ -79,10 +80,13 @@ def blind(
     assert "labels withheld: predictions written to" in result.output
     assert not (work / "run" / "report.json").exists()
     predictions = work / "run" / "predictions.json"
-    result = cli("score", str(predictions), "--labels", str(private), "--out", str(work / "scored"))
+    result = cli(
+        "score", str(predictions), "--labels", str(private), "--out", str(work / "scored"),
+        "--judge", judge,
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     result = cli(
-        "evaluate", "--dataset", str(data), "--system", system, "--judge", "none",
+        "evaluate", "--dataset", str(data), "--system", system, "--judge", judge,
         "--out", str(work / "ordinary"),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -103,6 +107,9 @@ def test_blind_scores_equal_the_ordinary_run(blind: dict[str, Any]) -> None:
     assert set(scored) == set(ordinary)
     for key in set(ordinary) - set(MEASURED):
         assert scored[key] == ordinary[key], key
+    if blind["suite"] == "apmbench":
+        judged = [t for t in ("ERA", "MPA", "PRM", "RCR", "TPG") if scored["tasks"][t]["score"]]
+        assert judged, "the judged tasks scored nothing: the comparison would not show them"
     if blind["suite"] == "egoprobe":
         # The stand-ins put every question 2 ms after its target (Short): the labelled plan's
         # buckets must have replaced them.
