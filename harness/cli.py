@@ -13,6 +13,7 @@ from apmbench.harness.commands.evaluate import evaluate
 from apmbench.harness.commands.merge import merge
 from apmbench.harness.commands.score import score
 from apmbench.harness.commands.serve import serve
+from apmbench.harness.commands.split import split
 from apmbench.harness.commands.synth import synth
 from apmbench.harness.commands.systems import systems
 from apmbench.harness.commands.view import view
@@ -36,6 +37,7 @@ main.add_command(check)
 main.add_command(view)
 main.add_command(merge)
 main.add_command(systems)
+main.add_command(split)
 
 
 def run() -> None:

@@ -45,7 +45,7 @@ from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.docker.cli_options import container_options
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
-from apmbench.harness.suites import SUITES, get_suite, suite_of_dataset
+from apmbench.harness.suites import SUITES, get_suite, suite_of_dataset, withheld
 
 SEED_LIMIT = 2**63
 """Seeds drawn for --synthetic lie below this: too many to try one by one against a run."""
@@ -274,6 +274,8 @@ def evaluate(
         origin = SyntheticOrigin(preset, chosen, drawn)
         dataset = _synthetic(benchmark, preset, chosen)
     embedded = system is None and endpoint is None and image is None and command is None
+    if embedded and withheld.is_public(dataset):
+        raise click.UsageError("a public part is evaluated one system at a time: give --system")
     systems: list[str | None] = list(compared_systems()) if embedded else [system]
     base = out or Path("runs") / dataset.name
     judge_optional = bool(judge.pop("judge_optional", False))
@@ -459,6 +461,13 @@ def _run(
         click.echo(
             f"shard {opts.shard.name}: its trajectories are recorded in {result.run_dir}; when "
             "every shard is done: apmbench-grpc merge DIR... --out MERGED"
+        )
+        return result
+    predictions = result.run_dir / "predictions.json"
+    if not result.report and predictions.is_file():  # a public part: labels are elsewhere
+        click.echo(
+            f"labels withheld: predictions written to {predictions}; score them where the "
+            f"labels are: apmbench-grpc score {predictions} --labels PRIVATE --out DIR"
         )
         return result
     if not quiet:

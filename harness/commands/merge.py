@@ -39,5 +39,8 @@ def merge(run_dirs: tuple[Path, ...], out: Path, dataset: Path | None) -> None:
     except (DatasetError, ConfigError, RunDirError) as e:
         console.print(f"[red]error:[/red] {e}")
         sys.exit(EXIT_USAGE)
-    click.echo((out / "report.md").read_text())
+    if (out / "predictions.json").is_file():  # parts of a run on a public part
+        click.echo(f"labels withheld: predictions written to {out / 'predictions.json'}")
+    else:
+        click.echo((out / "report.md").read_text())
     click.echo(f"run directory: {out}")

@@ -19,6 +19,7 @@ from apmbench.harness.commands.judge_options import (
     judge_warnings,
 )
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
+from apmbench.harness.suites import withheld
 
 
 @click.command()
@@ -30,14 +31,35 @@ from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
     help="The run's dataset, when it is no longer where the manifest says. "
     "Its hash must match the run's.",
 )
+@click.option(
+    "--labels",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The private part of `apmbench-grpc split`: RUN_DIR is then the predictions.json of "
+    "a run on its public part (or that run's directory), scored into --out.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="With --labels: the new run directory to score into.",
+)
 @judge_options(default_judge=None)
-def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
+def score(
+    run_dir: Path, dataset: Path | None, labels: Path | None, out: Path | None, **judge: Any
+) -> None:
     """Re-grade RUN_DIR's raw outputs, judge what its suite has judged and rewrite its report
     (report.json, report.md, report.html).
 
     Judge replies are cached (judge-cache/ in the run directory), so scoring
     again with the same judge makes no new calls and gives the same numbers.
+
+    With --labels PRIVATE: score the predictions a run on a public part wrote, with the
+    labels kept elsewhere; predictions made on another public part are refused.
     """
+    if labels is not None or out is not None:
+        _score_blind(run_dir, labels, out, dataset, judge)
+        return
     from apmbench.harness.orchestrate.scoring import (
         dataset_for_run,
         recorded_judge,
@@ -55,6 +77,11 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
         manifest = json.loads(manifest_path.read_text())
         suite = suite_of_run(manifest)
         data = dataset_for_run(suite, manifest, dataset)
+        if withheld.is_public(data.root):
+            raise ConfigError(
+                f"{run_dir} ran on a public part, whose labels are withheld: score its "
+                "predictions.json with --labels PRIVATE --out DIR where the labels are"
+            )
         config = judge_config(recorded_judge(manifest), **judge)
         backend = open_judge(config, lambda: suite.reference_judge(data.root))
         try:
@@ -73,6 +100,43 @@ def score(run_dir: Path, dataset: Path | None, **judge: Any) -> None:
         console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
     click.echo(shown.plain((run_dir / "report.md").read_text()))
+    unreachable = judge_unreachable(report)
+    for warning in judge_warnings(report):
+        if unreachable is None or judge_optional or "could not be reached" not in warning:
+            console.print(f"[yellow]warning:[/yellow] {shown.markup(warning)}")
+    if unreachable is not None and not judge_optional:
+        console.print(f"[red]error:[/red] {shown.markup(unreachable)}")
+        sys.exit(EXIT_JUDGE_UNREACHABLE)
+
+
+def _score_blind(
+    predictions: Path,
+    labels: Path | None,
+    out: Path | None,
+    dataset: Path | None,
+    judge: dict[str, Any],
+) -> None:
+    from apmbench.harness.orchestrate.blind import score_predictions
+    from apmbench.harness.scoring.judge import open_judge
+
+    if labels is None or out is None:
+        raise click.UsageError("blind scoring needs both --labels PRIVATE and --out DIR")
+    if dataset is not None:
+        raise click.UsageError("--dataset is for re-scoring a run directory; drop it with --labels")
+    judge_optional = bool(judge.pop("judge_optional", False))
+    config = judge_config(None, **judge)
+    try:
+        report = score_predictions(
+            predictions,
+            labels,
+            out,
+            config,
+            lambda suite, data: open_judge(config, lambda: suite.reference_judge(data.root)),
+        )
+    except (DatasetError, ConfigError, RunDirError) as e:
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
+        sys.exit(EXIT_USAGE)
+    click.echo(shown.plain((out / "report.md").read_text()))
     unreachable = judge_unreachable(report)
     for warning in judge_warnings(report):
         if unreachable is None or judge_optional or "could not be reached" not in warning:

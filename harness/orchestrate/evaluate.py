@@ -52,7 +52,7 @@ from apmbench.harness.run.progress_log import Progress
 from apmbench.harness.run.push_cuts import PushCuts
 from apmbench.harness.runtimes import Runtime, RuntimeSpec, make_runtime
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig, open_judge
-from apmbench.harness.suites import suite_of_dataset
+from apmbench.harness.suites import suite_of_dataset, withheld
 from apmbench.harness.suites.base import Suite, SuiteDataset
 
 
@@ -329,6 +329,14 @@ def finish(p: Prepared, progress: Progress) -> Evaluation:
     if p.opts.shard is not None:  # scored once, by `merge`, from all the parts
         if p.judge is not None:
             p.judge.close()
+        p.run.update_manifest(finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+        return Evaluation(p.run.root, {})
+    if withheld.is_public(p.dataset.root):  # no labels here: predictions, scored elsewhere
+        from apmbench.harness.orchestrate.blind import write_predictions
+
+        if p.judge is not None:
+            p.judge.close()
+        write_predictions(p.run, p.suite, p.dataset)
         p.run.update_manifest(finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
         return Evaluation(p.run.root, {})
     try:

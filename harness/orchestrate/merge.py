@@ -26,6 +26,7 @@ from apmbench.harness.orchestrate.scoring import (
 from apmbench.harness.orchestrate.shards import SHARDS, copy_record, shard_manifests
 from apmbench.harness.run import records
 from apmbench.harness.scoring.judge import open_judge
+from apmbench.harness.suites import withheld
 
 MERGE_KEYS = (
     "benchmark",
@@ -180,6 +181,12 @@ def merge(run_dirs: Sequence[Path], out: Path, dataset: Path | None = None) -> d
             "max_lookahead_s": max(i.get("max_lookahead_s", 0.0) for i in isolations),
         }
     records.atomic_write(run.manifest_path, records.dump(manifest))
+    if withheld.is_public(data.root):  # no labels here: predictions, scored elsewhere
+        from apmbench.harness.orchestrate.blind import write_predictions
+
+        write_predictions(run, suite, data)
+        run.update_manifest(finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+        return {}
     config = recorded_judge(first)
     backend = open_judge(config, lambda: suite.reference_judge(data.root))
     try:

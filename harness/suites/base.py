@@ -121,6 +121,22 @@ class Suite(ABC):
     def load(self, root: Path) -> SuiteDataset:
         """Read and validate a dataset; raise DatasetError naming what to fix."""
 
+    def split(self, root: Path, public: Path, private: Path) -> None:
+        """Write what a run needs of `root` to `public` (labels withheld, media kept) and its
+        labelled annotations to `private` (`apmbench-grpc split`)."""
+        raise ConfigError(
+            f"the {self.title} suite cannot split its datasets yet: evaluate with labels present"
+        )
+
+    def blind_instance_ids(self, public: Any, labelled: Any) -> dict[str, str]:
+        """A public part's instance ids that differ from the labelled ones (an id that would
+        name a label, a positive probe say, is neutral in the public part): public -> labelled."""
+        return {}
+
+    def load_labels(self, root: Path) -> SuiteDataset:
+        """A private part's labelled dataset, read without its media (`score --labels`)."""
+        raise ConfigError(f"the {self.title} suite cannot score blind predictions yet")
+
     @abstractmethod
     def plan(self, dataset: Any, trajectory: Trajectory, can_import: bool) -> list[Segment]:
         """The segments of one trajectory; each ask carries a wire-ready query."""

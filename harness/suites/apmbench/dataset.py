@@ -425,6 +425,7 @@ def _check_video_lengths(trajectories: Sequence[Trajectory]) -> None:
 def _project_records(root: Path) -> tuple[tuple[Trajectory, ...], list[RawCandidate], list[Path]]:
     doc = _read_json(root / "dataset.json")
     trajectories = _load_trajectories(root, doc)
+    public = isinstance(doc, dict) and doc.get("labels") == "withheld"
     files = sorted((root / "candidates").glob("*.json"))
     if not files:
         raise DatasetError(f"{root / 'candidates'}: no candidate files (*.json)")
@@ -438,6 +439,10 @@ def _project_records(root: Path) -> tuple[tuple[Trajectory, ...], list[RawCandid
             if not isinstance(raw, dict):
                 raise DatasetError(f"{where}: a candidate must be a JSON object")
             tid = _req(raw, "trajectory_id", where)
+            if public:  # `apmbench-grpc split`'s public part: stand-in labels
+                from apmbench.harness.suites.apmbench.split import fill_withheld
+
+                raw = fill_withheld(raw)
             cid = raw.get("candidate_id", f"{path.stem}/{k}")
             if not isinstance(cid, str):
                 raise DatasetError(f"{where}: field 'candidate_id' must be str, got {cid!r}")
@@ -464,11 +469,12 @@ def _check_links(candidates: Sequence[Candidate]) -> None:
             )
 
 
-def load_dataset(root: Path) -> Dataset:
+def load_dataset(root: Path, need_files: bool = True) -> Dataset:
     """Read and validate a dataset directory; raise `DatasetError` naming what to fix.
 
     With a dataset.json: the project layout; without: the release layout
-    (`release`), the annotation records as the paper prints them.
+    (`release`), the annotation records as the paper prints them. `need_files=False`: the
+    labels alone, on a machine without the videos (`score --labels`).
     """
     root = Path(root)
     if not root.is_dir():
@@ -500,12 +506,13 @@ def load_dataset(root: Path) -> Dataset:
             if s.video is not None and not s.video.is_file()
         }
     )
-    if missing:
+    if missing and need_files:
         raise DatasetError("session videos not found: " + ", ".join(missing))
-    if project:
+    if project and need_files:
         # Release sessions end where their videos end, so only these can be short.
         _check_video_lengths(trajectories)
     videos = [s.video for t in trajectories for s in t.sessions if s.video is not None]
+    videos = videos if need_files else []
     content_hash = _hash_files(root, files, videos)
     name = str(_read_json(root / "dataset.json").get("name", root.name)) if project else root.name
     return Dataset(root, name, trajectories, tuple(candidates), content_hash)

@@ -53,6 +53,19 @@ class APMBench(Suite):
     def load(self, root: Path) -> Dataset:
         return load_dataset(root)
 
+    def split(self, root: Path, public: Path, private: Path) -> None:
+        from apmbench.harness.suites.apmbench.split import split
+
+        split(root, public, private)
+
+    def load_labels(self, root: Path) -> Dataset:
+        return load_dataset(root, need_files=False)
+
+    def blind_instance_ids(self, public: Dataset, labelled: Dataset) -> dict[str, str]:
+        from apmbench.harness.suites.apmbench.split import instance_ids
+
+        return instance_ids(public, labelled)
+
     def plan(self, dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
         return plan_trajectory(dataset, trajectory, can_import)
 

@@ -46,6 +46,14 @@ class EgoProbe(Suite):
     def load(self, root: Path) -> Dataset:
         return load_dataset(root)
 
+    def split(self, root: Path, public: Path, private: Path) -> None:
+        from apmbench.harness.suites.egoprobe.split import split
+
+        split(root, public, private)
+
+    def load_labels(self, root: Path) -> Dataset:
+        return load_dataset(root, need_files=False)
+
     def plan(self, dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
         return plan_video(dataset, trajectory)
 

@@ -1,0 +1,56 @@
+"""`apmbench-grpc split DATASET --public P --private Q`: keep the labels off the machine that
+runs the system."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from apmbench.harness import shown
+from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.errors import ConfigError, DatasetError
+from apmbench.harness.suites import SUITES
+
+
+@click.command()
+@click.argument("dataset", type=click.Path(path_type=Path))
+@click.option(
+    "--public",
+    "public",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="New directory: what a run needs (videos, questions, options, times), no labels.",
+)
+@click.option(
+    "--private",
+    "private",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="New directory: what scoring needs (answers, evidence, references), no videos.",
+)
+@click.option(
+    "--benchmark",
+    type=click.Choice(sorted(SUITES)),
+    default=None,
+    help="The suite. Default: the one the dataset names.",
+)
+def split(dataset: Path, public: Path, private: Path, benchmark: str | None) -> None:
+    """Split DATASET into a public part to evaluate on and a private part to score with.
+
+    `evaluate --dataset PUBLIC` then writes predictions.json instead of a report;
+    `score predictions.json --labels PRIVATE --out DIR` scores it on the machine that holds
+    the labels, and refuses predictions made on another public part.
+    """
+    from apmbench.harness.orchestrate.blind import split_dataset
+
+    try:
+        record = split_dataset(dataset, public, private, benchmark)
+    except (DatasetError, ConfigError) as e:
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
+        sys.exit(EXIT_USAGE)
+    click.echo(
+        f"public part: {public} (hash {record['public_hash'][:12]}...), give it to the machine "
+        f"that runs the system; private part: {private}, keep it where scoring happens"
+    )

@@ -1,0 +1,242 @@
+"""Labels off the evaluating machine: split a dataset, run on its public part, score the
+predictions elsewhere.
+
+- `split_dataset`: the suite writes the public part (what a run needs) and the private part
+  (the labelled annotations); `split.json` in the private part records the public part's
+  content hash, the one a run on it puts in its manifest.
+- `write_predictions`: at the end of a run on a public part, instead of a report: the
+  manifest and every trajectory record, with what the stand-in labels graded taken out.
+- `score_predictions`: on the machine with the labels, refuse predictions made on another
+  public part, rebuild the run directory, take each instance's fields (bucket, subset, ...)
+  from the labelled plan, then score exactly as `evaluate` does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from apmbench.harness.errors import DatasetError, RunDirError
+from apmbench.harness.orchestrate.scoring import score_run
+from apmbench.harness.run import records
+from apmbench.harness.run.plan import Ask
+from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
+from apmbench.harness.suites import get_suite, suite_of_dataset, withheld
+from apmbench.harness.suites.base import Suite, SuiteDataset
+
+PREDICTIONS_NAME = "predictions.json"
+PREDICTIONS_FORMAT = "apmbench-predictions"
+PREDICTIONS_VERSION = 1
+INSTANCE_IDS = "instance_ids.json"
+"""In a private part: public instance id -> labelled instance id, where they differ."""
+
+
+def _empty_or_new(path: Path, what: str) -> None:
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise DatasetError(f"{what} {path} exists and is not empty: choose another path")
+
+
+def split_dataset(
+    root: Path, public: Path, private: Path, benchmark: str | None = None
+) -> dict[str, Any]:
+    """Write the two parts; returns the private part's record (split.json)."""
+    suite = suite_of_dataset(root, benchmark)
+    if withheld.is_public(root):
+        raise DatasetError(f"{root} is already a public part (its labels are withheld)")
+    if Path(public).resolve() == Path(private).resolve():
+        raise DatasetError("--public and --private must be different directories")
+    _empty_or_new(Path(public), "--public")
+    _empty_or_new(Path(private), "--private")
+    original = suite.load(root)  # refuse a broken dataset before writing anything
+    try:
+        suite.split(root, public, private)
+        shown = suite.load(public)
+        labels = suite.load_labels(private)
+    except BaseException:
+        shutil.rmtree(public, ignore_errors=True)
+        shutil.rmtree(private, ignore_errors=True)
+        raise
+    ids = [t.trajectory_id for t in original.trajectories]
+    if [t.trajectory_id for t in shown.trajectories] != ids or [
+        t.trajectory_id for t in labels.trajectories
+    ] != ids:
+        raise DatasetError(f"the {suite.title} split lost trajectories of {root}")
+    renamed = suite.blind_instance_ids(shown, labels)
+    if renamed:
+        records.atomic_write(Path(private) / INSTANCE_IDS, records.dump(renamed))
+    record = {
+        "format": withheld.LABELS_FORMAT,
+        "version": withheld.LABELS_VERSION,
+        "benchmark": suite.name,
+        "public_hash": shown.content_hash,
+        "dataset_hash": original.content_hash,
+        "trajectories": len(ids),
+    }
+    records.atomic_write(Path(private) / withheld.SPLIT_RECORD, records.dump(record))
+    return record
+
+
+def _graded_keys(suite: Suite, dataset: SuiteDataset, row: Mapping[str, Any]) -> set[str]:
+    item = suite.item_of(dataset, str(row["instance_id"]))
+    if item is None:
+        return set()
+    graded: Mapping[str, Any] = suite.grade(item, str(row.get("raw_output") or ""))
+    return set(graded.keys())
+
+
+def write_predictions(run: records.RunDir, suite: Suite, dataset: SuiteDataset) -> Path:
+    """predictions.json: the manifest and the raw records, nothing the stand-ins graded."""
+    trajectories = []
+    for t in dataset.trajectories:
+        rec: dict[str, Any] = dict(run.load_trajectory(t.trajectory_id))
+        rows: list[dict[str, Any]] = rec["instances"]
+        rec["instances"] = [
+            {k: v for k, v in row.items() if k not in _graded_keys(suite, dataset, row)}
+            for row in rows
+        ]
+        trajectories.append({"trajectory_id": t.trajectory_id, "record": rec})
+    manifest = json.loads(run.manifest_path.read_text())
+    out = {
+        "format": PREDICTIONS_FORMAT,
+        "version": PREDICTIONS_VERSION,
+        "benchmark": suite.name,
+        "dataset_hash": manifest["dataset_hash"],
+        "manifest": manifest,
+        "trajectories": trajectories,
+    }
+    path = run.root / PREDICTIONS_NAME
+    records.atomic_write(path, records.dump(out))
+    return path
+
+
+def read_predictions(path: Path) -> dict[str, Any]:
+    path = Path(path)
+    if path.is_dir():
+        path = path / PREDICTIONS_NAME
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise RunDirError(
+            f"cannot read predictions {path}: {e} (give the predictions.json a run on a "
+            "public part wrote, or its run directory)"
+        ) from None
+    if not isinstance(doc, dict) or doc.get("format") != PREDICTIONS_FORMAT:
+        raise RunDirError(f"{path} is not a predictions file (format {PREDICTIONS_FORMAT!r})")
+    if doc.get("version") != PREDICTIONS_VERSION:
+        raise RunDirError(f"{path}: predictions version {doc.get('version')!r} is not supported")
+    return doc
+
+
+def read_labels(private: Path) -> dict[str, Any]:
+    path = Path(private) / withheld.SPLIT_RECORD
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise DatasetError(
+            f"{private} is not a private part of `apmbench-grpc split` (cannot read {path}: {e})"
+        ) from None
+    if not isinstance(record, dict) or record.get("format") != withheld.LABELS_FORMAT:
+        raise DatasetError(f"{path}: not a split record (format {withheld.LABELS_FORMAT!r})")
+    return record
+
+
+def check_match(predictions: Mapping[str, Any], labels: Mapping[str, Any]) -> None:
+    """Predictions are scored only with the labels of the public part they were made on."""
+    if predictions.get("benchmark") != labels.get("benchmark"):
+        raise DatasetError(
+            f"the predictions are of {predictions.get('benchmark')!r} but the labels are of "
+            f"{labels.get('benchmark')!r}"
+        )
+    made_on, public = str(predictions.get("dataset_hash")), str(labels.get("public_hash"))
+    if made_on != public:
+        raise DatasetError(
+            f"the predictions were made on a dataset with hash {made_on[:12]}..., but these "
+            f"labels belong to the public part {public[:12]}...: score them with the private "
+            "part split off the dataset the run used"
+        )
+
+
+def _asks(asks: Iterable[Ask]) -> Iterable[Ask]:
+    for ask in asks:
+        yield ask
+        if ask.follow_up is not None:
+            yield from _asks([ask.follow_up.ask])
+
+
+def labelled_fields(
+    suite: Suite, dataset: SuiteDataset, can_import: bool
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Each planned ask's record fields as the labelled plan has them, by (segment, id): a
+    public plan's fields come from stand-ins (a bucket, a subset)."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for t in dataset.trajectories:
+        for segment in suite.plan(dataset, t, can_import):
+            for ask in _asks(segment.asks):
+                out[(segment.name, ask.instance_id)] = dict(ask.fields)
+    return out
+
+
+def _renamed(obj: Any, ids: Mapping[str, str]) -> Any:
+    """`obj` with every string that is a renamed public instance id (an instance's id, the
+    name of the fork it ran in) replaced by its labelled id."""
+    if isinstance(obj, str):
+        return ids.get(obj, obj)
+    if isinstance(obj, dict):
+        return {k: _renamed(v, ids) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_renamed(v, ids) for v in obj]
+    return obj
+
+
+def score_predictions(
+    predictions_path: Path,
+    private: Path,
+    out: Path,
+    config: JudgeConfig,
+    open_backend: Callable[[Suite, SuiteDataset], ChatBackend | None],
+) -> dict[str, Any]:
+    """Rebuild a run directory at `out` from the predictions and score it with the labels."""
+    predictions = read_predictions(predictions_path)
+    labels = read_labels(private)
+    check_match(predictions, labels)
+    suite = get_suite(str(labels["benchmark"]))
+    dataset = suite.load_labels(private)
+    run = records.RunDir(out)
+    if run.holds_run() or (out.exists() and any(out.iterdir())):
+        raise RunDirError(f"{out} exists and is not empty: choose another --out")
+    manifest = dict(predictions["manifest"])
+    caps = (manifest.get("system") or {}).get("capabilities") or {}
+    fields = labelled_fields(suite, dataset, bool(caps.get("supports_import", True)))
+    ids_path = Path(private) / INSTANCE_IDS
+    renamed: dict[str, str] = json.loads(ids_path.read_text()) if ids_path.is_file() else {}
+    by_id = {
+        str(t["trajectory_id"]): _renamed(t["record"], renamed) for t in predictions["trajectories"]
+    }
+    missing = [t.trajectory_id for t in dataset.trajectories if t.trajectory_id not in by_id]
+    if missing:
+        raise RunDirError(f"the predictions hold no record of trajectories {', '.join(missing)}")
+    manifest["labels"] = {
+        "withheld_during_run": True,
+        "dataset_hash": labels["dataset_hash"],
+        "scored_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+    run.prepare(manifest, resume=False)
+    for tid, rec in by_id.items():
+        rows = []
+        for row in rec["instances"]:
+            key = (str(row.get("segment")), str(row["instance_id"]))
+            if key not in fields:
+                raise RunDirError(f"instance {row['instance_id']!r} is not in the labelled plan")
+            rows.append({**row, **fields[key]})
+        run.save_trajectory(tid, cast(records.TrajectoryRecord, {**rec, "instances": rows}))
+    run.finish()
+    backend = open_backend(suite, dataset)
+    try:
+        return score_run(run, suite, dataset, config, backend)
+    finally:
+        if backend is not None:
+            backend.close()

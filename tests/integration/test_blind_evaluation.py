@@ -1,0 +1,239 @@
+"""Labels off the evaluating machine: `split` a synthetic tiny dataset (seed 0), `evaluate` a
+reference system on the public part alone, `score --labels` the predictions with the private
+part, and compare with an ordinary run on the labelled dataset. The public part is scanned
+against the private part for every label; predictions made on another public part are
+refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from apmbench.harness.cli import main
+from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset as apmbench_synthetic
+from apmbench.harness.suites.egoprobe.synth import synthetic_dataset as egoprobe_synthetic
+from apmbench.harness.suites.proactegomem.synth import (
+    synthetic_dataset as proactegomem_synthetic,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+SUITES: dict[str, tuple[Callable[[str, int, Path], Path], str, str]] = {
+    # APM-Bench with its synthetic reference judge: the judged tasks are compared too.
+    "apmbench": (apmbench_synthetic, "frame-archive", "synthetic"),
+    "egoprobe": (egoprobe_synthetic, "frame-archive", "none"),
+    "proactegomem": (proactegomem_synthetic, "proact-rules", "none"),
+}
+
+MEASURED = ("latency",)
+"""Wall-clock timings: two executions of one system never time alike, so the comparison
+leaves them out; every graded and judged number is compared."""
+
+
+def cli(*args: str) -> Any:
+    return CliRunner().invoke(main, [*args])
+
+
+def _strings(obj: object) -> Iterator[str]:
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+
+
+def _keys(obj: object) -> Iterator[str]:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield k
+            yield from _keys(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _keys(v)
+
+
+@pytest.fixture(scope="module", params=sorted(SUITES))
+def blind(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    suite = str(request.param)
+    make, system, judge = SUITES[suite]
+    work = tmp_path_factory.mktemp(f"blind-{suite}")
+    data = make("tiny", 0, work / "cache")
+    public, private = work / "public", work / "private"
+    result = cli("split", str(data), "--public", str(public), "--private", str(private))
+    assert result.exit_code == 0, result.output
+    result = cli(
+        "evaluate", "--dataset", str(public), "--system", system, "--out", str(work / "run")
+    )
+    assert result.exit_code == 0, result.output
+    assert "labels withheld: predictions written to" in result.output
+    assert not (work / "run" / "report.json").exists()
+    predictions = work / "run" / "predictions.json"
+    result = cli(
+        "score", str(predictions), "--labels", str(private), "--out", str(work / "scored"),
+        "--judge", judge,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    result = cli(
+        "evaluate", "--dataset", str(data), "--system", system, "--judge", judge,
+        "--out", str(work / "ordinary"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return {
+        "suite": suite,
+        "data": data,
+        "public": public,
+        "private": private,
+        "predictions": predictions,
+        "scored": json.loads((work / "scored" / "report.json").read_text()),
+        "ordinary": json.loads((work / "ordinary" / "report.json").read_text()),
+        "work": work,
+    }
+
+
+def test_blind_scores_equal_the_ordinary_run(blind: dict[str, Any]) -> None:
+    scored, ordinary = blind["scored"], blind["ordinary"]
+    assert set(scored) == set(ordinary)
+    for key in set(ordinary) - set(MEASURED):
+        assert scored[key] == ordinary[key], key
+    if blind["suite"] == "apmbench":
+        judged = [t for t in ("ERA", "MPA", "PRM", "RCR", "TPG") if scored["tasks"][t]["score"]]
+        assert judged, "the judged tasks scored nothing: the comparison would not show them"
+    if blind["suite"] == "egoprobe":
+        # The stand-ins put every question 2 ms after its target (Short): the labelled plan's
+        # buckets must have replaced them.
+        far = [c["all"]["n"] for b, c in scored["buckets"].items() if b != "Short"]
+        assert sum(far) > 0
+
+
+APMBENCH_LABELS = {
+    "correct_option_id", "evidence_moments", "evidence_available", "positive_heartbeat",
+    "negative_heartbeats", "ideal_response_window", "ideal_response_windows",
+    "negative_or_silence_windows",
+}  # fmt: skip
+APMBENCH_RUN_INPUT = {
+    "question", "text", "option_id", "registration_text", "session_id", "day_id",
+    "query_time", "start_time", "end_time", "task_type", "trajectory_id", "candidate_id",
+    "original_candidate_id",
+}  # fmt: skip
+
+
+def _leaves(obj: object, key: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(obj, str):
+        yield key, obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _leaves(v, k)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _leaves(v, key)
+
+
+def leaks(suite: str, public_root: Path, private_root: Path) -> list[str]:
+    """What of the private part's labels the directory `public_root` shows."""
+    public = json.loads((public_root / "dataset.json").read_text())
+    private = json.loads((private_root / "dataset.json").read_text())
+    found = []
+    if "generator" in public or str(private["generator"]["seed"]) in public["name"]:
+        found.append("the generator's seed")  # it regenerates every label
+    if suite == "apmbench":
+        text = ""
+        for path in sorted((public_root / "candidates").glob("*.json")):
+            found += sorted(APMBENCH_LABELS & set(_keys(json.loads(path.read_text()))))
+            text += path.read_text()
+        labels = {
+            value
+            for path in (private_root / "candidates").glob("*.json")
+            for key, value in _leaves(json.loads(path.read_text()))
+            if key not in APMBENCH_RUN_INPUT and len(value) >= 12
+        }
+        assert labels
+        return found + sorted(v for v in labels if json.dumps(v) in text)
+    found += sorted({"answer", "target", "related_events", "subset"} & set(_keys(public)))
+    values = set(_strings(public))
+    if suite == "egoprobe":
+        evidence = set()
+        for q in private["questions"]:
+            evidence |= {q["target"]["start"], q["target"]["end"]}
+            for e in q["related_events"]:
+                evidence |= {e["event_id"], e["start"], e["end"]}
+        assert evidence
+        found += sorted(evidence & values)
+    return found
+
+
+def test_the_public_part_reveals_no_label(blind: dict[str, Any]) -> None:
+    suite = blind["suite"]
+    assert json.loads((blind["public"] / "dataset.json").read_text())["labels"] == "withheld"
+    assert leaks(suite, blind["public"], blind["private"]) == []
+    # The other half: the labelled dataset itself, scanned the same way, shows its labels.
+    assert leaks(suite, blind["data"], blind["private"]) != []
+    if suite == "apmbench":
+        # Probe ids are neutral: the earliest probe is not always the positive one.
+        assert json.loads((blind["private"] / "instance_ids.json").read_text())
+        return
+    predictions = json.loads(blind["predictions"].read_text())
+    rows = [r for t in predictions["trajectories"] for r in t["record"]["instances"]]
+    assert rows and not any("correct" in r for r in rows)  # nothing the stand-ins graded
+    private = json.loads((blind["private"] / "dataset.json").read_text())
+    if suite == "egoprobe":
+        assert len({q["subset"] for q in private["questions"]}) == 2
+    else:
+        answers = [q["answer"] for c in private["clips"] for q in c["questions"]]
+        assert len(set(answers)) > 1
+        public = json.loads((blind["public"] / "dataset.json").read_text())
+        shown = [q for c in public["clips"] for q in c["questions"]]
+        assert len(shown) == len(answers) and all(set(q) <= {
+            "question_id", "question", "choices", "category"} for q in shown)  # fmt: skip
+
+
+def test_predictions_of_another_public_part_are_refused(blind: dict[str, Any]) -> None:
+    doc = json.loads(blind["predictions"].read_text())
+    doc["dataset_hash"] = "0" * 64
+    other = blind["work"] / "other-predictions.json"
+    other.write_text(json.dumps(doc))
+    out = blind["work"] / "refused"
+    result = cli("score", str(other), "--labels", str(blind["private"]), "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert "were made on a dataset with hash 000000000000" in result.output
+    assert "labels belong to the public part" in result.output
+    assert not out.exists()
+    # Re-scoring the public run in place would grade with the stand-in labels.
+    result = cli("score", str(blind["predictions"].parent))
+    assert result.exit_code == 2, result.output
+    assert "ran on a public part, whose labels are withheld" in result.output
+    # The same predictions, hash intact, score.
+    result = cli(
+        "score", str(blind["predictions"]), "--labels", str(blind["private"]), "--out", str(out)
+    )
+    assert result.exit_code == 0, result.output
+
+
+def test_a_public_part_cannot_be_split_again_and_the_parts_must_be_new(
+    blind: dict[str, Any], tmp_path: Path
+) -> None:
+    result = cli("split", str(blind["public"]), "--public", str(tmp_path / "a"),
+                 "--private", str(tmp_path / "b"))  # fmt: skip
+    assert result.exit_code == 2 and "already a public part" in result.output
+    result = cli("split", str(blind["data"]), "--public", str(blind["public"]),
+                 "--private", str(tmp_path / "b"))  # fmt: skip
+    assert result.exit_code == 2 and "is not empty" in result.output
+
+
+def test_the_apmbench_release_layout_is_refused_with_a_reason(tmp_path: Path) -> None:
+    result = cli("split", str(FIXTURES / "appendix"), "--public", str(tmp_path / "p"),
+                 "--private", str(tmp_path / "q"))  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "is in the release layout: split reads the project layout" in result.output
+    assert not (tmp_path / "p").exists()
