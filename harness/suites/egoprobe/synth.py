@@ -51,7 +51,7 @@ from apmbench.harness.synthetic.world import (
 )
 
 GENERATOR = "egoprobe-synth"
-GENERATOR_VERSION = 5
+GENERATOR_VERSION = 6
 VIDEO_FPS = 1
 OPTIONS = len(OPTION_IDS)
 BUSY = (4, 7)
@@ -231,6 +231,18 @@ def simulate(
     return plans, downs, movable
 
 
+def _query_time(rng: random.Random, plan: SessionPlan, down_times: set[int]) -> int:
+    """A whole second inside the segment, never the instant of a put-down: the frame at such
+    a query would show an event neither before nor after it, and its time would equal that
+    event's evidence end, which the public part of a split must not repeat."""
+    seconds = list(range(3, plan.seconds - 1))
+    first = rng.randint(3, plan.seconds - 2) - 3
+    for s in seconds[first:] + seconds[:first]:
+        if plan.start_ms + s * 1000 not in down_times:
+            return plan.start_ms + s * 1000
+    return plan.start_ms + seconds[first] * 1000
+
+
 def _questions(
     rng: random.Random,
     vid: str,
@@ -243,11 +255,12 @@ def _questions(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     questions: list[dict[str, Any]] = []
     dialogues: list[dict[str, Any]] = []
+    down_times = {d.time_ms for d in downs}
     for target in downs:
         # Query times in later segments, by bucket; one bucket per question, spread evenly.
         by_bucket: dict[str, list[int]] = {}
         for plan in plans[target.segment + 1 :]:
-            t_q = plan.start_ms + rng.randint(3, plan.seconds - 2) * 1000
+            t_q = _query_time(rng, plan, down_times)
             by_bucket.setdefault(bucket_of((t_q - target.time_ms) / 1000.0), []).append(t_q)
         # The buckets asked least so far first, so that every bucket is covered.
         buckets = [b for b in BUCKET_NAMES if b in by_bucket]
@@ -271,7 +284,7 @@ def _questions(
             later = plans[other[0].segment + 1 :]
             if later:
                 plan = rng.choice(later)
-                times.append(plan.start_ms + rng.randint(3, plan.seconds - 2) * 1000)
+                times.append(_query_time(rng, plan, down_times))
         for t_q in times:
             # Related events intervene (appendix B.2): put down at the place after the
             # target and before the query. Earlier ones are history the day already rules out.
