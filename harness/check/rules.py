@@ -93,6 +93,14 @@ _RULES = (
         "PushFrames",
     ),
     Rule(
+        "R14",
+        "Resumed sessions",
+        "A server that declares `resumes_sessions` includes the open session in a state exported "
+        "while it is open; after ImportState of such a state that session is open again (same "
+        "session_id, the clock at its last item) and goes on as it would have without the "
+        "export and import",
+    ),
+    Rule(
         "PRECEDENCE",
         "Status precedence",
         "when a call breaks several rules, the first that applies in this order is answered: "

@@ -18,6 +18,7 @@ def describe_info(info: SystemInfo) -> dict[str, Any]:
             "preferred_max_side": caps.preferred_max_side,
             "supports_import": caps.supports_import,
             "streaming_ingest": caps.streaming_ingest,
+            "resumes_sessions": caps.resumes_sessions,
         },
         "details": dict(info.details),
     }

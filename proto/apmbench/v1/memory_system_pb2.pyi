@@ -78,6 +78,17 @@ R13 Item batches (protocol 1.2). A server that declares
    through it: one message per up to 1 MiB of items instead of one per item,
    which in gRPC Python costs far less CPU on both sides. A server that does
    not declare it gets PushFrames, as in 1.1.
+R14 Resumed sessions (protocol 1.3). A server that declares
+   `resumes_sessions` includes the open session in a state exported while
+   it is open; after ImportState of such a state (in this process or a new
+   one) that session is open again, with the same session_id and the clock
+   at its last item (StartSession, frame or user turn), and the system
+   behaves as it did at the export: the next items and queries of that
+   session get the answers they would have got without the export and
+   import. With `restart` persistence the harness then starts a fork from a
+   snapshot the main pass took just before the fork's first turn or
+   question, in a fresh process, instead of replaying the session from its
+   start. A server that does not declare it gets the replay, as in 1.2.
 
 WHAT THE HARNESS PROMISES IN RETURN (the schedule; not checked on servers):
 
@@ -287,6 +298,7 @@ class Capabilities(_message.Message):
     SUPPORTS_IMPORT_FIELD_NUMBER: _builtins.int
     STREAMING_INGEST_FIELD_NUMBER: _builtins.int
     ACCEPTS_ITEM_BATCHES_FIELD_NUMBER: _builtins.int
+    RESUMES_SESSIONS_FIELD_NUMBER: _builtins.int
     preferred_max_side: _builtins.int
     """The longest side, in pixels, the system wants frames at; the harness
     resizes (keeping aspect) so that neither side exceeds it. 0 = as decoded.
@@ -304,6 +316,13 @@ class Capabilities(_message.Message):
     property of the server, not of the memory method: the Python SDK's server
     declares it for every system it serves.
     """
+    resumes_sessions: _builtins.bool
+    """Whether a state exported while a session is open includes that session,
+    and ImportState of such a state opens it again (R14, protocol 1.3): the
+    same session_id, the clock at its last item. The harness then starts a
+    fork from a snapshot taken mid-session instead of replaying the session
+    from its start.
+    """
     @_builtins.property
     def frame_encodings(self) -> _containers.RepeatedScalarFieldContainer[Global___FrameEncoding.ValueType]:
         """Frame encodings the system accepts, most preferred first. Non-empty."""
@@ -316,10 +335,11 @@ class Capabilities(_message.Message):
         supports_import: _builtins.bool = ...,
         streaming_ingest: _builtins.bool = ...,
         accepts_item_batches: _builtins.bool = ...,
+        resumes_sessions: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepts_item_batches", b"accepts_item_batches", "frame_encodings", b"frame_encodings", "preferred_max_side", b"preferred_max_side", "streaming_ingest", b"streaming_ingest", "supports_import", b"supports_import"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepts_item_batches", b"accepts_item_batches", "frame_encodings", b"frame_encodings", "preferred_max_side", b"preferred_max_side", "resumes_sessions", b"resumes_sessions", "streaming_ingest", b"streaming_ingest", "supports_import", b"supports_import"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

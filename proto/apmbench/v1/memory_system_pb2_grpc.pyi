@@ -78,6 +78,17 @@ R13 Item batches (protocol 1.2). A server that declares
    through it: one message per up to 1 MiB of items instead of one per item,
    which in gRPC Python costs far less CPU on both sides. A server that does
    not declare it gets PushFrames, as in 1.1.
+R14 Resumed sessions (protocol 1.3). A server that declares
+   `resumes_sessions` includes the open session in a state exported while
+   it is open; after ImportState of such a state (in this process or a new
+   one) that session is open again, with the same session_id and the clock
+   at its last item (StartSession, frame or user turn), and the system
+   behaves as it did at the export: the next items and queries of that
+   session get the answers they would have got without the export and
+   import. With `restart` persistence the harness then starts a fork from a
+   snapshot the main pass took just before the fork's first turn or
+   question, in a fresh process, instead of replaying the session from its
+   start. A server that does not declare it gets the replay, as in 1.2.
 
 WHAT THE HARNESS PROMISES IN RETURN (the schedule; not checked on servers):
 
