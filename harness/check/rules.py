@@ -96,9 +96,9 @@ _RULES = (
         "R14",
         "Resumed sessions",
         "A server that declares `resumes_sessions` includes the open session in a state exported "
-        "while it is open; after ImportState of such a state that session is open again (same "
-        "session_id, the clock at its last item) and goes on as it would have without the "
-        "export and import",
+        "while it is open; after ImportState of such a state (in this process or a new one) that "
+        "session is open again, with the same session_id and the clock at its last item "
+        "(StartSession, frame or user turn), and the system behaves as it did at the export",
     ),
     Rule(
         "PRECEDENCE",

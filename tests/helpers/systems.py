@@ -259,6 +259,14 @@ class SeenClock(JsonMemory):
         yield json.dumps(reply)
 
 
+class ResumingSeenClock(SeenClock):
+    """SeenClock declaring R14: its forks start from mid-session snapshots in `restart` mode,
+    and what a fork's process has seen still shows in every answer."""
+
+    name = "resuming-seen-clock"
+    resumes_sessions = True
+
+
 class CheapFirstChunk(JsonMemory):
     """Sends "{" at once and thinks afterwards: a time to first token bought, not earned."""
 

@@ -88,7 +88,9 @@ R14 Resumed sessions (protocol 1.3). A server that declares
    import. With `restart` persistence the harness then starts a fork from a
    snapshot the main pass took just before the fork's first turn or
    question, in a fresh process, instead of replaying the session from its
-   start. A server that does not declare it gets the replay, as in 1.2.
+   start; such a fork runs after the main pass finished that session, and
+   its process holds nothing later than the snapshot (S1). A server that
+   does not declare it gets the replay, as in 1.2.
 
 WHAT THE HARNESS PROMISES IN RETURN (the schedule; not checked on servers):
 
