@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import threading
@@ -29,6 +30,40 @@ from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
 
 T = TypeVar("T")
 
+OPEN_SESSION_CONTENT_TYPE = "application/x-apmbench-open-session"
+"""A state exported while a session was open, on a server declaring `resumes_sessions`
+(R14): a JSON header line (the session, its clock, the system's own content type and
+version), then the system's state as it exported it."""
+OPEN_SESSION_FORMAT_VERSION = 1
+
+
+def wrap_open_session(state: ExportedState, session_id: str, clock_ms: int) -> ExportedState:
+    header = {
+        "session_id": session_id,
+        "clock_ms": clock_ms,
+        "content_type": state.content_type,
+        "format_version": state.format_version,
+    }
+    line = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    return ExportedState(
+        line + b"\n" + state.data, OPEN_SESSION_CONTENT_TYPE, OPEN_SESSION_FORMAT_VERSION
+    )
+
+
+def unwrap_open_session(data: bytes) -> tuple[str, int, ExportedState]:
+    line, sep, rest = data.partition(b"\n")
+    try:
+        header = json.loads(line)
+        session_id, clock_ms = str(header["session_id"]), int(header["clock_ms"])
+        inner = ExportedState(rest, str(header["content_type"]), int(header["format_version"]))
+    except (ValueError, KeyError, TypeError) as e:
+        raise errors.InvalidArgument(
+            f"{OPEN_SESSION_CONTENT_TYPE} state has no valid header line: {e}"
+        ) from e
+    if not sep or not session_id:
+        raise errors.InvalidArgument(f"{OPEN_SESSION_CONTENT_TYPE} state names no session")
+    return session_id, clock_ms, inner
+
 
 class Lifecycle:
     """The protocol's state machine (rules R2, R3, R8), checked before method code runs."""
@@ -37,10 +72,20 @@ class Lifecycle:
         self.info = info
         self.session_id: str | None = None
         self.last_time_ms: int | None = None
+        # The clock at the open session's last item (not its last query): what a state
+        # exported now reopens the session at (R14), so an export stays the same across a
+        # query (R5).
+        self.last_item_ms: int | None = None
 
     def forget(self) -> None:
         self.session_id = None
         self.last_time_ms = None
+        self.last_item_ms = None
+
+    def reopen(self, session_id: str, clock_ms: int) -> None:
+        self.session_id = session_id
+        self.last_time_ms = clock_ms
+        self.last_item_ms = clock_ms
 
     def advance(self, what: str, time_ms: int) -> None:
         if self.last_time_ms is not None and time_ms < self.last_time_ms:
@@ -68,6 +113,7 @@ class Lifecycle:
             raise errors.InvalidArgument("StartSession needs a non-empty session_id (R10)")
         self.advance("StartSession", time_ms)
         self.session_id = session_id
+        self.last_item_ms = time_ms
 
     def end(self, session_id: str, time_ms: int) -> None:
         open_id = self.require_session("EndSession")
@@ -192,6 +238,7 @@ class MemorySystemServicer(pb_grpc.MemorySystemServicer):
                     self._lifecycle.advance("user turn", item.time_ms)
                     self._system.ingest_user_turn(item)
                     turns += 1
+                self._lifecycle.last_item_ms = item.time_ms
             return pb.PushFramesResponse(frames_ingested=frames, user_turns_ingested=turns)
 
         return self._guarded(context, body)
@@ -238,6 +285,11 @@ class MemorySystemServicer(pb_grpc.MemorySystemServicer):
     ) -> Iterator[pb.StateChunk]:
         def body() -> tuple[StateManifest, ExportedState]:
             state = self._system.export_state()
+            open_id = self._lifecycle.session_id
+            if open_id is not None and self._info.capabilities.resumes_sessions:
+                clock = self._lifecycle.last_item_ms
+                assert clock is not None  # set by StartSession and every item
+                state = wrap_open_session(state, open_id, clock)
             return (
                 wire.manifest_for(state.data, state.content_type, state.format_version),
                 state,
@@ -263,10 +315,24 @@ class MemorySystemServicer(pb_grpc.MemorySystemServicer):
                 digest.update(piece)
                 buffer += piece
             wire.check_received(manifest, len(buffer), digest.hexdigest())
-            self._system.import_state(
-                ExportedState(bytes(buffer), manifest.content_type, manifest.format_version)
-            )
+            state = ExportedState(bytes(buffer), manifest.content_type, manifest.format_version)
+            reopen: tuple[str, int] | None = None
+            if state.content_type == OPEN_SESSION_CONTENT_TYPE:
+                if not self._info.capabilities.resumes_sessions:
+                    raise errors.InvalidArgument(
+                        f"this state was exported in an open session, and {self._info.name} "
+                        "does not declare resumes_sessions (R14): export it after EndSession"
+                    )
+                if state.format_version != OPEN_SESSION_FORMAT_VERSION:
+                    raise errors.InvalidArgument(
+                        f"{OPEN_SESSION_CONTENT_TYPE} v{state.format_version} is not supported"
+                    )
+                session_id, clock_ms, state = unwrap_open_session(state.data)
+                reopen = (session_id, clock_ms)
+            self._system.import_state(state)
             self._lifecycle.forget()
+            if reopen is not None:
+                self._lifecycle.reopen(*reopen)
             return pb.ImportStateResponse(bytes_imported=len(buffer))
 
         return self._guarded(context, body)

@@ -56,6 +56,10 @@ class Capabilities:
     accepts_item_batches: bool = False
     """Whether the server implements PushItemBatches (R13). The SDK's server declares it
     whatever a system sets here: it is a property of the server, not of the method."""
+    resumes_sessions: bool = False
+    """R14: the system's `export_state` while a session is open holds all it keeps of that
+    session, and its `import_state` of such a state continues it (the SDK's server records
+    and reopens the session itself). Declare it only when that holds."""
 
 
 @dataclass(frozen=True)

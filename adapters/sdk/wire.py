@@ -114,6 +114,7 @@ def system_info_to_pb(info: SystemInfo, *, item_batches: bool | None = None) -> 
             accepts_item_batches=(
                 caps.accepts_item_batches if item_batches is None else item_batches
             ),
+            resumes_sessions=caps.resumes_sessions,
         ),
         details=dict(info.details),
     )
@@ -133,6 +134,7 @@ def system_info_from_pb(msg: pb.SystemInfo) -> SystemInfo:
             supports_import=msg.capabilities.supports_import,
             streaming_ingest=msg.capabilities.streaming_ingest,
             accepts_item_batches=msg.capabilities.accepts_item_batches,
+            resumes_sessions=msg.capabilities.resumes_sessions,
         ),
         details=dict(msg.details),
     )

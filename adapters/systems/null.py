@@ -42,6 +42,8 @@ class NullSystem(MemorySystem):
                 preferred_max_side=448,
                 supports_import=True,
                 streaming_ingest=True,
+                # Its counts are all it keeps, in a session or not (R14).
+                resumes_sessions=True,
             ),
             details={"answer": "A", "decision": "SILENT"},
         )

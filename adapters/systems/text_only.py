@@ -39,7 +39,12 @@ class TextOnly(MemorySystem):
         return SystemInfo(
             "text-only",
             "1",
-            Capabilities(frame_encodings=(FrameEncoding.JPEG,), preferred_max_side=64),
+            # Nothing kept, in a session or not: a state exported open resumes it (R14).
+            Capabilities(
+                frame_encodings=(FrameEncoding.JPEG,),
+                preferred_max_side=64,
+                resumes_sessions=True,
+            ),
             details={"memory": "none; ignores every frame"},
         )
 

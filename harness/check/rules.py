@@ -93,6 +93,14 @@ _RULES = (
         "PushFrames",
     ),
     Rule(
+        "R14",
+        "Resumed sessions",
+        "A server that declares `resumes_sessions` includes the open session in a state exported "
+        "while it is open; after ImportState of such a state (in this process or a new one) that "
+        "session is open again, with the same session_id and the clock at its last item "
+        "(StartSession, frame or user turn), and the system behaves as it did at the export",
+    ),
+    Rule(
         "PRECEDENCE",
         "Status precedence",
         "when a call breaks several rules, the first that applies in this order is answered: "

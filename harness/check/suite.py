@@ -19,6 +19,7 @@ from apmbench.harness.check import (
     checks_frames,
     checks_lifecycle,
     checks_query,
+    checks_resume,
     checks_rules,
     checks_service,
     checks_slow,
@@ -44,6 +45,7 @@ CHECKS: tuple[Check, ...] = (
     *(c for c in checks_query.CHECKS if c.name != "query-cancel"),
     *checks_dialogue.CHECKS,
     *checks_state.CHECKS,
+    *checks_resume.CHECKS,
     checks_query.query_cancel,
     *checks_slow.CHECKS,
 )

@@ -47,6 +47,7 @@ from apmbench.harness.run.executor import (
     RunSettings,
     TrajectoryRunner,
     check_settings,
+    forks_resume,
 )
 from apmbench.harness.run.progress_log import Progress
 from apmbench.harness.run.push_cuts import PushCuts
@@ -84,6 +85,8 @@ class EvaluateOptions:
     """Where push calls end besides questions (random by default: sizes announce nothing)."""
     synthetic: SyntheticOrigin | None = None
     """The built-in generator's preset and seed, when the dataset is synthetic."""
+    resume_forks: bool = True
+    """Forks from mid-session snapshots where the system allows (R14); False: replays."""
 
 
 @dataclass(frozen=True)
@@ -243,6 +246,7 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
                 max_state_bytes=opts.max_state_bytes,
                 max_work_bytes=opts.max_work_bytes,
                 push=opts.push,
+                resume_forks=opts.resume_forks,
             )
             check_settings(settings, info, rt)
             ids = [t.trajectory_id for t in dataset.trajectories]
@@ -319,6 +323,11 @@ def isolation(p: Prepared) -> dict[str, Any]:
         "max_lookahead_s": worst,
         "fresh_process_per_segment": restart,
         "rests_on_system_reset": not restart,
+        # R14: a fork starts in a fresh process from the main pass's snapshot taken just
+        # before its first turn, or replays its first session from the start.
+        "forks_start": (
+            "mid-session snapshot" if forks_resume(p.settings, p.info) else "session replay"
+        ),
     }
 
 

@@ -19,6 +19,7 @@ def describe_info(info: SystemInfo) -> dict[str, Any]:
             "supports_import": caps.supports_import,
             "streaming_ingest": caps.streaming_ingest,
             "accepts_item_batches": caps.accepts_item_batches,
+            "resumes_sessions": caps.resumes_sessions,
         },
         # What the harness pushes through, decided by the capability alone (R13).
         "push_rpc": push_rpc(info),

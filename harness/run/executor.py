@@ -72,6 +72,10 @@ class RunSettings:
     """Exported state per snapshot at most (`--max-state-size`); None: no cap."""
     max_work_bytes: int | None = DEFAULT_MAX_WORK_BYTES
     """Snapshots of a trajectory on disk at once at most (`--max-work-size`); None: no cap."""
+    resume_forks: bool = True
+    """In `restart` mode, with a system declaring `resumes_sessions` (R14): start a fork in
+    a fresh process from the main pass's snapshot taken just before the fork's first turn or
+    question, instead of replaying its first session from the start. False: always replay."""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -115,6 +119,36 @@ def frame_settings_for(settings: FrameSettings, info: SystemInfo) -> FrameSettin
 class _Snapshot:
     path: Path
     manifest: StateManifest
+
+
+def forks_resume(settings: RunSettings, info: SystemInfo) -> bool:
+    """Whether forks start from a mid-session snapshot (R14) rather than a session replay:
+    only where every fork gets a fresh process (`restart`), so a process that imports a
+    snapshot of session k at time t holds nothing later than t, although the main pass has
+    by then finished session k."""
+    caps = info.capabilities
+    return (
+        settings.resume_forks
+        and settings.persistence is Persistence.RESTART
+        and caps.supports_import
+        and caps.resumes_sessions
+    )
+
+
+def resume_point(segment: Segment) -> int | None:
+    """The time in its first session at which a fork may start from the main pass's state:
+    just before its first turn or question there, when everything before that is exactly
+    the main pass's (same snapshot to start from, every frame pushed); None: it may not.
+    The main pass's questions before it change nothing (R5)."""
+    if segment.kind != "fork" or segment.keep_frame is not None:
+        return None
+    first = segment.first_session
+    if segment.snapshot_after != (first - 1 if first > 0 else None):
+        return None
+    times = [t.time_ms for t in segment.turns_in(first)] + [
+        a.time_ms for a in segment.asks_in(first)
+    ]
+    return min(times, default=None)
 
 
 def _merge(
@@ -214,11 +248,21 @@ class TrajectoryRunner:
         self.frame_cache: SessionFrames | None = None
         # One per segment name: a main pass split by `causal_order` keeps its state.
         self.ask_states: dict[str, AskState] = {}
+        # Forks that start mid-session (R14): where, the main pass's snapshots there, and
+        # how many forks still need each.
+        self.resume = forks_resume(settings, info)
+        self.resume_at: dict[str, tuple[int, int]] = {}
+        self.mid_snapshots: dict[tuple[int, int], _Snapshot] = {}
+        self._mid_pending: Counter[tuple[int, int]] = Counter()
+        self.forks_resumed = 0
+        self.frames_skipped = 0
+        """Frames forks did not replay because they started from a mid-session snapshot."""
 
     # -- memory across gaps ------------------------------------------------------
 
     def _held_bytes(self) -> int:
-        return sum(s.manifest.total_bytes for s in self.snapshots.values())
+        held = [*self.snapshots.values(), *self.mid_snapshots.values()]
+        return sum(s.manifest.total_bytes for s in held)
 
     def _limit(self) -> ByteLimit | None:
         """The tighter of the two caps for the next export: per snapshot, and what the
@@ -274,7 +318,14 @@ class TrajectoryRunner:
 
     def run(self, segments: list[Segment]) -> TrajectoryRecord:
         can_import = self.info.capabilities.supports_import
-        ordered = causal_order(segments, can_import)
+        if self.resume:
+            for s in segments:
+                at = resume_point(s)
+                if at is not None:
+                    self.resume_at[s.name] = (s.first_session, at)
+            self._mid_pending = Counter(self.resume_at.values())
+        resumed = {name: first for name, (first, _) in self.resume_at.items()}
+        ordered = causal_order(segments, can_import, resumed)
         # Every segment that starts from a snapshot (forks, replays, and the main pass's own
         # later pieces) holds it until it has run.
         self._pending = Counter(s.snapshot_after for s in ordered if s.snapshot_after is not None)
@@ -302,6 +353,10 @@ class TrajectoryRunner:
             "instances": sorted(self.instances, key=lambda r: (r["time_ms"], r["instance_id"])),
             "sessions": self.sessions,
             "max_lookahead_s": max(lookahead, default=0.0),
+            "forks": {
+                "from_mid_session_snapshot": self.forks_resumed,
+                "frames_not_replayed": self.frames_skipped,
+            },
         }
 
     def _run_segment(self, segment: Segment) -> None:
@@ -311,8 +366,20 @@ class TrajectoryRunner:
         later sessions from the main pass, so forks restart too.
         """
         main = segment.kind == "main"
-        start = None if segment.snapshot_after is None else self.snapshots[segment.snapshot_after]
-        load_s = self._load(start)
+        point = self.resume_at.get(segment.name)
+        if point is not None and point in self.mid_snapshots:
+            # A fresh process (restart mode) given the main pass's state at the point.
+            load_s = self._load(self.mid_snapshots[point])
+            self._mid_pending[point] -= 1
+            if self._mid_pending[point] <= 0:
+                self.mid_snapshots.pop(point).path.unlink(missing_ok=True)
+            self.forks_resumed += 1
+        else:
+            point = None
+            start = (
+                None if segment.snapshot_after is None else self.snapshots[segment.snapshot_after]
+            )
+            load_s = self._load(start)
         last_ask_ms = segment.asks[-1].time_ms if segment.asks else None
         carried: _Snapshot | None = None
         for index in range(segment.first_session, segment.last_session + 1):
@@ -320,7 +387,8 @@ class TrajectoryRunner:
                 load_s = self._cross_gap(carried)
             final = index == segment.last_session
             stop_at = last_ask_ms if (final and segment.stop_after_last_ask) else None
-            self._play_session(segment, index, stop_at, load_s)
+            after_ms = point[1] if point is not None and index == point[0] else None
+            self._play_session(segment, index, stop_at, load_s, after_ms)
             if main:
                 # The session before is loaded and audited: the main pass is past it.
                 self._main_past.add(index - 1)
@@ -335,12 +403,27 @@ class TrajectoryRunner:
                 carried, _ = self._export("fork")
 
     def _play_session(
-        self, segment: Segment, index: int, stop_at: int | None, load_s: float
+        self,
+        segment: Segment,
+        index: int,
+        stop_at: int | None,
+        load_s: float,
+        resumed_at: int | None = None,
     ) -> None:
+        """Play one session; `resumed_at`: the imported state holds it open up to that time
+        (R14), so only what comes after is pushed."""
         session = self.trajectory.sessions[index]
         tid = self.trajectory.trajectory_id
-        self.client.start_session(
-            SessionStart(tid, session.session_id, session.day_id, session.start_ms)
+        if resumed_at is None:
+            self.client.start_session(
+                SessionStart(tid, session.session_id, session.day_id, session.start_ms)
+            )
+        # Where forks will start from this session's state (main pass only): exported when
+        # every frame up to the point is pushed and before anything at or after it is asked.
+        points = (
+            sorted({at for (i, at) in self._mid_pending if i == index})
+            if segment.kind == "main"
+            else []
         )
         ingest_s = 0.0
         frames = turns = 0
@@ -365,9 +448,16 @@ class TrajectoryRunner:
             source = decode_in_background(session, self.frames, stop_at)
         if segment.keep_frame is not None:
             source = _kept(source, segment.keep_frame)
+        if resumed_at is not None:
+            source = self._after(source, resumed_at)
         with contextlib.closing(source):
             items = _merge(source, segment.turns_in(index), segment.asks_in(index))
             for item in items:
+                while points and (
+                    item.time_ms >= points[0] if isinstance(item, Ask) else item.time_ms > points[0]
+                ):
+                    flush()
+                    self._export_mid(index, points.pop(0))
                 if isinstance(item, Ask):
                     flush()
                     self._dialogue(segment, item, ingest_s, session.start_ms)
@@ -376,6 +466,8 @@ class TrajectoryRunner:
                 if self.cutter.ends_after(len(batch)):
                     flush()
             flush()
+            for at in points:
+                self._export_mid(index, at)
         if stop_at is not None:
             return
         end_s = self.client.end_session(SessionEnd(session.session_id, session.end_ms))
@@ -402,6 +494,18 @@ class TrajectoryRunner:
                 state_sha256=snapshot.manifest.sha256,
             )
         )
+
+    def _export_mid(self, index: int, at: int) -> None:
+        self.mid_snapshots[(index, at)], _ = self._export(f"mid_{index}_{at}")
+
+    def _after(self, frames: Generator[Frame], after_ms: int) -> Generator[Frame]:
+        """The frames later than `after_ms`: those before are in the imported state."""
+        with contextlib.closing(frames):
+            for frame in frames:
+                if frame.time_ms > after_ms:
+                    yield frame
+                else:
+                    self.frames_skipped += 1
 
     def _dialogue(self, segment: Segment, ask: Ask, ingest_s: float, session_start_ms: int) -> None:
         """Ask `ask`, then each follow-up its answer calls for, back to back: no frame is
@@ -493,7 +597,9 @@ def decode_in_background(
         yield from producer
 
 
-def causal_order(segments: list[Segment], can_import: bool) -> list[Segment]:
+def causal_order(
+    segments: list[Segment], can_import: bool, resumed: Mapping[str, int] | None = None
+) -> list[Segment]:
     """The segments in an order where no process holds data of a later session than the
     one it answers, even when only the system's own Reset separates them.
 
@@ -502,7 +608,12 @@ def causal_order(segments: list[Segment], can_import: bool) -> list[Segment]:
     pushes session L; the main pass then resumes from its own snapshot. Without
     ImportState the main pass cannot resume, so the plan's order is kept (and the
     look-ahead this leaves is measured and recorded).
+
+    `resumed` names the forks that start from the main pass's state in the middle of
+    their first session F (R14, `restart` mode only): they run once the main pass has
+    finished F, in a fresh process given a snapshot from before their first turn.
     """
+    resumed = resumed or {}
     # "after" segments start from an empty memory once everything else has run.
     after = [s for s in segments if s.kind == "after"]
     segments = [s for s in segments if s.kind != "after"]
@@ -514,7 +625,8 @@ def causal_order(segments: list[Segment], can_import: bool) -> list[Segment]:
     due: dict[int, list[Segment]] = {}
     # Within a group, earlier questions first: less of the session is held when they are asked.
     for s in sorted(others, key=lambda s: (s.asks[-1].time_ms if s.asks else 0, s.name)):
-        due.setdefault(max(main.first_session - 1, s.last_session - 1), []).append(s)
+        key = max(main.first_session - 1, s.last_session - 1, resumed.get(s.name, -1))
+        due.setdefault(key, []).append(s)
     ordered: list[Segment] = [*due.pop(main.first_session - 1, [])]
     start = main.first_session
     for k in range(main.first_session, main.last_session + 1):

@@ -57,6 +57,9 @@ class TrajectoryRecord(TypedDict):
     instances: list[dict[str, Any]]
     sessions: list[SessionRecord]
     max_lookahead_s: float
+    forks: NotRequired[dict[str, int]]
+    """How many forks started from a mid-session snapshot (R14), and the frames they
+    therefore did not replay."""
     audit: NotRequired[dict[str, Any]]
 
 

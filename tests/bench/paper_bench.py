@@ -96,24 +96,31 @@ def _run(commands: list[tuple[list[str], Path]]) -> list[dict[str, float]]:
     return results
 
 
-def frames_pushed(dataset: Path, fps: float = 1.0) -> int:
+def frames_pushed(dataset: Path, fps: float = 1.0, resumed: bool = True) -> dict[str, int]:
     """Frames the run pushes, forks and replays included: each segment replays its
-    sessions, the last one up to its last question when the segment stops there."""
+    sessions, the last one up to its last question when the segment stops there; with
+    `resumed` (a `restart` run of a system declaring R14, as `null` does), a fork pushes
+    its first session only after the point it resumes at. By segment kind (main pass, forks,
+    EA replays) and in all."""
     from apmbench.harness.media.frames import frame_times
+    from apmbench.harness.run.executor import resume_point
     from apmbench.harness.suites import get_suite
 
     suite = get_suite("apmbench")
     data = suite.load(dataset)
-    total = 0
+    total: dict[str, int] = {}
     for trajectory in data.trajectories:
         for segment in suite.plan(data, trajectory, True):
             last_ask = segment.asks[-1].time_ms if segment.asks else None
+            point = resume_point(segment) if resumed else None
             for index in range(segment.first_session, segment.last_session + 1):
                 final = index == segment.last_session
                 stop = last_ask if final and segment.stop_after_last_ask else None
+                after = point if point is not None and index == segment.first_session else -1
                 times = frame_times(trajectory.sessions[index], fps)
-                total += sum(1 for t in times if stop is None or t <= stop)
-    return total
+                pushed = sum(1 for t in times if (stop is None or t <= stop) and t > after)
+                total[segment.kind] = total.get(segment.kind, 0) + pushed
+    return {**total, "all": sum(total.values())}
 
 
 def _load() -> float:
@@ -187,6 +194,8 @@ def bench_paper(tmp: Path) -> dict[str, Any]:
         "single": single,
         "main_pass_frames": sum(json.loads(line)["frames"] for line in sessions),
         "frames_pushed": frames_pushed(dataset),
+        # What the forks' session replays pushed before R14 (and push for other systems).
+        "frames_pushed_forks_replayed": frames_pushed(dataset, resumed=False),
         "queries": len(instances),
         "per_trajectory_s": round(single["wall_s"] / count, 2),
         "paper_wall_s": round(projected, 1),

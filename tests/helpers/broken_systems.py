@@ -194,3 +194,33 @@ class AnswersById(Honest):
         if query.kind is QueryKind.DECISION:
             return super().answer(query)
         return {"answer": "B" if self.trajectory in self.KEYED else "C"}
+
+
+class ResumesSessions(Honest):
+    """Honest, and declares R14: its one dict is all it keeps, in a session or not."""
+
+    name = "resumes-sessions"
+    resumes_sessions = True
+
+
+class LosesOpenSession(ResumesSessions):
+    """Declares R14 but keeps the open session's user turns aside until EndSession, outside
+    its export: a session resumed from a state exported open has lost them."""
+
+    name = "loses-open-session"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: list[str] = []
+
+    def reset(self, trajectory_id: str) -> None:
+        super().reset(trajectory_id)
+        self.pending = []
+
+    def ingest_user_turn(self, turn: UserTurn) -> None:
+        self.pending.append(turn.text)
+
+    def end_session(self, end: SessionEnd) -> None:
+        self.memory["turns"] += self.pending
+        self.pending = []
+        super().end_session(end)

@@ -30,6 +30,7 @@ class JsonMemory(MemorySystem):
 
     name = "json-memory"
     supports_import = True
+    resumes_sessions = False
 
     def __init__(self) -> None:
         self.memory: dict[str, Any] = self.empty()
@@ -45,6 +46,7 @@ class JsonMemory(MemorySystem):
                 frame_encodings=(FrameEncoding.JPEG,),
                 preferred_max_side=64,
                 supports_import=self.supports_import,
+                resumes_sessions=self.resumes_sessions,
             ),
         )
 
@@ -85,6 +87,20 @@ class TurnEcho(JsonMemory):
     """Answers with every user turn it remembers: shows which turns reached which query."""
 
     name = "turn-echo"
+
+
+class ResumingJsonMemory(JsonMemory):
+    """Declares R14: its one dict is all it keeps, in a session or not, and every answer
+    shows it (frames counted, turns, sessions), so two paths that answer alike saw alike."""
+
+    name = "resuming-json-memory"
+    resumes_sessions = True
+
+    def query(self, query: Query) -> Iterator[str]:
+        # Keys in one order whether the dict was built here or imported.
+        reply = self.answer(query)
+        reply["memory"] = self.memory
+        yield json.dumps(reply, sort_keys=True)
 
 
 class NoImport(JsonMemory):
@@ -242,6 +258,14 @@ class SeenClock(JsonMemory):
         reply = self.answer(query)
         reply["seen_ms"] = _SEEN_MS.get(self.trajectory, -1)
         yield json.dumps(reply)
+
+
+class ResumingSeenClock(SeenClock):
+    """SeenClock declaring R14: its forks start from mid-session snapshots in `restart` mode,
+    and what a fork's process has seen still shows in every answer."""
+
+    name = "resuming-seen-clock"
+    resumes_sessions = True
 
 
 class CheapFirstChunk(JsonMemory):

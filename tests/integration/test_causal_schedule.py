@@ -26,14 +26,16 @@ from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def run(tmp_path: Path, persistence: Persistence) -> tuple[Path, list[dict[str, Any]]]:
+def run(
+    tmp_path: Path, persistence: Persistence, system: str = "SeenClock"
+) -> tuple[Path, list[dict[str, Any]]]:
     root = synthetic_dataset("small", 0)
     out = tmp_path / persistence.value
     evaluate(
         EvaluateOptions(
             dataset=root,
             out=out,
-            runtime=RuntimeSpec(system="helpers.systems:SeenClock"),
+            runtime=RuntimeSpec(system=f"helpers.systems:{system}"),
             persistence=persistence,
         )
     )
@@ -46,8 +48,16 @@ def seen(row: dict[str, Any]) -> int:
     return value
 
 
-def test_restart_no_process_has_seen_past_its_question(tmp_path: Path) -> None:
-    _, rows = run(tmp_path, Persistence.RESTART)
+# The second declares R14: its forks start from the main pass's mid-session snapshots,
+# taken after the main pass had pushed the whole session.
+@pytest.mark.parametrize(
+    ("system", "forks_start"),
+    [("SeenClock", "session replay"), ("ResumingSeenClock", "mid-session snapshot")],
+)
+def test_restart_no_process_has_seen_past_its_question(
+    tmp_path: Path, system: str, forks_start: str
+) -> None:
+    _, rows = run(tmp_path, Persistence.RESTART, system)
     assert len(rows) > 100
     late = [r["instance_id"] for r in rows if seen(r) > r["time_ms"]]
     assert late == []
@@ -57,6 +67,7 @@ def test_restart_no_process_has_seen_past_its_question(tmp_path: Path) -> None:
         "max_lookahead_s": 0.0,
         "fresh_process_per_segment": True,
         "rests_on_system_reset": False,
+        "forks_start": forks_start,
     }
 
 

@@ -73,6 +73,8 @@ def raw(sock_dir: Path) -> Iterator[list[RunningServer]]:
         ("MutatesInQuery", {"query-read-only"}),
         ("NondeterministicExport", {"export-deterministic"}),
         ("ForgetsOnRestart", {"persistence-restart"}),
+        ("ResumesSessions", set()),
+        ("LosesOpenSession", {"resume-session"}),
         ("WorksPastDeadline", {"query-cancel"}),
         ("PadsFirstChunk", {"query-streams"}),
         # Aimed at the caching audit of real runs: the conformance checks cannot see them.

@@ -111,6 +111,20 @@ R13 Item batches (protocol 1.2). A server that declares
    not declare it gets PushFrames, as in 1.1, and answers PushItemBatches
    with UNIMPLEMENTED (what gRPC answers for a method a server does not
    register).
+R14 Resumed sessions (protocol 1.3). A server that declares
+   `resumes_sessions` includes the open session in a state exported while
+   it is open; after ImportState of such a state (in this process or a new
+   one) that session is open again, with the same session_id and the clock
+   at its last item (StartSession, frame or user turn: a Query is not
+   part of the state, R5), and the system
+   behaves as it did at the export: the next items and queries of that
+   session get the answers they would have got without the export and
+   import. With `restart` persistence the harness then starts a fork from a
+   snapshot the main pass took just before the fork's first turn or
+   question, in a fresh process, instead of replaying the session from its
+   start; such a fork runs after the main pass finished that session, and
+   its process holds nothing later than the snapshot (S1). A server that
+   does not declare it gets the replay, as in 1.2.
 
 WHAT THE HARNESS PROMISES IN RETURN (the schedule; not checked on servers):
 
@@ -361,6 +375,7 @@ class Capabilities(_message.Message):
     SUPPORTS_IMPORT_FIELD_NUMBER: _builtins.int
     STREAMING_INGEST_FIELD_NUMBER: _builtins.int
     ACCEPTS_ITEM_BATCHES_FIELD_NUMBER: _builtins.int
+    RESUMES_SESSIONS_FIELD_NUMBER: _builtins.int
     preferred_max_side: _builtins.int
     """The longest side, in pixels, the system wants frames at; the harness
     resizes (keeping aspect) so that neither side exceeds it. 0 = the
@@ -380,6 +395,13 @@ class Capabilities(_message.Message):
     property of the server, not of the memory method: the Python SDK's server
     declares it for every system it serves.
     """
+    resumes_sessions: _builtins.bool
+    """Whether a state exported while a session is open includes that session,
+    and ImportState of such a state opens it again (R14, protocol 1.3): the
+    same session_id, the clock at its last item. The harness then starts a
+    fork from a snapshot taken mid-session instead of replaying the session
+    from its start.
+    """
     @_builtins.property
     def frame_encodings(self) -> _containers.RepeatedScalarFieldContainer[Global___FrameEncoding.ValueType]:
         """Frame encodings the system accepts, most preferred first. Non-empty."""
@@ -392,10 +414,11 @@ class Capabilities(_message.Message):
         supports_import: _builtins.bool = ...,
         streaming_ingest: _builtins.bool = ...,
         accepts_item_batches: _builtins.bool = ...,
+        resumes_sessions: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepts_item_batches", b"accepts_item_batches", "frame_encodings", b"frame_encodings", "preferred_max_side", b"preferred_max_side", "streaming_ingest", b"streaming_ingest", "supports_import", b"supports_import"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepts_item_batches", b"accepts_item_batches", "frame_encodings", b"frame_encodings", "preferred_max_side", b"preferred_max_side", "resumes_sessions", b"resumes_sessions", "streaming_ingest", b"streaming_ingest", "supports_import", b"supports_import"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -111,6 +111,20 @@ R13 Item batches (protocol 1.2). A server that declares
    not declare it gets PushFrames, as in 1.1, and answers PushItemBatches
    with UNIMPLEMENTED (what gRPC answers for a method a server does not
    register).
+R14 Resumed sessions (protocol 1.3). A server that declares
+   `resumes_sessions` includes the open session in a state exported while
+   it is open; after ImportState of such a state (in this process or a new
+   one) that session is open again, with the same session_id and the clock
+   at its last item (StartSession, frame or user turn: a Query is not
+   part of the state, R5), and the system
+   behaves as it did at the export: the next items and queries of that
+   session get the answers they would have got without the export and
+   import. With `restart` persistence the harness then starts a fork from a
+   snapshot the main pass took just before the fork's first turn or
+   question, in a fresh process, instead of replaying the session from its
+   start; such a fork runs after the main pass finished that session, and
+   its process holds nothing later than the snapshot (S1). A server that
+   does not declare it gets the replay, as in 1.2.
 
 WHAT THE HARNESS PROMISES IN RETURN (the schedule; not checked on servers):
 
