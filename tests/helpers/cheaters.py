@@ -7,6 +7,7 @@ stopped" from "the cheat happened not to help". `$APMBENCH_CHEAT_TAG` (passed wi
 
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import os
@@ -283,6 +284,32 @@ class LiveHandoff(_Base):
         out["recalled"] = self.recalled
         out["seen"] = self.seen
         return out
+
+
+FILL_BYTES = 4 << 20
+"""What SocketDirFiller tries to write beside its socket: four times the sandbox's bound."""
+
+
+class SocketDirFiller(_Base):
+    """Writes FILL_BYTES into the only directory it can write that the harness made (its
+    socket's), then serves: were that the host's /tmp, any system could fill the host's
+    disk. It prints what the write came to as one `filler:` line of its log."""
+
+    name = "socket-dir-filler"
+
+    def __init__(self) -> None:
+        directory = _socket_dir()
+        written, error = 0, "none"
+        if directory is not None:
+            chunk = b"x" * (64 << 10)
+            try:
+                with open(directory / "fill", "wb") as f:
+                    while written < FILL_BYTES:
+                        written += f.write(chunk)
+                        f.flush()
+            except OSError as e:
+                error = errno.errorcode.get(e.errno or 0, str(e))
+        print("filler: " + json.dumps({"written": written, "error": error}), flush=True)
 
 
 class KeywordStuffer(TextLog):
