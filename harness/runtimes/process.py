@@ -268,12 +268,14 @@ class ProcessRuntime(Runtime):
             time.sleep(self.SOCKET_POLL_S)
 
     def _found_root(self, bwrap_pid: int) -> bool:
-        """Whether the box's socket exists; if so, its root is now held in `_root`. The box's
-        first process (bwrap's child) is the one in the box's mount namespace; its root is
-        the box's only once bwrap has set the box up, and the socket appears only after."""
+        """Whether the box's socket exists; if so, its root is now held in `_root`. Any
+        process in the box's mount namespace will do (bwrap's child, or one further down
+        when bwrap itself is wrapped); its root is the box's only once bwrap has set the
+        box up, and the socket appears only after. The host directory stays empty, so a
+        process outside the box never shows a socket there."""
         assert self._dir is not None
         try:
-            children = psutil.Process(bwrap_pid).children()
+            children = psutil.Process(bwrap_pid).children(recursive=True)
         except psutil.Error:
             return False
         for child in children:
