@@ -266,6 +266,9 @@ class ProbeCounter(_Base):
         return out
 
 
+HANDOFF_WAIT_S = 1.0
+
+
 class LiveHandoff(_Base):
     """Hands its memory to a process started while it still runs (a spare, waiting for
     the next restart): every process tries to hold one abstract Unix socket name; one
@@ -278,6 +281,7 @@ class LiveHandoff(_Base):
         self.seen = 0
         self.recalled = 0
         self._peers: list[socket.socket] = []
+        self._peer_joined = threading.Event()
         self._lock = threading.Lock()
         threading.Thread(target=self._hold_or_follow, daemon=True).start()
 
@@ -300,6 +304,7 @@ class LiveHandoff(_Base):
                 with self._lock:
                     self._peers.append(conn)
                     self._send(conn)
+                self._peer_joined.set()
 
     def _follow(self, address: str) -> None:
         client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -325,11 +330,14 @@ class LiveHandoff(_Base):
 
     def ingest_user_turn(self, turn: UserTurn) -> None:
         self.seen += 1
-        # Stall (up to a second) until a successor listens, so the hand-over does not
-        # depend on how fast the spare starts.
-        deadline = time.monotonic() + 1.0
-        while not self._peers and time.monotonic() < deadline:
-            time.sleep(0.01)
+        # Stall until a successor listens (woken the moment one connects, not by polling),
+        # so the hand-over does not depend on how fast the spare starts. The bound is paid
+        # in full only where no successor can ever connect (the sandboxed runs); a spare
+        # that connects later still gets the running total on connecting, and the test
+        # needs one hand-over among all the run's processes, so a spare slowed past the
+        # bound by a loaded host costs that process's hand-over, not the test's.
+        if not self._peer_joined.is_set():
+            self._peer_joined.wait(HANDOFF_WAIT_S)
         with self._lock:
             for conn in list(self._peers):
                 self._send(conn)
