@@ -62,6 +62,9 @@ class ProcessRuntime(Runtime):
     """
 
     kind = "process"
+    bound_socket_dir = True
+    """False only in tests that show what the bound stops: the sandbox then binds the host's
+    socket directory read-write, unbounded, as it once did."""
 
     def __init__(
         self,
@@ -83,6 +86,9 @@ class ProcessRuntime(Runtime):
         self.sandbox = sandbox
         self.starts = 0
         self._dir: Path | None = None
+        self._root: int | None = None
+        """A descriptor of the sandboxed system's root: the socket lies in the box's own
+        bounded tmpfs, reached through it (held open, so a reused pid cannot redirect it)."""
         self._proc: subprocess.Popen[bytes] | None = None
         self._client: SystemClient | None = None
         self._log: LogSection | None = None
@@ -106,6 +112,18 @@ class ProcessRuntime(Runtime):
             raise RuntimeStartError("process runtime not started: no address yet")
         return f"unix:{self._dir / 'sock'}"
 
+    @property
+    def client_address(self) -> str:
+        """Where the harness dials: the address itself, or for a sandboxed system the same
+        path inside the box, through its root."""
+        return f"unix:{self._host_sock()}"
+
+    def _host_sock(self) -> Path:
+        assert self._dir is not None
+        if self._root is None:
+            return self._dir / "sock"
+        return Path(f"/proc/self/fd/{self._root}{self._dir}/sock")
+
     def _alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
@@ -125,11 +143,19 @@ class ProcessRuntime(Runtime):
         self._log, self._pump = launch.log, launch.pump
         deadline = time.monotonic() + self.startup_timeout_s
         self._wait_socket(deadline)
-        client = SystemClient(self.address, self.deadlines)
+        client = SystemClient(self.client_address, self.deadlines)
+
+        def dialable() -> bool:
+            # A link put in the socket's place resolves, through the box's root, against
+            # the harness's own root: nothing to wait for, and the refusal below says why.
+            return self._alive() and not os.path.islink(self._host_sock())
+
         try:
-            client.wait_serving(max(deadline - time.monotonic(), 1.0), alive=self._alive)
+            client.wait_serving(max(deadline - time.monotonic(), 1.0), alive=dialable)
         except errors.Unavailable as e:
             client.close()
+            if os.path.islink(self._host_sock()):
+                self._check_socket()
             code = self._proc.poll()
             self._kill()
             raise RuntimeStartError(
@@ -183,7 +209,11 @@ class ProcessRuntime(Runtime):
         finally:
             self._dir = current
         if self.sandbox is not None:
-            cmd = self.sandbox.wrap(cmd, writable=[directory])
+            cmd = (
+                self.sandbox.wrap(cmd, bounded=[directory])
+                if self.bound_socket_dir
+                else self.sandbox.wrap(cmd, writable=[directory])
+            )
         log = LogSection(
             self.log_path,
             f"start #{self.starts}: serve {self.system}",
@@ -227,12 +257,46 @@ class ProcessRuntime(Runtime):
         backs off exponentially between attempts, which cost about 150 ms per start, more
         than the null system's whole start-up; a stat every 2 ms costs nothing, and the
         first dial then meets a listening socket."""
-        assert self._dir is not None
-        sock = self._dir / "sock"
+        assert self._dir is not None and self._proc is not None
+        self._close_root()
         while time.monotonic() < deadline and self._alive():
-            if os.path.lexists(sock):
+            if self.sandbox is None or not self.bound_socket_dir:
+                if os.path.lexists(self._dir / "sock"):
+                    return
+            elif self._found_root(self._proc.pid):
                 return
             time.sleep(self.SOCKET_POLL_S)
+
+    def _found_root(self, bwrap_pid: int) -> bool:
+        """Whether the box's socket exists; if so, its root is now held in `_root`. Any
+        process in the box's mount namespace will do (bwrap's child, or one further down
+        when bwrap itself is wrapped); its root is the box's only once bwrap has set the
+        box up, and the socket appears only after. The host directory stays empty, so a
+        process outside the box never shows a socket there."""
+        assert self._dir is not None
+        try:
+            children = psutil.Process(bwrap_pid).children(recursive=True)
+        except psutil.Error:
+            return False
+        for child in children:
+            root = f"/proc/{child.pid}/root"
+            if not os.path.lexists(f"{root}{self._dir}/sock"):
+                continue
+            try:
+                fd = os.open(root, os.O_PATH | os.O_DIRECTORY)
+            except OSError:
+                continue
+            self._root = fd
+            if os.path.lexists(self._host_sock()):  # still the box: not a reused pid
+                return True
+            self._close_root()
+        return False
+
+    def _close_root(self) -> None:
+        fd, self._root = self._root, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     cwd: Path | None = None
     """Where the server process starts (unsandboxed; a sandbox sets its own)."""
@@ -253,7 +317,7 @@ class ProcessRuntime(Runtime):
         """The harness connects only to a real socket in the directory it made: a system
         that planted a symlink there could point the harness at another host socket."""
         assert self._dir is not None
-        sock = self._dir / "sock"
+        sock = self._host_sock()
         try:
             mode = os.lstat(sock).st_mode
         except OSError:
@@ -289,6 +353,7 @@ class ProcessRuntime(Runtime):
             )
             self._log = None
         # Whatever the process left beside its socket dies with it.
+        self._close_root()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

@@ -27,7 +27,11 @@ glob the dataset for `candidates/*.json`. `Sandbox` turns a command into a
   unchangeable.
 
 It is runtime-agnostic: `wrap` takes any argv plus the fresh directories a
-start may write (the socket's), so a command runtime can reuse it.
+start may write, so a command runtime can reuse it. A socket's directory is
+`bounded`: a size-limited tmpfs mounted over the host directory's path inside
+the box, never the host directory itself, so what a system writes beside its
+socket lives in bounded memory that dies with the box; the harness reaches the
+socket through the box's root (`/proc/PID/root`).
 """
 
 from __future__ import annotations
@@ -62,6 +66,10 @@ SANDBOX_UID = 65534
 capabilities in its user namespace."""
 TMP_SIZE_BYTES = 2 << 30
 """The sandbox's /tmp lives in memory: bounded so a system cannot exhaust the host's."""
+SOCKET_DIR_BYTES = 1 << 20
+"""A bounded directory (the socket's) is a tmpfs of this size inside the box: a socket
+takes no data blocks, so a system needs none of it to serve, and writing past it gets
+ENOSPC instead of filling the host's /tmp."""
 
 # What the dynamic loader and Python read from /etc; the rest of /etc stays hidden.
 ETC_FILES = (
@@ -225,13 +233,17 @@ class Sandbox:
         return read
 
     def run(
-        self, argv: Sequence[str], writable: Sequence[Path] = (), timeout: float = 60
+        self,
+        argv: Sequence[str],
+        writable: Sequence[Path] = (),
+        timeout: float = 60,
+        bounded: Sequence[Path] = (),
     ) -> subprocess.CompletedProcess[str]:
         """Run `argv` in the sandbox to completion, its output captured as text."""
         stdin = self.stdin()
         try:
             return subprocess.run(
-                self.wrap(argv, writable),
+                self.wrap(argv, writable, bounded),
                 stdin=stdin,
                 capture_output=True,
                 text=True,
@@ -240,8 +252,11 @@ class Sandbox:
         finally:
             os.close(stdin)
 
-    def wrap(self, argv: Sequence[str], writable: Sequence[Path] = ()) -> list[str]:
-        """The bwrap argv that runs `argv`; `writable` dirs are bound read-write (the socket's).
+    def wrap(
+        self, argv: Sequence[str], writable: Sequence[Path] = (), bounded: Sequence[Path] = ()
+    ) -> list[str]:
+        """The bwrap argv that runs `argv`; `writable` dirs are bound read-write, `bounded`
+        ones (the socket's) become an empty tmpfs of SOCKET_DIR_BYTES at the same path.
         Run it with `stdin=self.stdin()`: that is where bwrap reads the seccomp filter."""
         p = self.policy
         args = [
@@ -278,6 +293,8 @@ class Sandbox:
             args += ["--ro-bind", str(path), str(path)]
         for path in writable:
             args += ["--bind", str(path), str(path)]
+        for path in bounded:
+            args += ["--size", str(SOCKET_DIR_BYTES), "--tmpfs", str(path)]
         for path in self.masked():
             # Empty and read-only: a mask must not become unbounded writable memory.
             args += ["--tmpfs", str(path), "--remount-ro", str(path)]
@@ -324,6 +341,7 @@ class Sandbox:
             "hidden": [str(p) for p in self.policy.hidden],
             "env": sorted(self.policy.env),
             "tmp_size_bytes": self.policy.tmp_size_bytes,
+            "socket_dir_bytes": SOCKET_DIR_BYTES,
         }
 
 

@@ -47,11 +47,12 @@ def socket_mounts() -> list[str]:
     return [line.split()[1] for line in lines if line.split()[0] == socketdir.FS_NAME]
 
 
-def socket_dirs() -> list[str]:
-    """Every socket directory on this host, mounted or not (a harness removes its own)."""
-    return sorted(
-        str(p) for p in Path(socketdir.PREFIX).parent.glob(Path(socketdir.PREFIX).name + "*")
-    )
+def socket_dirs(harness_pid: int | None = None) -> list[str]:
+    """Socket directories on this host, mounted or not (a harness removes its own); with
+    `harness_pid`, only those that harness made (the pid is in the name): another harness
+    running on the same host at the same time is no leftover of this one."""
+    name = Path(socketdir.PREFIX).name + ("*" if harness_pid is None else f"{harness_pid}-*")
+    return sorted(str(p) for p in Path(socketdir.PREFIX).parent.glob(name))
 
 
 def evaluate_cmd(*args: str) -> list[str]:

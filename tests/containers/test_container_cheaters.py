@@ -97,6 +97,38 @@ def test_a_stash_outside_the_export_is_gone_in_the_next_container(
 
 
 @pytest.mark.usefixtures("cheaters")
+def test_the_stash_detector_finds_a_stash_that_outlives_its_container(
+    mini: Path, tmp_path: Path
+) -> None:
+    # The positive control of the test above: with the image's VOLUME replaced by a host
+    # directory mounted read-write (protection off: memory now outlives a container),
+    # later containers must report what earlier ones left there.
+    stash = tmp_path / "stash"
+    stash.mkdir()
+    stash.chmod(0o777)  # the container's user is not this one
+    out = tmp_path / "run"
+    settings = ContainerSettings(
+        env=(("CHEAT", "stash"),), mounts=(BindMount.parse(f"{stash}:/stash:rw"),)
+    )
+    evaluate(
+        EvaluateOptions(
+            dataset=mini, out=out, persistence=Persistence.RESTART,
+            runtime=RuntimeSpec(image=CHEATERS, container=settings),
+        )
+    )  # fmt: skip
+    rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]
+    replies = [json.loads(r["raw_output"]) for r in rows]
+    seen = [reply["found"]["volume"] for reply in replies]
+    assert any(isinstance(names, list) and names for names in seen), seen
+    # Nothing else leaked: every other place still comes back empty and readable.
+    for reply in replies:
+        assert {p: v for p, v in reply["found"].items() if p != "volume"} == {
+            p: [] for p in reply["found"] if p != "volume"
+        }, reply["found"]
+    assert any(p.name.startswith("stash-") for p in stash.iterdir())
+
+
+@pytest.mark.usefixtures("cheaters")
 def test_a_2_gib_write_into_the_socket_directory_stops_at_its_bound(tmp_path: Path) -> None:
     used_before = shutil.disk_usage("/tmp").used
     runtime = DockerRuntime(CHEATERS, tmp_path / "run", Deadlines(), cheat("fill"))

@@ -174,6 +174,29 @@ class CachesByQueryId(Honest):
         yield self.cache[query.query_id]
 
 
+class StalledOnce(Honest):
+    """Honest, but the first query after each audit Reset stalls 0.2 s, as a process does
+    when a loaded machine deschedules it: one slow fresh ask, then normal speed. The
+    caching audit must not take that for a cache keyed on the query id."""
+
+    name = "stalled-once"
+    stall_s = 0.2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stall = False
+
+    def reset(self, trajectory_id: str) -> None:
+        super().reset(trajectory_id)
+        self.stall = trajectory_id.startswith("audit-")
+
+    def query(self, query: Query) -> Iterator[str]:
+        if self.stall:
+            self.stall = False
+            time.sleep(self.stall_s)
+        yield from super().query(query)
+
+
 class AnswersById(Honest):
     """Holds a leaked answer key for the mini dataset's trajectories (T01, T02) and answers
     from it whenever it sees their ids: the caching audit sees the same question on the same

@@ -44,6 +44,16 @@ MAX_STATE = 256 << 10
 MAX_WORK = 1 << 20
 MAX_LOG = 128 << 10
 DEADLINE_S = 2.0
+"""The least deadline on every RPC; the campaign raises it to DEADLINE_MARGIN times the
+slowest single RPC its fault-free baseline measured, so that a loaded machine (CI beside
+other jobs, a CPU hog) does not turn an honest call into a "hang"."""
+DEADLINE_MARGIN = 8.0
+DEADLINE_CAP_S = 30.0
+"""A hang fault waits out the deadline: the cap bounds what one such step costs."""
+BASELINE_DEADLINE_S = 120.0
+"""The fault-free baseline's deadline: it is the measurement, so it must not be cut short."""
+PER_CALL = ("ttft_s", "total_s", "end_session_s", "load_state_s", "export_s")
+"""Record fields that each time one RPC (ingest_s sums a session's pushes)."""
 FLAG_OF_RPC = {
     "reset": "--control-timeout",
     "start_session": "--control-timeout",
@@ -138,7 +148,14 @@ class StepResult:
     pid: int = 0
 
 
-def command(out: Path, token: str, fault: Fault, runtime: tuple[str, ...] = PROCESS) -> list[str]:
+def command(
+    out: Path,
+    token: str,
+    fault: Fault,
+    runtime: tuple[str, ...] = PROCESS,
+    deadline_s: float = DEADLINE_S,
+) -> list[str]:
+    d = f"{deadline_s:.3f}"
     return [
         sys.executable, "-m", "apmbench.harness.cli", "evaluate",
         "--synthetic", "tiny", "--seed", "0", *runtime,
@@ -146,9 +163,9 @@ def command(out: Path, token: str, fault: Fault, runtime: tuple[str, ...] = PROC
         "--env", f"APMBENCH_FAULT={fault.env()}", "--env", f"APMBENCH_CAMPAIGN={token}",
         "--max-state-size", str(MAX_STATE), "--max-work-size", str(MAX_WORK),
         "--max-log-size", str(MAX_LOG),
-        "--control-timeout", str(DEADLINE_S), "--push-timeout", str(DEADLINE_S),
-        "--query-timeout", str(DEADLINE_S), "--state-timeout", str(DEADLINE_S),
-        "--end-session-timeout", str(DEADLINE_S),
+        "--control-timeout", d, "--push-timeout", d,
+        "--query-timeout", d, "--state-timeout", d,
+        "--end-session-timeout", d,
     ]  # fmt: skip
 
 
@@ -249,6 +266,23 @@ def _untimed(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def slowest_call_s(out: Path) -> float:
+    """The slowest single RPC a finished run recorded (its per-call timing fields)."""
+    rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]
+    found = [
+        float(v)
+        for row in rows
+        for k in PER_CALL
+        if isinstance(v := row.get(k), int | float) and not isinstance(v, bool)
+    ]
+    return max(found, default=0.0)
+
+
+def scaled_deadline_s(slowest_s: float) -> float:
+    """The RPC deadline for the faulted steps, from the baseline's slowest call."""
+    return min(DEADLINE_CAP_S, max(DEADLINE_S, DEADLINE_MARGIN * slowest_s))
+
+
 def scores(out: Path) -> dict[str, Any]:
     report = json.loads((out / "report.json").read_text())
     return {
@@ -300,7 +334,8 @@ def one_step(
     fault: Fault,
     timeout_s: float = 180.0,
     runtime: tuple[str, ...] = PROCESS,
-    engine_leftovers: Callable[[Path], list[str]] = lambda out: [],
+    engine_leftovers: Callable[[Path, int], list[str]] = lambda out, pid: [],
+    deadline_s: float = DEADLINE_S,
 ) -> StepResult:
     started = time.monotonic()
     problems: list[str] = []
@@ -312,7 +347,7 @@ def one_step(
     before = log.stat().st_size if log.exists() else 0
     with Watch(out) as watch:
         proc = subprocess.Popen(
-            command(out, token, fault, runtime),
+            command(out, token, fault, runtime, deadline_s),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=_env(),
@@ -370,7 +405,11 @@ def one_step(
     if watch.section_peak > MAX_LOG + 512:
         problems.append(f"a log section reached {watch.section_peak} bytes > {MAX_LOG}")
     time.sleep(0.2)  # let the kernel reap what the harness killed
-    left = leftovers(token, proc.pid) + engine_leftovers(out) if fault.kind != "sigkill" else []
+    left = (
+        leftovers(token, proc.pid) + engine_leftovers(out, proc.pid)
+        if fault.kind != "sigkill"
+        else []
+    )
     if victim is not None:
         if not (victim / "precious").exists():
             problems.append(f"cleanup deleted {victim} through a forged leftover")
@@ -399,13 +438,22 @@ def run_campaign(
     say: Callable[[str], None] = lambda s: None,
     runtime: tuple[str, ...] = PROCESS,
     kinds: frozenset[str] | None = None,
-    engine_leftovers: Callable[[Path], list[str]] = lambda out: [],
+    engine_leftovers: Callable[[Path, int], list[str]] = lambda out, pid: [],
 ) -> dict[str, Any]:
     """Run `count` faults; the summary the test asserts on and `make bench` prints.
     `runtime` and `engine_leftovers` run it with containers (tests/containers)."""
 
+    deadline_s = BASELINE_DEADLINE_S
+
     def step(out: Path, token: str, fault: Fault) -> StepResult:
-        return one_step(out, token, fault, runtime=runtime, engine_leftovers=engine_leftovers)
+        return one_step(
+            out,
+            token,
+            fault,
+            runtime=runtime,
+            engine_leftovers=engine_leftovers,
+            deadline_s=deadline_s,
+        )
 
     token = uuid.uuid4().hex
     baseline_out = root / "baseline"
@@ -413,6 +461,8 @@ def run_campaign(
     if not base.finished:
         raise RuntimeError(f"the fault-free baseline run failed: {base}")
     expected = scores(baseline_out)
+    deadline_s = scaled_deadline_s(slowest_call_s(baseline_out))
+    say(f"RPC deadline {deadline_s:.2f} s (baseline's slowest call x {DEADLINE_MARGIN:g})")
     steps: list[StepResult] = []
     runs = 0
     finished_runs = 0
@@ -440,7 +490,7 @@ def run_campaign(
         started_system = result.exit_code in (0, 3)
         if killed_pid is not None and started_system:
             # What a SIGKILLed harness left must be gone once a later harness started a system.
-            left = leftovers(token, killed_pid) + engine_leftovers(out)
+            left = leftovers(token, killed_pid) + engine_leftovers(out, killed_pid)
             if left:
                 late_leftovers += 1
                 result.problems.append(f"SIGKILL leftovers not removed: {left}")
@@ -470,6 +520,7 @@ def run_campaign(
     return {
         "seed": seed,
         "faults": count,
+        "rpc_deadline_s": round(deadline_s, 3),
         "steps": len(steps),
         "runs_finished": finished_runs,
         "instances_lost": lost,

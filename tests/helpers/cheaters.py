@@ -7,10 +7,12 @@ stopped" from "the cheat happened not to help". `$APMBENCH_CHEAT_TAG` (passed wi
 
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import os
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -162,6 +164,60 @@ class GroundTruthReader(_Base):
         return out
 
 
+ORACLE_SEEDS = range(4)
+"""The seeds SyntheticOracle tries (the default was 0; a drawn one is one of 2^63)."""
+
+
+class SyntheticOracle(_Base):
+    """Regenerates the synthetic benchmark in its own /tmp with the generator it imports (a
+    method author with the harness installed could), finds the seed whose questions match
+    the one it is asked, and answers from the labels. Each answer says how it fared."""
+
+    name = "synthetic-oracle"
+
+    def __init__(self) -> None:
+        self.labels: dict[tuple[str, tuple[str, ...]], str] | None = None
+        self.status = "not tried"
+
+    def _labels(self, query: Query) -> dict[tuple[str, tuple[str, ...]], str]:
+        if self.labels is not None:
+            return self.labels
+        self.labels = {}
+        try:
+            from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
+        except ImportError as e:
+            self.status = f"no generator ({e})"
+            return self.labels
+        root = Path(tempfile.mkdtemp(prefix="oracle-"))
+        for seed in ORACLE_SEEDS:
+            data = synthetic_dataset("tiny", seed, root)
+            labels = {}
+            for path in (data / "candidates").glob("*.json"):
+                for item in json.loads(path.read_text()):
+                    if item.get("question") and item.get("correct_option_id"):
+                        texts = tuple(c["text"] for c in item.get("choices", []))
+                        labels[(item["question"], texts)] = item["correct_option_id"]
+            if _oracle_key(query) in labels:
+                self.status = f"tiny seed {seed}"
+                self.labels = labels
+                return labels
+        self.status = f"no seed in {ORACLE_SEEDS} matched"
+        return self.labels
+
+    def reply(self, query: Query) -> dict[str, Any]:
+        out = super().reply(query)
+        if query.kind is not QueryKind.DECISION and query.question:
+            found = self._labels(query).get(_oracle_key(query))
+            if found is not None:
+                out["answer"] = found
+        out["oracle"] = self.status
+        return out
+
+
+def _oracle_key(query: Query) -> tuple[str, tuple[str, ...]]:
+    return query.question, tuple(c.text for c in query.choices)
+
+
 class DiskStash(_Base):
     """Exports two bytes and keeps the sessions and turns it saw on disk for the next process."""
 
@@ -210,6 +266,9 @@ class ProbeCounter(_Base):
         return out
 
 
+HANDOFF_WAIT_S = 1.0
+
+
 class LiveHandoff(_Base):
     """Hands its memory to a process started while it still runs (a spare, waiting for
     the next restart): every process tries to hold one abstract Unix socket name; one
@@ -222,6 +281,7 @@ class LiveHandoff(_Base):
         self.seen = 0
         self.recalled = 0
         self._peers: list[socket.socket] = []
+        self._peer_joined = threading.Event()
         self._lock = threading.Lock()
         threading.Thread(target=self._hold_or_follow, daemon=True).start()
 
@@ -244,6 +304,7 @@ class LiveHandoff(_Base):
                 with self._lock:
                     self._peers.append(conn)
                     self._send(conn)
+                self._peer_joined.set()
 
     def _follow(self, address: str) -> None:
         client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -269,11 +330,14 @@ class LiveHandoff(_Base):
 
     def ingest_user_turn(self, turn: UserTurn) -> None:
         self.seen += 1
-        # Stall (up to a second) until a successor listens, so the hand-over does not
-        # depend on how fast the spare starts.
-        deadline = time.monotonic() + 1.0
-        while not self._peers and time.monotonic() < deadline:
-            time.sleep(0.01)
+        # Stall until a successor listens (woken the moment one connects, not by polling),
+        # so the hand-over does not depend on how fast the spare starts. The bound is paid
+        # in full only where no successor can ever connect (the sandboxed runs); a spare
+        # that connects later still gets the running total on connecting, and the test
+        # needs one hand-over among all the run's processes, so a spare slowed past the
+        # bound by a loaded host costs that process's hand-over, not the test's.
+        if not self._peer_joined.is_set():
+            self._peer_joined.wait(HANDOFF_WAIT_S)
         with self._lock:
             for conn in list(self._peers):
                 self._send(conn)
@@ -283,6 +347,32 @@ class LiveHandoff(_Base):
         out["recalled"] = self.recalled
         out["seen"] = self.seen
         return out
+
+
+FILL_BYTES = 4 << 20
+"""What SocketDirFiller tries to write beside its socket: four times the sandbox's bound."""
+
+
+class SocketDirFiller(_Base):
+    """Writes FILL_BYTES into the only directory it can write that the harness made (its
+    socket's), then serves: were that the host's /tmp, any system could fill the host's
+    disk. It prints what the write came to as one `filler:` line of its log."""
+
+    name = "socket-dir-filler"
+
+    def __init__(self) -> None:
+        directory = _socket_dir()
+        written, error = 0, "none"
+        if directory is not None:
+            chunk = b"x" * (64 << 10)
+            try:
+                with open(directory / "fill", "wb") as f:
+                    while written < FILL_BYTES:
+                        written += f.write(chunk)
+                        f.flush()
+            except OSError as e:
+                error = errno.errorcode.get(e.errno or 0, str(e))
+        print("filler: " + json.dumps({"written": written, "error": error}), flush=True)
 
 
 class KeywordStuffer(TextLog):

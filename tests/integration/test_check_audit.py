@@ -104,6 +104,18 @@ def test_a_cache_keyed_on_the_query_id(mini: Path, tmp_path: Path) -> None:
     ]
 
 
+def test_one_stalled_fresh_ask_is_not_a_cache(mini: Path, tmp_path: Path) -> None:
+    # The same 5x rule as above, met by one descheduled ask: the confirming second fresh
+    # id comes back at normal speed, so nothing is flagged (before the confirmation, this
+    # system was flagged on every repeat).
+    settings = AuditSettings(mutation_queries=0, caching_queries=1)
+    report = audited(mini, tmp_path / "r", "StalledOnce", Persistence.RESTART, settings)
+    assert flagged(report) == NONE and report["audit"]["caching"]["repeated"] == 2
+    # The stall did happen and met the rule: each repeat needed its confirming ask.
+    records = "\n".join(p.read_text() for p in (tmp_path / "r").rglob("*.json*"))
+    assert records.count('"fresh_query_id_again"') >= 2
+
+
 def test_answers_that_depend_on_ids(mini: Path, tmp_path: Path) -> None:
     settings = AuditSettings(mutation_queries=0, caching_queries=1)
     report = audited(mini, tmp_path / "r", "AnswersById", Persistence.RESET, settings)

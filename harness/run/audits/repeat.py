@@ -8,8 +8,9 @@ question is asked twice with identical content: first under a fresh query
 id, then under the original one. Both runs of the process are warm, so:
 
 - `same_query_id_faster`: the original id came back `speedup` times faster
-  than a fresh one: something was cached by query id (ids are "never
-  meaningful", .proto QueryRequest);
+  than a fresh one, and than a second fresh one asked to confirm (one slow
+  ask can be a loaded machine): something was cached by query id (ids are
+  "never meaningful", .proto QueryRequest);
 - `repeat_faster`: even the fresh id was `speedup` times faster than the
   first ask: content was cached (or the first ask paid a cold start);
 - `answer_depends_on_ids`: the chosen option differs between the first ask
@@ -79,9 +80,20 @@ def repeat(
         "fresh_query_id": _option(query, fresh.text),
         "same_query_id": _option(query, same.text),
     }
+    seconds = {
+        "first": first.total_s,
+        "fresh_query_id": fresh.total_s,
+        "same_query_id": same.total_s,
+    }
     flags = []
     if faster(fresh.total_s, same.total_s, settings):
-        flags.append("same_query_id_faster")
+        # One slow fresh ask can be the machine (a loaded CI host stalls a process for
+        # tens of milliseconds): a second fresh id must be as slow before the flag stands.
+        # A cache keyed on the id is slow on every fresh id; noise seldom strikes twice.
+        again = client.query(replace(query, query_id=uuid.uuid4().hex))
+        seconds["fresh_query_id_again"] = again.total_s
+        if faster(again.total_s, same.total_s, settings):
+            flags.append("same_query_id_faster")
     if faster(first.total_s, fresh.total_s, settings):
         flags.append("repeat_faster")
     if len(set(answers.values())) > 1:
@@ -90,11 +102,7 @@ def repeat(
         "instance_id": ask.instance_id,
         "session_index": index,
         "ids": {"trajectory_id": trajectory_id, "session_id": session_id},
-        "seconds": {
-            "first": first.total_s,
-            "fresh_query_id": fresh.total_s,
-            "same_query_id": same.total_s,
-        },
+        "seconds": seconds,
         "answers": answers,
         "flags": flags,
     }

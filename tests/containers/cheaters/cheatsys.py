@@ -77,14 +77,16 @@ class Stash(JsonMemory):
         super().ingest_user_turn(turn)
         self._stash(f"turn {turn.text}")
 
-    def found(self) -> dict[str, list[str]]:
-        """Per place, the stashes of earlier containers (what would be cross-session memory)."""
-        out = {}
+    def found(self) -> dict[str, list[str] | str]:
+        """Per place, the stashes of earlier containers (what would be cross-session memory).
+        A place it cannot list says why: "nothing found" there would be a claim unchecked."""
+        out: dict[str, list[str] | str] = {}
         for place, path in PLACES.items():
             try:
                 names = os.listdir(path)
-            except OSError:
-                names = []
+            except OSError as e:
+                out[place] = f"unreadable: {type(e).__name__}: {e}"
+                continue
             out[place] = sorted(n for n in names if n.startswith(PREFIX) and n != PREFIX + ME)
         return out
 

@@ -31,7 +31,9 @@ from apmbench.harness.synthetic.world import SessionPlan, apply, plan_sessions
 GENERATOR = "apmbench-synth"
 # 4: decision probe times, intervals, EA questions and CT options drawn independently of
 # the label; every trajectory covers every task.
-GENERATOR_VERSION = 4
+# 5: a fair coin decides whether an RCR, MPA, PRM or TPG candidate's positive probe comes
+# before its negative (it came first in about 60 % of RCR and TPG candidates).
+GENERATOR_VERSION = 5
 ATTEMPTS = 1000
 """Lives drawn before a trajectory is given up. The paper preset's T005 first covers every
 task at attempt 228 (under 200, `--synthetic paper` could not be generated); a trajectory
