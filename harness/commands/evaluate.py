@@ -22,6 +22,7 @@ from apmbench.harness import logs, shown
 from apmbench.harness.commands.common import (
     EXIT_SYSTEM,
     EXIT_USAGE,
+    checked_benchmark,
     console,
     interrupted_exit,
     process_options,
@@ -45,7 +46,7 @@ from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.docker.cli_options import container_options
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
-from apmbench.harness.suites import SUITES, get_suite, suite_of_dataset
+from apmbench.harness.suites import BUILTIN, get_suite, suite_of_dataset
 
 SEED_LIMIT = 2**63
 """Seeds drawn for --synthetic lie below this: too many to try one by one against a run."""
@@ -65,9 +66,10 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--benchmark",
-    type=click.Choice(sorted(SUITES)),
+    callback=checked_benchmark,
     default=None,
-    help="The benchmark suite. Default: the one the dataset names, else apmbench.",
+    help=f"The benchmark suite: {', '.join(BUILTIN)}, or one an installed plugin registers. "
+    "Default: the one the dataset names, else apmbench.",
 )
 @click.option(
     "--synthetic",
@@ -96,6 +98,20 @@ if TYPE_CHECKING:
     help="Any server command line with {address} in it, e.g. 'node server.js {address}': "
     "started (and restarted) as a sandboxed local process from the current directory; "
     "{address} becomes unix:/path/to/sock.",
+)
+@click.option(
+    "--runtime",
+    "runtime",
+    default=None,
+    help="A runtime registered by name (an installed plugin's), instead of --system, "
+    "--command, --endpoint or --image; its settings come from --runtime-option.",
+)
+@click.option(
+    "--runtime-option",
+    "runtime_option",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A setting of --runtime (repeatable); only the keys that runtime declares.",
 )
 @click.option(
     "--persistence",
@@ -210,6 +226,8 @@ def evaluate(
     system: str | None,
     endpoint: str | None,
     command: str | None,
+    runtime: str | None,
+    runtime_option: tuple[str, ...],
     persistence: str | None,
     out: Path | None,
     resume: bool,
@@ -252,11 +270,12 @@ def evaluate(
     )
     if dataset is not None and synthetic is not None:
         raise click.UsageError("give --dataset DIR or --synthetic PRESET, not both")
-    if sum(x is not None for x in (system, endpoint, image, command)) > 1:
+    if sum(x is not None for x in (system, endpoint, image, command, runtime)) > 1:
         raise click.UsageError(
             "give one of --system NAME, --command 'CMD {address}', --endpoint ADDRESS, "
-            "--image IMAGE"
+            "--image IMAGE, --runtime NAME"
         )
+    runtime_options = _key_values(runtime_option)
     try:
         part = Shard.parse(shard) if shard is not None else None
     except ConfigError as e:
@@ -273,7 +292,7 @@ def evaluate(
         chosen, drawn = _seed(seed, resume, out)
         origin = SyntheticOrigin(preset, chosen, drawn)
         dataset = _synthetic(benchmark, preset, chosen)
-    embedded = system is None and endpoint is None and image is None and command is None
+    embedded = all(x is None for x in (system, endpoint, image, command, runtime))
     systems: list[str | None] = list(compared_systems()) if embedded else [system]
     base = out or Path("runs") / dataset.name
     judge_optional = bool(judge.pop("judge_optional", False))
@@ -296,6 +315,8 @@ def evaluate(
             sandbox_net=sandbox_net,
             max_log_bytes=caps.max_log_bytes,
             spare=not no_spare,
+            runtime=runtime,
+            runtime_options=runtime_options,
         )
         opts = EvaluateOptions(
             dataset=dataset,
@@ -334,6 +355,16 @@ def evaluate(
         click.echo("run directories: " + ", ".join(str(r.run_dir) for r in results))
         click.echo("reports: " + ", ".join(str(r.run_dir / "report.html") for r in results))
         click.echo(f"comparison: {_comparison_view([r.run_dir for r in results], base)}")
+
+
+def _key_values(given: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in given:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--runtime-option")
+        pairs.append((key, value))
+    return tuple(pairs)
 
 
 def _comparison_view(run_dirs: list[Path], base: Path) -> Path:
