@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from apmbench.harness.reports.format import dataset_line, num, size, table
+from apmbench.harness.reports.format import num, size, table
 from apmbench.harness.suites.base import ComparedRun
 from apmbench.harness.suites.proactegomem import prompts
 from apmbench.harness.suites.proactegomem.metrics import IOU_TAUS, START_TAUS
@@ -63,7 +63,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
     lines = [
         f"# ProactEgoMem report: {manifest.get('system', {}).get('name', '?')}",
         "",
-        f"{dataset_line(manifest)}. Similarity in the matcher: "
+        "Similarity in the matcher: "
         f"{report['similarity']}. Matching: {_matching(report['matching'])}.",
         "",
         "## Proactive levels (Table 4 columns; errors in seconds, the rest %)",
