@@ -13,13 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from apmbench.harness.reports.confinement import confinement_lines, storage_verified
+from apmbench.harness.reports.confinement import confinement_lines, persistence, storage_verified
 from apmbench.harness.reports.format import dataset_line
-
-
-def persistence(manifest: Mapping[str, Any]) -> str:
-    """The run's persistence mode as recorded (`restart` for runs from before the field)."""
-    return str((manifest.get("settings") or {}).get("persistence", "restart"))
 
 
 def judge_label(manifest: Mapping[str, Any]) -> str:
