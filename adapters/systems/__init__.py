@@ -4,19 +4,20 @@ A name maps to a `SystemRecord`: its "module:attribute", and the facts
 `apmbench-grpc systems` lists (its memory, the benchmarks it answers, the
 variables that name its model), kept here beside the registration. The module
 is imported only when that system is asked for, so a model-based system's
-torch import never slows the others. `load_system` also accepts
-"package.module:Attribute" directly, which is how a method author serves a
-system that is not registered here.
+torch import never slows the others. An installed distribution registers more
+systems by name through the `apmbench_grpc.systems` entry-point group (see
+`apmbench.adapters.sdk.registry`); `load_system` also accepts
+"package.module:Attribute" directly.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from apmbench.adapters.sdk.errors import ApmbenchError
+from apmbench.adapters.sdk.registry import Registry
 from apmbench.adapters.sdk.system import MemorySystem
 
 APMBENCH, EGOPROBE, PROACTEGOMEM = "apmbench", "egoprobe", "proactegomem"
@@ -148,23 +149,14 @@ class UnknownSystem(ApmbenchError):
     """No registered system has this name and it is not an importable "module:attr"."""
 
 
+SYSTEM_REGISTRY: Registry[type[MemorySystem]] = Registry(
+    "system", REGISTRY, MemorySystem, error=UnknownSystem, also=", or 'package.module:ClassName'"
+)
+"""The built-in systems above plus those installed distributions register."""
+
+
 def load_system(spec: str) -> MemorySystem:
     """Build the system registered as `spec`, or the class at "module:attr"."""
-    target = REGISTRY.get(spec, spec)
-    if ":" not in target:
-        known = ", ".join(sorted(REGISTRY))
-        raise UnknownSystem(
-            f"unknown system {spec!r}: use one of {known}, or give 'package.module:ClassName'"
-        )
-    module_name, attr = target.split(":", 1)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise UnknownSystem(f"cannot import {module_name!r} for system {spec!r}: {e}") from e
-    factory = getattr(module, attr, None)
-    if factory is None:
-        raise UnknownSystem(f"{module_name!r} has no attribute {attr!r}")
-    system = factory()
-    if not isinstance(system, MemorySystem):
-        raise UnknownSystem(f"{target} did not build a MemorySystem (got {type(system).__name__})")
-    return system
+    if ":" in spec and spec not in SYSTEM_REGISTRY:
+        return SYSTEM_REGISTRY.load_target(spec)()
+    return SYSTEM_REGISTRY.load(spec)()

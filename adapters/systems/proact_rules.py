@@ -41,53 +41,24 @@ from apmbench.adapters.sdk import (
     SystemInfo,
     UserTurn,
 )
+from apmbench.adapters.systems.proact_world import (
+    DIGIT_CELL,
+    DIGIT_PITCH,
+    DIGIT_X,
+    DIGIT_Y,
+    FONT,
+    OBJECTS,
+    PALETTE,
+    PANELS,
+    SURFACES,
+    Colour,
+)
 
 CONTENT_TYPE = "application/x-apmbench-proact-rules+json"
 FORMAT = 2
-Colour = tuple[int, int, int]
-# The synthetic devices' colours when lit (dim to a third when off).
-PALETTE: dict[str, Colour] = {
-    "tap": (40, 120, 240),
-    "lamp": (250, 220, 40),
-    "stove": (240, 60, 40),
-    "fan": (50, 210, 90),
-    "kettle": (200, 70, 220),
-}
-OBJECTS: dict[str, Colour] = {
-    "keys": (0, 255, 255),
-    "wallet": (150, 0, 0),
-    "phone": (0, 0, 140),
-    "glasses": (255, 0, 150),
-    "mug": (255, 140, 0),
-}
-SURFACES: dict[str, Colour] = {
-    "table": (150, 100, 60),
-    "shelf": (200, 200, 200),
-    "counter": (90, 160, 150),
-    "drawer": (100, 60, 120),
-    "sofa": (60, 90, 40),
-}
-PANELS: dict[str, Colour] = {
-    "receipt": (0, 150, 0),
-    "timetable": (255, 255, 120),
-    "label": (120, 0, 255),
-    "poster": (0, 90, 180),
-    "screen": (160, 255, 0),
-}
-# The panel's layout from its header's top-left corner, and the font of its number.
-HEADER_H, DIGIT_CELL, DIGIT_X, DIGIT_Y, DIGIT_PITCH, DIGITS = 20, 5, 27, 37, 35, 3
-FONT = {
-    "0": ("01110", "10001", "10011", "10101", "11001", "10001", "01110"),
-    "1": ("00100", "01100", "00100", "00100", "00100", "00100", "01110"),
-    "2": ("01110", "10001", "00001", "00010", "00100", "01000", "11111"),
-    "3": ("11111", "00010", "00100", "00010", "00001", "10001", "01110"),
-    "4": ("00010", "00110", "01010", "10010", "11111", "00010", "00010"),
-    "5": ("11111", "10000", "11110", "00001", "00001", "10001", "01110"),
-    "6": ("00110", "01000", "10000", "11110", "10001", "10001", "01110"),
-    "7": ("11111", "00001", "00010", "00100", "01000", "01000", "01000"),
-    "8": ("01110", "10001", "10001", "01110", "10001", "10001", "01110"),
-    "9": ("01110", "10001", "10001", "01111", "00001", "00010", "01100"),
-}
+# The panel's layout from its header's top-left corner, and the font of its number: the
+# generator's own table (proact_world), so the reader and the clips cannot drift apart.
+DIGITS = 3
 MIN_PIXELS = 300
 """Pixels of one colour that make a device lit or a panel shown (a lit square is ~3000)."""
 MIN_OBJECT_PIXELS = 200

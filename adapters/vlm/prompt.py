@@ -6,7 +6,7 @@ input (token ids and video patches, or chat-completions content parts).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from apmbench.adapters.sdk import Frame
@@ -61,7 +61,3 @@ def cap_text(pieces: Iterator[str], limit: int) -> Iterator[str]:
         close = getattr(pieces, "close", None)
         if close is not None:
             close()
-
-
-def join_lines(lines: Sequence[str]) -> str:
-    return "\n".join(line for line in lines if line)

@@ -96,3 +96,19 @@ def process_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "'unconfined: numbers not comparable'. --env NAME[=VALUE] passes a variable to the "
         "process (sandboxed, it gets only these and its APMBENCH_VLM_* settings).",
     )(wrapper)
+
+
+def checked_benchmark(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """`--benchmark`'s callback: a name the suite registry knows (a built-in or an installed
+    plugin's), refused with the closest names otherwise. Not a click.Choice: the choices
+    would read every installed distribution's entry points on each command's start."""
+    from apmbench.harness.errors import ConfigError
+    from apmbench.harness.suites import SUITE_REGISTRY
+
+    if value is None:
+        return None
+    try:
+        SUITE_REGISTRY.entry(value)
+    except ConfigError as e:
+        raise click.BadParameter(str(e), ctx=ctx, param=param) from e
+    return value

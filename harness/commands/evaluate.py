@@ -8,6 +8,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from apmbench.harness import logs, shown
 from apmbench.harness.commands.common import (
     EXIT_SYSTEM,
     EXIT_USAGE,
+    checked_benchmark,
     console,
     interrupted_exit,
     process_options,
@@ -40,19 +42,21 @@ from apmbench.harness.commands.limits import Caps, cap_options, deadline_options
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.protocol.client import Deadlines
-from apmbench.harness.reports.confinement import storage_verified
+from apmbench.harness.reports.confinement import persistence, storage_verified
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.docker.cli_options import container_options
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
-from apmbench.harness.suites import SUITES, get_suite, suite_of_dataset, withheld
+from apmbench.harness.suites import BUILTIN, DEFAULT, get_suite, suite_of_dataset, withheld
 
 SEED_LIMIT = 2**63
 """Seeds drawn for --synthetic lie below this: too many to try one by one against a run."""
 
 if TYPE_CHECKING:
     from apmbench.harness.orchestrate.evaluate import EvaluateOptions, Evaluation
-    from apmbench.harness.suites.base import Suite
+    from apmbench.harness.orchestrate.shards import Shard
+    from apmbench.harness.run.audits.queries import AuditSettings
+    from apmbench.harness.suites.base import Headline, Suite
 
 
 @click.command()
@@ -65,9 +69,10 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--benchmark",
-    type=click.Choice(sorted(SUITES)),
+    callback=checked_benchmark,
     default=None,
-    help="The benchmark suite. Default: the one the dataset names, else apmbench.",
+    help=f"The benchmark suite: {', '.join(BUILTIN)}, or one an installed plugin registers. "
+    "Default: the one the dataset names, else apmbench.",
 )
 @click.option(
     "--synthetic",
@@ -96,6 +101,20 @@ if TYPE_CHECKING:
     help="Any server command line with {address} in it, e.g. 'node server.js {address}': "
     "started (and restarted) as a sandboxed local process from the current directory; "
     "{address} becomes unix:/path/to/sock.",
+)
+@click.option(
+    "--runtime",
+    "runtime",
+    default=None,
+    help="A runtime registered by name (an installed plugin's), instead of --system, "
+    "--command, --endpoint or --image; its settings come from --runtime-option.",
+)
+@click.option(
+    "--runtime-option",
+    "runtime_option",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A setting of --runtime (repeatable); only the keys that runtime declares.",
 )
 @click.option(
     "--persistence",
@@ -202,14 +221,52 @@ if TYPE_CHECKING:
 @process_options
 @container_options
 @stoppable
-def evaluate(
+def evaluate(**given: Any) -> None:
+    """Run a system on a dataset and write a run directory with its report.
+
+    With no arguments: the built-in synthetic benchmark (`small`) with every
+    reference system, one after another, and a comparison table.
+    """
+    run_settings(settings_of(**given))
+
+
+@dataclass(frozen=True)
+class EvaluateSettings:
+    """`evaluate`'s command line, checked once: everything the evaluations are built from."""
+
+    dataset: Path | None
+    benchmark: str | None
+    synthetic: str | None
+    seed: int | None
+    runtime: RuntimeSpec
+    """The runtime as given; with no system named, each compared system in turn fills it."""
+    embedded: bool
+    """No system named: every reference system runs, and a comparison table follows."""
+    persistence: Persistence | None
+    out: Path | None
+    resume: bool
+    frames: FrameSettings
+    deadlines: Deadlines
+    caps: Caps
+    startup_timeout_s: float
+    audit: AuditSettings | None
+    shard: Shard | None
+    ray: tuple[str | None, float] | None
+    """(address, GPUs per task) with --backend ray; None: here."""
+    judge: dict[str, Any]
+    judge_optional: bool
+
+
+def settings_of(
     benchmark: str | None,
     dataset: Path | None,
     synthetic: str | None,
-    seed: int,
+    seed: int | None,
     system: str | None,
     endpoint: str | None,
     command: str | None,
+    runtime: str | None,
+    runtime_option: tuple[str, ...],
     persistence: str | None,
     out: Path | None,
     resume: bool,
@@ -234,108 +291,161 @@ def evaluate(
     deadlines: Deadlines,
     caps: Caps,
     **judge: Any,
-) -> None:
-    """Run a system on a dataset and write a run directory with its report.
-
-    With no arguments: the built-in synthetic benchmark (`small`) with every
-    reference system, one after another, and a comparison table.
-    """
-    from apmbench.harness.orchestrate.evaluate import EvaluateOptions, SyntheticOrigin
+) -> EvaluateSettings:
+    """The options as click parsed them, checked against each other; a usage error names
+    what to change."""
     from apmbench.harness.orchestrate.shards import Shard
     from apmbench.harness.run.audits.queries import AuditSettings
-    from apmbench.harness.run.progress_log import eta_s
 
     if min(audit_queries, audit_trajectories) < 0:
         raise click.BadParameter("must not be negative", param_hint="--audit-queries/-trajectories")
-    audit_settings = (
-        AuditSettings(audit_queries, audit_queries, audit_trajectories) if audit else None
-    )
     if dataset is not None and synthetic is not None:
         raise click.UsageError("give --dataset DIR or --synthetic PRESET, not both")
-    if sum(x is not None for x in (system, endpoint, image, command)) > 1:
+    if sum(x is not None for x in (system, endpoint, image, command, runtime)) > 1:
         raise click.UsageError(
             "give one of --system NAME, --command 'CMD {address}', --endpoint ADDRESS, "
-            "--image IMAGE"
+            "--image IMAGE, --runtime NAME"
         )
     try:
         part = Shard.parse(shard) if shard is not None else None
     except ConfigError as e:
         raise click.BadParameter(str(e), param_hint="--shard") from e
-    if backend == "ray" and part is not None:
-        raise click.UsageError("--backend ray places every trajectory itself: drop --shard")
+    if backend == "ray":
+        from apmbench.harness.orchestrate.ray_backend import check_ray_options
+
+        try:
+            check_ray_options(part)
+        except ConfigError as e:
+            raise click.UsageError(str(e)) from e
     if ray_address is not None and backend != "ray":
         raise click.UsageError("--ray-address: only with --backend ray")
     if fps <= 0:
         raise click.BadParameter("must be positive", param_hint="--fps")
+    spec = RuntimeSpec(
+        system=system,
+        endpoint=endpoint,
+        image=image,
+        container=container,
+        sandbox=sandbox,
+        env=process_env,
+        command=command,
+        sandbox_net=sandbox_net,
+        max_log_bytes=caps.max_log_bytes,
+        spare=not no_spare,
+        runtime=runtime,
+        runtime_options=_key_values(runtime_option),
+    )
+    return EvaluateSettings(
+        dataset=dataset,
+        benchmark=benchmark,
+        synthetic=synthetic,
+        seed=seed,
+        runtime=spec,
+        embedded=all(x is None for x in (system, endpoint, image, command, runtime)),
+        persistence=Persistence(persistence) if persistence else None,
+        out=out,
+        resume=resume,
+        frames=FrameSettings(fps=fps, max_side=max_side, encoding=FrameEncoding(encoding)),
+        deadlines=deadlines,
+        caps=caps,
+        startup_timeout_s=startup_timeout,
+        audit=AuditSettings(audit_queries, audit_queries, audit_trajectories) if audit else None,
+        shard=part,
+        ray=(ray_address, ray_gpus) if backend == "ray" else None,
+        judge_optional=bool(judge.pop("judge_optional", False)),
+        judge=judge,
+    )
+
+
+def run_settings(s: EvaluateSettings) -> None:
+    """One evaluation, or with no system named every compared system and their comparison.
+    The suite is resolved here, once, and every evaluation is given its name."""
+    from apmbench.harness.orchestrate.evaluate import EvaluateOptions, SyntheticOrigin
+
     origin = None
-    if dataset is None:
-        preset = synthetic or "small"
-        chosen, drawn = _seed(seed, resume, out)
+    if s.dataset is None:
+        preset = s.synthetic or "small"
+        chosen, drawn = _seed(s.seed, s.resume, s.out)
         origin = SyntheticOrigin(preset, chosen, drawn)
-        dataset = _synthetic(benchmark, preset, chosen)
-    embedded = system is None and endpoint is None and image is None and command is None
-    if embedded and withheld.is_public(dataset):
+        suite, dataset = _synthetic(s.benchmark, preset, chosen)
+    else:
+        dataset = s.dataset
+        suite = _suite(dataset, s.benchmark)
+    if s.embedded and withheld.is_public(dataset):
         raise click.UsageError("a public part is evaluated one system at a time: give --system")
-    systems: list[str | None] = list(compared_systems()) if embedded else [system]
-    base = out or Path("runs") / dataset.name
-    judge_optional = bool(judge.pop("judge_optional", False))
-    judge["judge"] = resolve_auto(judge["judge"], lambda: _has_reference_judge(dataset, benchmark))
+    systems: list[str | None] = list(compared_systems()) if s.embedded else [s.runtime.system]
+    base = s.out or Path("runs") / dataset.name
+    judge = dict(s.judge)
+    judge["judge"] = resolve_auto(judge["judge"], lambda: _has_reference_judge(suite, dataset))
     judge_settings = judge_config(**judge)
     results = []
-    demo_log = logs.get("demo")
-    demo_started = time.monotonic()
+    demo = _DemoLog(len(systems)) if s.embedded else None
     for number, name in enumerate(systems, 1):
-        if embedded:
-            demo_log.info("system started", system=name, system_number=f"{number}/{len(systems)}")
-        spec = RuntimeSpec(
-            system=name,
-            endpoint=endpoint,
-            image=image,
-            container=container,
-            sandbox=sandbox,
-            env=process_env,
-            command=command,
-            sandbox_net=sandbox_net,
-            max_log_bytes=caps.max_log_bytes,
-            spare=not no_spare,
-        )
+        if demo is not None:
+            demo.started(name, number)
+        spec = replace(s.runtime, system=name)
         opts = EvaluateOptions(
             dataset=dataset,
-            out=(base / spec.label) if embedded or out is None else out,
+            out=(base / spec.label) if s.embedded or s.out is None else s.out,
             runtime=spec,
-            benchmark=benchmark,
-            persistence=Persistence(persistence) if persistence else None,
-            resume=resume,
-            frames=FrameSettings(fps=fps, max_side=max_side, encoding=FrameEncoding(encoding)),
-            deadlines=deadlines,
-            max_state_bytes=caps.max_state_bytes,
-            max_work_bytes=caps.max_work_bytes,
-            startup_timeout_s=startup_timeout,
+            benchmark=suite.name,
+            persistence=s.persistence,
+            resume=s.resume,
+            frames=s.frames,
+            deadlines=s.deadlines,
+            max_state_bytes=s.caps.max_state_bytes,
+            max_work_bytes=s.caps.max_work_bytes,
+            startup_timeout_s=s.startup_timeout_s,
             judge=judge_settings,
-            audit=audit_settings,
-            shard=part,
+            audit=s.audit,
+            shard=s.shard,
             synthetic=origin,
         )
-        ray = (ray_address, ray_gpus) if backend == "ray" else None
-        results.append(_run(opts, quiet=embedded, judge_optional=judge_optional, ray=ray))
-        if embedded:
-            headline = _suite(dataset, benchmark).headline(results[-1].report)
-            demo_log.info(
-                "system finished",
-                system=name,
-                system_number=f"{number}/{len(systems)}",
-                elapsed_s=round(time.monotonic() - demo_started, 1),
-                eta_s=round(eta_s(number, len(systems), time.monotonic() - demo_started) or 0, 1),
-                **{headline.utility_label: _rounded(headline.utility)},
-            )
-    if embedded:
+        results.append(_run(opts, quiet=s.embedded, judge_optional=s.judge_optional, ray=s.ray))
+        if demo is not None:
+            demo.finished(name, number, suite.headline(results[-1].report))
+    if s.embedded:
         wide = Console(width=120)
-        suite = _suite(dataset, benchmark)
         for table in suite.summary_tables([r.report for r in results], [str(n) for n in systems]):
             wide.print(table)
         click.echo("run directories: " + ", ".join(str(r.run_dir) for r in results))
         click.echo("reports: " + ", ".join(str(r.run_dir / "report.html") for r in results))
         click.echo(f"comparison: {_comparison_view([r.run_dir for r in results], base)}")
+
+
+class _DemoLog:
+    """The embedded comparison's progress lines: which system, how far, how long to go."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.log = logs.get("demo")
+        self.began = time.monotonic()
+
+    def started(self, name: str | None, number: int) -> None:
+        self.log.info("system started", system=name, system_number=f"{number}/{self.total}")
+
+    def finished(self, name: str | None, number: int, headline: Headline) -> None:
+        from apmbench.harness.run.progress_log import eta_s
+
+        elapsed = time.monotonic() - self.began
+        self.log.info(
+            "system finished",
+            system=name,
+            system_number=f"{number}/{self.total}",
+            elapsed_s=round(elapsed, 1),
+            eta_s=round(eta_s(number, self.total, elapsed) or 0, 1),
+            **{headline.utility_label: _rounded(headline.utility)},
+        )
+
+
+def _key_values(given: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in given:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--runtime-option")
+        pairs.append((key, value))
+    return tuple(pairs)
 
 
 def _comparison_view(run_dirs: list[Path], base: Path) -> Path:
@@ -350,9 +460,9 @@ def _rounded(value: float | None) -> float | str:
     return "n/c" if value is None else round(value, 2)
 
 
-def _has_reference_judge(dataset: Path, benchmark: str | None) -> bool:
+def _has_reference_judge(suite: Suite, dataset: Path) -> bool:
     try:
-        suite_of_dataset(dataset, benchmark).reference_judge(dataset).close()
+        suite.reference_judge(dataset).close()
     except (ConfigError, DatasetError):
         return False
     return True
@@ -384,12 +494,12 @@ def _seed(seed: int | None, resume: bool, out: Path | None) -> tuple[int, bool]:
     )
 
 
-def _synthetic(benchmark: str | None, preset: str, seed: int) -> Path:
+def _synthetic(benchmark: str | None, preset: str, seed: int) -> tuple[Suite, Path]:
     try:
-        suite = get_suite(benchmark or "apmbench")
+        suite = get_suite(benchmark or DEFAULT)
         suite.check_preset(preset)
         with console.status(f"preparing the synthetic {preset} benchmark (seed {seed})"):
-            return suite.synthetic(preset, seed)
+            return suite, suite.synthetic(preset, seed)
     except ConfigError as e:
         console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
@@ -477,7 +587,7 @@ def _run(
     if not storage_verified(manifest):
         console.print(
             f"[yellow]warning:[/yellow] Storage/hr is unverified under persistence "
-            f"{manifest['settings']['persistence']}: memory kept in RAM across sessions is not "
+            f"{persistence(manifest)}: memory kept in RAM across sessions is not "
             "counted; only restart measures the whole memory"
         )
     if "audit" in result.report:

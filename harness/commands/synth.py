@@ -8,18 +8,18 @@ from pathlib import Path
 import click
 
 from apmbench.harness import shown
-from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.common import EXIT_USAGE, checked_benchmark, console
 from apmbench.harness.errors import ConfigError
-from apmbench.harness.suites import DEFAULT, SUITES, get_suite
+from apmbench.harness.suites import BUILTIN, DEFAULT, get_suite
 
 
 @click.command()
 @click.option(
     "--benchmark",
-    type=click.Choice(sorted(SUITES)),
+    callback=checked_benchmark,
     default=DEFAULT,
     show_default=True,
-    help="Whose synthetic benchmark.",
+    help=f"Whose synthetic benchmark: {', '.join(BUILTIN)}, or one an installed plugin registers.",
 )
 @click.option("--preset", default="small", show_default=True, help="tiny, small or paper.")
 @click.option("--seed", type=int, default=0, show_default=True)

@@ -35,9 +35,23 @@ def images(root: Path = ROOT) -> dict[str, list[str]] | None:
 
 def system_rows(root: Path = ROOT) -> list[dict[str, Any]]:
     """One dict per registered system, in registration order (what `--json` prints)."""
-    from apmbench.adapters.systems import SYSTEMS
+    from apmbench.adapters.systems import SYSTEM_REGISTRY, SYSTEMS
 
     built = images(root)
+    # A plugin's system is listed without importing it: its registration is a name and a
+    # target, so what its memory keeps is the distribution that registered it.
+    plugins = [
+        {
+            "name": entry.name,
+            "memory": f"registered by the installed distribution {entry.source} ({entry.target})",
+            "benchmarks": [],
+            "needs_model": False,
+            "model_env": [],
+            "images": [],
+        }
+        for entry in SYSTEM_REGISTRY.entries()
+        if entry.name not in SYSTEMS
+    ]
     return [
         {
             "name": name,
@@ -48,7 +62,7 @@ def system_rows(root: Path = ROOT) -> list[dict[str, Any]]:
             "images": None if built is None else built.get(name, []),
         }
         for name, record in SYSTEMS.items()
-    ]
+    ] + plugins
 
 
 def _line(row: dict[str, Any], width: int) -> str:

@@ -1,19 +1,21 @@
 """Synthetic renderers by generator name: a session's render spec names the one that draws it.
 
-Registered as "module:function" strings so that a suite's generator (and
-numpy-heavy rendering code) loads only when one of its sessions plays; a
-new suite's generator adds one line here and touches no other suite.
+The names go through the one registry (`apmbench.adapters.sdk.registry`) so
+that a suite's generator (and numpy-heavy rendering code) loads only when one
+of its sessions plays; a new suite's generator adds one line here, or an
+installed distribution registers it under the `apmbench_grpc.renderers`
+entry-point group, and no other suite changes.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from apmbench.adapters.sdk.registry import Registry
 from apmbench.harness.errors import DatasetError
 
 RenderFrames = Callable[[Mapping[str, Any], Sequence[int]], Iterator[npt.NDArray[np.uint8]]]
@@ -22,14 +24,14 @@ RENDERERS: dict[str, str] = {
     "apmbench-synth": "apmbench.harness.suites.apmbench.synth.live:render_frames",
     "proactegomem-synth": "apmbench.harness.suites.proactegomem.synth:render_frames",
 }
+RENDERER_REGISTRY: Registry[RenderFrames] = Registry(
+    "generator", RENDERERS, "collections.abc:Callable", classes=False, error=DatasetError,
+    group="apmbench_grpc.renderers",
+)  # fmt: skip
 
 
 def renderer_for(spec: Mapping[str, Any]) -> RenderFrames:
     name = spec.get("generator")
-    target = RENDERERS.get(str(name))
-    if target is None:
-        known = ", ".join(sorted(RENDERERS))
-        raise DatasetError(f"render spec names generator {name!r}; known generators: {known}")
-    module, _, function = target.partition(":")
-    render: RenderFrames = getattr(importlib.import_module(module), function)
-    return render
+    if not isinstance(name, str):
+        raise DatasetError(f"render spec names no generator (got {name!r})")
+    return RENDERER_REGISTRY.load(name)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import RunDirError
+from apmbench.harness.reports.head import head_lines, header, with_head
 from apmbench.harness.reports.tradeoff_plot import Point, plot_tradeoff
 from apmbench.harness.run import records
 from apmbench.harness.suites import DEFAULT, get_suite
@@ -124,8 +125,15 @@ def write_comparison(
     plot_path = out / "tradeoff.png"
     plot_tradeoff(points, data["plot_y_label"] or "no common utility score", plot_path)
     suite.write_plots(data, out)
+    # Each run's identity and confinement, as at the top of its own report (reports/head.py).
+    data["headers"] = {run.label: header(run.report, run.manifest) for run in runs}
+    head = [
+        f"- {run.label}: {line.replace('**', '')}"
+        for run in runs
+        for line in head_lines(run.report, run.manifest)
+        if line
+    ]
     records.atomic_write(out / "compare.json", records.dump(data))
-    records.atomic_write(
-        out / "compare.md", suite.render_comparison(compared, data, plot_path.name)
-    )
+    markdown = suite.render_comparison(compared, data, plot_path.name)
+    records.atomic_write(out / "compare.md", with_head(markdown, head))
     return data, plot_path

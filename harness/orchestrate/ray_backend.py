@@ -56,6 +56,13 @@ def run_one(opts: EvaluateOptions, trajectory_id: str, index: int, count: int) -
     return trajectory_id
 
 
+def check_ray_options(shard: Shard | None) -> None:
+    """The one rule between the Ray backend and `--shard` (the command checks it before
+    preparing a dataset, `evaluate_ray` for callers that skip the command)."""
+    if shard is not None:
+        raise ConfigError("--backend ray places every trajectory itself: drop --shard")
+
+
 def evaluate_ray(
     opts: EvaluateOptions,
     address: str | None,
@@ -71,8 +78,7 @@ def evaluate_ray(
             "--backend ray needs Ray: pip install 'apmbench-grpc[ray]' (or pip install ray)"
         ) from e
     progress = progress or Progress()
-    if opts.shard is not None:
-        raise ConfigError("--backend ray places every trajectory itself: drop --shard")
+    check_ray_options(opts.shard)
     if opts.out.exists() and any(opts.out.iterdir()):
         raise RunDirError(f"{opts.out} exists and is not empty: choose another --out")
     parts = parts_dir(opts.out)

@@ -17,6 +17,7 @@ from typing import Any
 
 from apmbench.harness.errors import DatasetError, RunDirError
 from apmbench.harness.reports.confinement import mounted_into_system
+from apmbench.harness.reports.head import head_lines, header, with_head
 from apmbench.harness.run import records
 from apmbench.harness.run.audits.summary import audit_summary
 from apmbench.harness.runtimes.sandbox import confinement
@@ -182,6 +183,9 @@ def score_run(
         report["mounted_into_system"] = mounted
     if (sandbox := confinement(manifest)) is not None:
         report["sandbox"] = sandbox
+    # The pipeline, not the suite, states the run's identity and confinement (reports/head.py).
+    report["header"] = header(report, manifest)
     records.atomic_write(run.root / "report.json", records.dump(report))
-    records.atomic_write(run.root / "report.md", suite.render(report, manifest))
+    markdown = with_head(suite.render(report, manifest), head_lines(report, manifest))
+    records.atomic_write(run.root / "report.md", markdown)
     return report

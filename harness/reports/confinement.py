@@ -17,11 +17,16 @@ def mounted_into_system(manifest: Mapping[str, Any]) -> list[str]:
     return [str(m) for m in container.get("mounts") or []]
 
 
+def persistence(manifest: Mapping[str, Any]) -> str:
+    """The run's persistence mode as its manifest records it (the one place that reads it;
+    `restart` for runs from before the field)."""
+    return str((manifest.get("settings") or {}).get("persistence", "restart"))
+
+
 def storage_verified(manifest: Mapping[str, Any]) -> bool:
     """Only `restart` makes the export the whole memory: under `reset` and `trust` a process
     can keep memory in RAM across sessions that no storage figure counts."""
-    mode: object = (manifest.get("settings") or {}).get("persistence", "restart")
-    return mode == "restart"
+    return persistence(manifest) == "restart"
 
 
 def audit_lines(report: Mapping[str, Any]) -> list[str]:
@@ -50,7 +55,7 @@ def confinement_lines(report: Mapping[str, Any], manifest: Mapping[str, Any]) ->
     seed, an unconfined process, the user's mounts."""
     lines = audit_lines(report)
     if not storage_verified(manifest):
-        mode = (manifest.get("settings") or {}).get("persistence")
+        mode = persistence(manifest)
         lines += [
             f"**Storage/hr unverified** (persistence `{mode}`): the process lived across "
             "sessions, so memory it kept in RAM is in no export and no storage figure. Only "
@@ -59,7 +64,7 @@ def confinement_lines(report: Mapping[str, Any], manifest: Mapping[str, Any]) ->
         ]
     iso = manifest.get("isolation") or {}
     if iso.get("rests_on_system_reset"):
-        mode = (manifest.get("settings") or {}).get("persistence")
+        mode = persistence(manifest)
         lines += [
             f"Persistence `{mode}`: the isolation of forks and replays rests on the system's "
             "own Reset (no fresh process per segment); the largest look-ahead a process had "

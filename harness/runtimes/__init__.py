@@ -4,7 +4,9 @@
 - command: any executable (`--command 'node server.js {address}'`) as a local child
   process, sandboxed and restartable like `system`;
 - endpoint: a server someone else started, at an address (cannot restart);
-- docker: an image in a hardened container (apmbench.harness.runtimes.docker).
+- docker: an image in a hardened container (apmbench.harness.runtimes.docker);
+- any other runtime by name (`--runtime NAME --runtime-option KEY=VALUE`), registered
+  in `runtimes/registry.py` or by an installed distribution's entry point.
 """
 
 from __future__ import annotations
@@ -16,18 +18,18 @@ from pathlib import Path
 
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
-from apmbench.harness.runtimes.base import Runtime
+from apmbench.harness.runtimes.base import Launch, Runtime
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
-from apmbench.harness.runtimes.endpoint import EndpointRuntime
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
-from apmbench.harness.runtimes.process import sandboxed_process
+from apmbench.harness.runtimes.registry import RUNTIME_REGISTRY
 
-__all__ = ["Runtime", "RuntimeSpec", "make_runtime", "wants_spare"]
+__all__ = ["Launch", "Runtime", "RuntimeSpec", "make_runtime", "wants_spare"]
 
 
 @dataclass(frozen=True)
 class RuntimeSpec:
-    """Exactly one of system, endpoint, image, as the command line gave them."""
+    """Exactly one of system, endpoint, image, command, runtime, as the command line gave
+    them."""
 
     system: str | None = None
     """A registered system name or "module:Class", run as a local process."""
@@ -54,6 +56,22 @@ class RuntimeSpec:
     """For a local process: start the next restart's process while the current one works
     (`evaluate` turns it on unless `--no-spare`; never when a model is named, see
     `wants_spare`)."""
+    runtime: str | None = None
+    """`--runtime NAME`: a runtime registered by name (an installed plugin's) instead of one
+    of the four above; it reads its settings from `runtime_options`."""
+    runtime_options: tuple[tuple[str, str], ...] = ()
+    """`--runtime-option KEY=VALUE` for `runtime`: only the keys it declares (`options`)."""
+
+    @property
+    def kind(self) -> str:
+        """The registered runtime this spec asks for: the one its option names."""
+        if self.runtime is not None:
+            return self.runtime
+        if self.image is not None:
+            return "docker"
+        if self.endpoint is not None:
+            return "endpoint"
+        return "command" if self.command is not None else "process"
 
     @property
     def name(self) -> str:
@@ -64,7 +82,7 @@ class RuntimeSpec:
             from apmbench.harness.runtimes.command import command_name
 
             return command_name(self.command, Path.cwd())
-        return self.system or self.image or self.endpoint or "endpoint"
+        return self.system or self.image or self.endpoint or self.runtime or "endpoint"
 
     @property
     def label(self) -> str:
@@ -73,21 +91,22 @@ class RuntimeSpec:
 
     def check_system(self) -> None:
         """Refuse an unknown registered name before anything starts."""
-        given = (self.system, self.endpoint, self.image, self.command)
+        given = (self.system, self.endpoint, self.image, self.command, self.runtime)
         if sum(x is not None for x in given) != 1:
             raise ConfigError(
                 "give exactly one of --system NAME, --command 'CMD {address}', "
-                "--endpoint ADDRESS or --image IMAGE"
+                "--endpoint ADDRESS, --image IMAGE or --runtime NAME"
             )
+        if self.runtime_options and self.runtime is None:
+            raise ConfigError("--runtime-option: only with --runtime NAME")
         if self.system is None or ":" in self.system:
             return
-        from apmbench.adapters.systems import REGISTRY
+        from apmbench.adapters.systems import SYSTEM_REGISTRY, UnknownSystem
 
-        if self.system not in REGISTRY:
-            known = ", ".join(sorted(REGISTRY))
-            raise ConfigError(
-                f"unknown system {self.system!r}: use one of {known}, or 'package.module:ClassName'"
-            )
+        try:
+            SYSTEM_REGISTRY.entry(self.system)
+        except UnknownSystem as e:
+            raise ConfigError(str(e)) from e
 
 
 def make_runtime(
@@ -100,48 +119,14 @@ def make_runtime(
     """The runtime for `spec`; its logs go under `run_dir`/logs. A sandboxed process sees
     neither `run_dir` nor `hidden` (the dataset) nor the synthetic cache."""
     spec.check_system()
-    if spec.image is not None:
-        # Imported here: the docker SDK loads only for container runs.
-        from apmbench.harness.runtimes.docker.runtime import DockerRuntime
-
-        return DockerRuntime(
-            spec.image,
-            run_dir,
-            deadlines,
-            spec.container,
-            startup_timeout_s,
-            max_log_bytes=spec.max_log_bytes,
+    runtime = RUNTIME_REGISTRY.load(spec.kind)
+    unknown = sorted({key for key, _ in spec.runtime_options} - set(runtime.options))
+    if unknown:
+        takes = ", ".join(sorted(runtime.options)) or "none"
+        raise ConfigError(
+            f"runtime {spec.kind!r} takes no option {', '.join(unknown)} (it takes: {takes})"
         )
-    if spec.endpoint is not None:
-        return EndpointRuntime(spec.endpoint, deadlines, startup_timeout_s)
-    if spec.command is not None:
-        from apmbench.harness.runtimes.command import command_process
-
-        return command_process(
-            spec.command,
-            run_dir / "logs" / "system.log",
-            deadlines,
-            startup_timeout_s,
-            sandbox=spec.sandbox,
-            env=spec.env,
-            hidden=(*hidden, run_dir),
-            share_net=spec.sandbox_net,
-            max_log_bytes=spec.max_log_bytes,
-            spare=wants_spare(spec),
-        )
-    assert spec.system is not None
-    return sandboxed_process(
-        spec.system,
-        run_dir / "logs" / "system.log",
-        deadlines,
-        startup_timeout_s,
-        sandbox=spec.sandbox,
-        env=spec.env,
-        hidden=(*hidden, run_dir),
-        share_net=spec.sandbox_net,
-        max_log_bytes=spec.max_log_bytes,
-        spare=wants_spare(spec),
-    )
+    return runtime.from_spec(spec, Launch(run_dir, deadlines, startup_timeout_s, hidden))
 
 
 MODEL_ENV = "APMBENCH_VLM_MODEL"

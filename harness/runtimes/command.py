@@ -21,10 +21,11 @@ import shlex
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.runtimes.base import Launch
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 from apmbench.harness.runtimes.process import ProcessRuntime
 from apmbench.harness.runtimes.sandbox import (
@@ -37,6 +38,9 @@ from apmbench.harness.runtimes.sandbox import (
     labelled_dirs,
     parse_env,
 )
+
+if TYPE_CHECKING:
+    from apmbench.harness.runtimes import RuntimeSpec
 
 ADDRESS = "{address}"
 """Replaced in the command by the server's gRPC address, `unix:/path/to/sock`."""
@@ -169,6 +173,24 @@ class CommandRuntime(ProcessRuntime):
     """Runs an arbitrary server command; restartable like `--system` processes."""
 
     kind = "command"
+
+    @classmethod
+    def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> CommandRuntime:
+        from apmbench.harness.runtimes import wants_spare
+
+        assert spec.command is not None
+        return command_process(
+            spec.command,
+            launch.run_dir / "logs" / "system.log",
+            launch.deadlines,
+            launch.startup_timeout_s,
+            sandbox=spec.sandbox,
+            env=spec.env,
+            hidden=(*launch.hidden, launch.run_dir),
+            share_net=spec.sandbox_net,
+            max_log_bytes=spec.max_log_bytes,
+            spare=wants_spare(spec),
+        )
 
     def __init__(
         self,

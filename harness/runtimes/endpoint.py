@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
-from apmbench.harness.runtimes.base import Runtime
+from apmbench.harness.runtimes.base import Launch, Runtime
+
+if TYPE_CHECKING:
+    from apmbench.harness.runtimes import RuntimeSpec
 
 
 class EndpointRuntime(Runtime):
     kind = "endpoint"
+
+    @classmethod
+    def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> EndpointRuntime:
+        assert spec.endpoint is not None
+        return cls(spec.endpoint, launch.deadlines, launch.startup_timeout_s)
 
     def __init__(self, address: str, deadlines: Deadlines, startup_timeout_s: float = 30.0) -> None:
         self.address = address

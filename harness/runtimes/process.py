@@ -22,8 +22,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import psutil
 
@@ -31,10 +32,13 @@ from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes import owned_dirs
-from apmbench.harness.runtimes.base import Runtime
+from apmbench.harness.runtimes.base import Launch, Runtime
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
-from apmbench.harness.runtimes.sandbox import Sandbox, unconfined
+from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, Sandbox, unconfined
 from apmbench.harness.stopping import uninterrupted
+
+if TYPE_CHECKING:
+    from apmbench.harness.runtimes import RuntimeSpec
 
 DIR_BASE = "/tmp"
 DIR_PREFIX = "apm-"
@@ -65,6 +69,36 @@ class ProcessRuntime(Runtime):
     bound_socket_dir = True
     """False only in tests that show what the bound stops: the sandbox then binds the host's
     socket directory read-write, unbounded, as it once did."""
+
+    @classmethod
+    def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> ProcessRuntime:
+        from apmbench.harness.runtimes import wants_spare
+
+        assert spec.system is not None
+        return sandboxed_process(
+            served_target(spec.system),
+            launch.run_dir / "logs" / "system.log",
+            launch.deadlines,
+            launch.startup_timeout_s,
+            sandbox=spec.sandbox,
+            env=spec.env,
+            hidden=(*launch.hidden, launch.run_dir),
+            share_net=spec.sandbox_net,
+            max_log_bytes=spec.max_log_bytes,
+            spare=wants_spare(spec),
+        )
+
+    @classmethod
+    def confinement_facts(cls, recorded: Mapping[str, Any]) -> dict[str, Any] | None:
+        sandbox = recorded.get("sandbox")
+        if not sandbox or not sandbox.get("confined"):
+            # A process run from before the sandbox existed was unconfined too.
+            return {"confined": False, "note": UNCONFINED_NOTE}
+        return {
+            "confined": True,
+            "tool": sandbox.get("tool", "bubblewrap"),
+            "network": sandbox.get("network", "none"),
+        }
 
     def __init__(
         self,
@@ -450,6 +484,17 @@ def _pump(stream: IO[bytes], section: LogSection) -> None:
             section.write(chunk)
     with contextlib.suppress(OSError):
         stream.close()
+
+
+def served_target(system: str) -> str:
+    """What the process is told to serve: a built-in name or a "module:Class" as given, a
+    plugin's registered name as its "module:Class". The sandbox binds the plugin's package
+    (as for any "module:Class") but not its distribution's metadata, which names it."""
+    from apmbench.adapters.systems import SYSTEM_REGISTRY, SYSTEMS
+
+    if ":" in system or system in SYSTEMS:
+        return system
+    return SYSTEM_REGISTRY.entry(system).target
 
 
 def sandboxed_process(

@@ -488,16 +488,13 @@ def python_policy(
 
 def confinement(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
     """report.json's `sandbox` entry from a run's manifest: whether the system process was
-    confined. None for runtimes the harness does not sandbox this way (endpoint, image)."""
+    confined, as the runtime that ran it says (`Runtime.confinement_facts`). None for
+    runtimes the harness does not sandbox this way (endpoint, image), and for a runtime
+    no longer installed."""
+    from apmbench.harness.runtimes.registry import RUNTIME_REGISTRY
+
     runtime = manifest.get("runtime") or {}
-    if runtime.get("kind") not in ("process", "command"):
+    kind = runtime.get("kind")
+    if not isinstance(kind, str) or kind not in RUNTIME_REGISTRY:
         return None
-    recorded = runtime.get("sandbox")
-    if not recorded or not recorded.get("confined"):
-        # A process run from before the sandbox existed was unconfined too.
-        return {"confined": False, "note": UNCONFINED_NOTE}
-    return {
-        "confined": True,
-        "tool": recorded.get("tool", "bubblewrap"),
-        "network": recorded.get("network", "none"),
-    }
+    return RUNTIME_REGISTRY.load(kind).confinement_facts(runtime)

@@ -209,3 +209,59 @@ def test_the_checks_catch_what_they_guard(tmp_path: Path) -> None:
     bad.write_text('KIND = "ERA"\nfrom apmbench.harness.errors import DatasetError\n')
     assert "ERA" in _strings_and_names(bad)
     assert "apmbench.harness.errors" in _all_imports(bad)
+
+
+# The modules that register names ("module:object" targets) in a Registry; only the
+# registry imports a module by name, so a target string elsewhere is an import that the
+# folder order above cannot see.
+REGISTRIES = {
+    "harness/suites/__init__.py",
+    "harness/media/renderers.py",
+    "harness/runtimes/registry.py",
+    "adapters/systems/__init__.py",
+}
+_TARGET = re.compile(r"apmbench\.[\w.]+:[\w.]+")
+
+
+def _named_modules(path: Path) -> list[str]:
+    """ "apmbench.x:y" strings in the file, and calls to import_module / __import__."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if _TARGET.fullmatch(node.value):
+                found.append(node.value)
+        elif isinstance(node, ast.Attribute | ast.Name):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id
+            if name in ("import_module", "__import__"):
+                found.append(name)
+    return found
+
+
+def _string_imports(paths: dict[str, Path]) -> dict[str, list[str]]:
+    return {
+        rel: hits
+        for rel, path in paths.items()
+        if rel not in REGISTRIES and rel != "adapters/sdk/registry.py"
+        if (hits := _named_modules(path))
+    }
+
+
+def test_modules_are_named_as_strings_only_through_the_registry() -> None:
+    paths = {str(p.relative_to(ROOT)): p for p in MODULES.values()}
+    assert _string_imports(paths) == {}
+
+
+def test_a_planted_string_import_fails(tmp_path: Path) -> None:
+    hidden = tmp_path / "hidden.py"
+    hidden.write_text(
+        "import importlib\n"
+        "TARGET = 'apmbench.harness.suites.egoprobe.synth:render_frames'\n"
+        "def load():\n    return importlib.import_module('x')\n"
+    )
+    found = _string_imports({"harness/media/hidden.py": hidden})
+    assert found == {
+        "harness/media/hidden.py": [
+            "apmbench.harness.suites.egoprobe.synth:render_frames",
+            "import_module",
+        ]
+    }

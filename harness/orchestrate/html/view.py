@@ -30,8 +30,8 @@ from apmbench.harness.orchestrate.html.queries import (
     read_jsonl,
 )
 from apmbench.harness.orchestrate.scoring import dataset_for_run
-from apmbench.harness.reports.confinement import confinement_lines
 from apmbench.harness.reports.format import size
+from apmbench.harness.reports.head import head_lines
 from apmbench.harness.reports.tradeoff_plot import Point
 from apmbench.harness.run import records
 from apmbench.harness.scoring.judge.reference import reference_note
@@ -113,12 +113,12 @@ def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
     suite = suite_of_runs(runs)
     compared = [ComparedRun(r.root, r.label, r.manifest, r.report) for r in runs]
     notes = [f"compared despite: {m}" for m in mismatches(runs)] if len(runs) > 1 else []
-    # What every report says at its top (audit flags, unverified storage, a known seed,
-    # confinement) comes first here too.
+    # What every report says at its top (the dataset, persistence, judge, audit flags,
+    # unverified storage, a known seed, confinement) comes first here too.
     notes += [
         f"{run.label}: {line.replace('**', '')}"
         for run in runs
-        for line in confinement_lines(run.report, run.manifest)
+        for line in head_lines(run.report, run.manifest)
         if line
     ]
     queries: list[QueryRow] = []

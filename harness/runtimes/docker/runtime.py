@@ -21,7 +21,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import docker
 import docker.errors
@@ -34,7 +34,7 @@ from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, EngineError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes import seccomp
-from apmbench.harness.runtimes.base import Runtime
+from apmbench.harness.runtimes.base import Launch, Runtime
 from apmbench.harness.runtimes.docker import leftovers, socketdir
 from apmbench.harness.runtimes.docker.canary import run_canary
 from apmbench.harness.runtimes.docker.engine import (
@@ -50,6 +50,9 @@ from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.runtimes.docker.socketdir import SocketDir, SocketRefused
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 from apmbench.harness.stopping import uninterrupted
+
+if TYPE_CHECKING:
+    from apmbench.harness.runtimes import RuntimeSpec
 
 T = TypeVar("T")
 MOUNT = "/run/apmbench"
@@ -90,6 +93,18 @@ class DockerRuntime(Runtime):
     """Runs `image` with the hardened defaults of `settings`; output goes to `log_path`."""
 
     kind = "docker"
+
+    @classmethod
+    def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> DockerRuntime:
+        assert spec.image is not None
+        return cls(
+            spec.image,
+            launch.run_dir,
+            launch.deadlines,
+            spec.container,
+            launch.startup_timeout_s,
+            max_log_bytes=spec.max_log_bytes,
+        )
 
     def __init__(
         self,

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
+from apmbench.harness.reports.confinement import persistence
 from apmbench.harness.reports.format import num, size, table
 from apmbench.harness.scoring.judge.reference import LABEL, reference_note
 from apmbench.harness.suites.apmbench import tasks
@@ -58,7 +59,7 @@ def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
                 "label": r.label,
                 "run_dir": str(r.root),
                 "system": r.manifest["system"]["name"],
-                "persistence": r.manifest["settings"].get("persistence"),
+                "persistence": persistence(r.manifest),
                 "families": {f: rep["families"][f]["score"] for f in tasks.FAMILIES},
                 "overall": rep["overall"]["score"],
                 "tasks": {t: v["score"] for t, v in rep["tasks"].items()},

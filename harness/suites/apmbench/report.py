@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apmbench.harness.reports.confinement import confinement_lines, storage_verified
-from apmbench.harness.reports.format import NOT_COMPUTED, dataset_line, num, size, table
+from apmbench.harness.reports.confinement import storage_verified
+from apmbench.harness.reports.format import NOT_COMPUTED, num, size, table
 from apmbench.harness.scoring.judge.reference import reference_note
 from apmbench.harness.suites.apmbench import tasks
 
@@ -139,12 +139,11 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
     lines = [
         f"# APM-Bench report: {system}",
         "",
-        f"{dataset_line(manifest)}, "
-        f"persistence `{manifest['settings']['persistence']}`, "
-        f"harness {manifest['harness_version']}, protocol {manifest['protocol_version']}. "
+        # The dataset, persistence, judge and confinement lines come before this: the run
+        # pipeline writes them for every suite (reports/head.py).
+        f"Harness {manifest['harness_version']}, protocol {manifest['protocol_version']}. "
         f"`{NOT_COMPUTED}` = not computed (reasons below and in report.json).",
         "",
-        *confinement_lines(report, manifest),
         *_reference_lines(report),
         "## Utility, latency and storage (paper Table 3)",
         "",

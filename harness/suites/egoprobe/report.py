@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from apmbench.harness.reports.format import dataset_line, num, size, table
+from apmbench.harness.reports.format import num, size, table
 from apmbench.harness.suites.base import ComparedRun
 from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES
 from apmbench.harness.suites.egoprobe.metrics import EVENT_GROUPS, FINE_EVENT_GROUPS
@@ -83,7 +83,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
     lines = [
         f"# EgoProbe report: {manifest.get('system', {}).get('name', '?')}",
         "",
-        f"{dataset_line(manifest)}; chance: {report['chance']['single_turn']}% "
+        f"Chance: {report['chance']['single_turn']}% "
         f"single-turn, {report['chance']['r1']}% R1, {report['chance']['two_turn']}% two-turn.",
         "",
         "## Single-turn accuracy (%)",

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from apmbench.harness.reports.format import dataset_line, num, size, table
+from apmbench.harness.reports.format import num, size, table
 from apmbench.harness.suites.base import ComparedRun
 from apmbench.harness.suites.proactegomem import prompts
 from apmbench.harness.suites.proactegomem.metrics import IOU_TAUS, START_TAUS
@@ -71,7 +71,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
     lines = [
         f"# ProactEgoMem report: {manifest.get('system', {}).get('name', '?')}",
         "",
-        f"{dataset_line(manifest)}{_track(report)}. Similarity in the matcher: "
+        f"{_track(report)}Similarity in the matcher: "
         f"{report['similarity']}. Matching: {_matching(report['matching'])}.",
         "",
         f"Per-step view: {_view(report)}.",
@@ -148,7 +148,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
 
 def _track(report: Mapping[str, Any]) -> str:
     track = report.get("track")
-    return f"; track {track}" if track else ""
+    return f"Track: {track}. " if track else ""
 
 
 def _view(report: Mapping[str, Any]) -> str:

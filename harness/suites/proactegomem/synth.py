@@ -35,6 +35,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from apmbench.adapters.systems.proact_world import (
+    DIGIT_CELL,
+    DIGIT_PITCH,
+    DIGIT_X,
+    DIGIT_Y,
+    FONT,
+    HEADER_H,
+    OBJECTS,
+    PALETTE,
+    PANELS,
+    SURFACES,
+)
 from apmbench.harness.errors import ConfigError, DatasetError
 from apmbench.harness.paths import cached_dataset
 from apmbench.harness.suites.proactegomem.dataset import BENCHMARK, FORMAT_VERSION, OPTION_IDS
@@ -43,59 +55,13 @@ GENERATOR = "proactegomem-synth"
 GENERATOR_VERSION = 3
 WIDTH, HEIGHT, SIDE = 320, 240, 56
 
-# Every colour a detector looks for (devices lit, objects, panel headers) is at least 60
-# from every other colour drawn in quantity (Chebyshev distance; a test checks), so a
-# pixel reader with a tolerance of 40 never mistakes one for another.
-# ST: device name -> its colour when on; off, it shows at a third of that.
-PALETTE: dict[str, tuple[int, int, int]] = {
-    "tap": (40, 120, 240),
-    "lamp": (250, 220, 40),
-    "stove": (240, 60, 40),
-    "fan": (50, 210, 90),
-    "kettle": (200, 70, 220),
-}
+# The colours, the panel header and the digit font come from the table the proact-rules
+# reader uses too (apmbench.adapters.systems.proact_world); the layout is the generator's.
 SLOTS = ((30, 40), (130, 40), (230, 40), (80, 150), (180, 150))
-# LT: objects and the surfaces they are placed on.
-OBJECTS: dict[str, tuple[int, int, int]] = {
-    "keys": (0, 255, 255),
-    "wallet": (150, 0, 0),
-    "phone": (0, 0, 140),
-    "glasses": (255, 0, 150),
-    "mug": (255, 140, 0),
-}
-SURFACES: dict[str, tuple[int, int, int]] = {
-    "table": (150, 100, 60),
-    "shelf": (200, 200, 200),
-    "counter": (90, 160, 150),
-    "drawer": (100, 60, 120),
-    "sofa": (60, 90, 40),
-}
 SURFACE_SLOTS = ((8, 20), (112, 20), (216, 20), (56, 140), (164, 140))
 SURFACE_W, SURFACE_H, OBJECT_SIDE = 96, 70, 22
-# IC: panels by their header colour; the card shows a number in a 5x7 font.
-PANELS: dict[str, tuple[int, int, int]] = {
-    "receipt": (0, 150, 0),
-    "timetable": (255, 255, 120),
-    "label": (120, 0, 255),
-    "poster": (0, 90, 180),
-    "screen": (160, 255, 0),
-}
-PANEL_X, PANEL_Y, PANEL_W, HEADER_H, CARD_H = 85, 70, 150, 20, 70
+PANEL_X, PANEL_Y, PANEL_W, CARD_H = 85, 70, 150, 70
 CARD, INK = (235, 235, 235), (20, 20, 20)
-DIGIT_CELL, DIGIT_X, DIGIT_Y, DIGIT_PITCH = 5, 27, 37, 35
-"""Font cell in pixels; the first digit's offset from the panel's corner; digit pitch."""
-FONT = {
-    "0": ("01110", "10001", "10011", "10101", "11001", "10001", "01110"),
-    "1": ("00100", "01100", "00100", "00100", "00100", "00100", "01110"),
-    "2": ("01110", "10001", "00001", "00010", "00100", "01000", "11111"),
-    "3": ("11111", "00010", "00100", "00010", "00001", "10001", "01110"),
-    "4": ("00010", "00110", "01010", "10010", "11111", "00010", "00010"),
-    "5": ("11111", "10000", "11110", "00001", "00001", "10001", "01110"),
-    "6": ("00110", "01000", "10000", "11110", "10001", "10001", "01110"),
-    "7": ("11111", "00001", "00010", "00100", "01000", "01000", "01000"),
-    "8": ("01110", "10001", "10001", "01110", "10001", "10001", "01110"),
-    "9": ("01110", "10001", "10001", "01111", "00001", "00010", "01100"),
-}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,62 @@
+"""What every report of every suite states at its top, written by the run pipeline.
+
+The dataset's identity, the persistence mode, the judge, and every
+relaxation of confinement (`confinement_lines`) are facts of the run, not of
+a benchmark: the pipeline puts them at the head of report.md (after the
+suite's title), into report.json (`header`), at the top of report.html and
+into compare.md and compare.json, so a suite can neither forget nor
+reword them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from apmbench.harness.reports.confinement import confinement_lines, persistence, storage_verified
+from apmbench.harness.reports.format import dataset_line
+
+
+def judge_label(manifest: Mapping[str, Any]) -> str:
+    """The judge the run was scored with: its kind and what names it (model, endpoint)."""
+    judge = (manifest.get("scoring") or {}).get("judge") or {"kind": "none"}
+    described = ", ".join(f"{k}={v}" for k, v in judge.items() if k != "kind")
+    return f"`{judge.get('kind', 'none')}`" + (f" ({described})" if described else "")
+
+
+def header(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """report.json's `header`: the same facts as the head of report.md, as fields."""
+    dataset = manifest.get("dataset")
+    sandbox = report.get("sandbox")
+    return {
+        "dataset": {
+            "name": dataset.get("name") if isinstance(dataset, Mapping) else dataset,
+            "hash": manifest.get("dataset_hash"),
+        },
+        "persistence": persistence(manifest),
+        "storage_verified": storage_verified(manifest),
+        "judge": (manifest.get("scoring") or {}).get("judge") or {"kind": "none"},
+        "confined": None if sandbox is None else bool(sandbox.get("confined")),
+        "notes": [line.replace("**", "") for line in confinement_lines(report, manifest) if line],
+    }
+
+
+def identity_line(manifest: Mapping[str, Any]) -> str:
+    return (
+        f"{dataset_line(manifest)}; persistence `{persistence(manifest)}`; "
+        f"judge {judge_label(manifest)}."
+    )
+
+
+def head_lines(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
+    """The head of report.md: the identity line, then every confinement line."""
+    return [identity_line(manifest), "", *confinement_lines(report, manifest)]
+
+
+def with_head(markdown: str, head: Sequence[str]) -> str:
+    """`markdown` with `head` after its title (its first line, when that is a `# ` heading)."""
+    block = "\n".join(head).rstrip("\n") + "\n\n"
+    if markdown.startswith("# "):
+        title, _, rest = markdown.partition("\n")
+        return f"{title}\n\n{block}{rest.lstrip(chr(10))}"
+    return block + markdown
