@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import DatasetError
+from apmbench.harness.suites import DEFAULT
 
 WITHHELD = "withheld"
 SPLIT_RECORD = "split.json"
@@ -37,7 +38,10 @@ def is_public(root: Path) -> bool:
 def public_name(doc: Mapping[str, Any]) -> dict[str, str]:
     """The public part's name: a synthetic dataset's own name carries its seed, which
     regenerates every label."""
-    return {"name": f"{doc.get('benchmark')}-synthetic-public"} if "generator" in doc else {}
+    if "generator" not in doc:
+        return {}
+    # APM-Bench's own format names no benchmark: it is the default suite.
+    return {"name": f"{doc.get('benchmark') or DEFAULT}-synthetic-public"}
 
 
 def write_doc(root: Path, doc: Mapping[str, Any]) -> None:

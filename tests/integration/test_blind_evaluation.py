@@ -105,8 +105,13 @@ def blind(
 def test_blind_scores_equal_the_ordinary_run(blind: dict[str, Any]) -> None:
     scored, ordinary = blind["scored"], blind["ordinary"]
     assert set(scored) == set(ordinary)
-    for key in set(ordinary) - set(MEASURED):
+    for key in set(ordinary) - set(MEASURED) - {"header"}:
         assert scored[key] == ordinary[key], key
+    # The header names the data the run saw: the public part, not the labelled dataset.
+    assert {**scored["header"], "dataset": None} == {**ordinary["header"], "dataset": None}
+    public = json.loads((blind["public"] / "dataset.json").read_text())
+    assert scored["header"]["dataset"]["name"] == public["name"]
+    assert scored["header"]["dataset"]["hash"] != ordinary["header"]["dataset"]["hash"]
     if blind["suite"] == "apmbench":
         judged = [t for t in ("ERA", "MPA", "PRM", "RCR", "TPG") if scored["tasks"][t]["score"]]
         assert judged, "the judged tasks scored nothing: the comparison would not show them"
