@@ -103,9 +103,12 @@ def test_a_filled_template_runs_and_scores_blind(
     assert result.exit_code == 0, result.output
     a = json.loads((ordinary / "report.json").read_text())
     b = json.loads((scored / "report.json").read_text())
-    assert {k: v for k, v in a.items() if k != "latency"} == {
-        k: v for k, v in b.items() if k != "latency"
+    assert {k: v for k, v in a.items() if k not in ("latency", "header")} == {
+        k: v for k, v in b.items() if k not in ("latency", "header")
     }
+    # The header names the data each run saw: the public part has its own hash.
+    assert {**a["header"], "dataset": None} == {**b["header"], "dataset": None}
+    assert a["header"]["dataset"]["hash"] != b["header"]["dataset"]["hash"]
     assert "answer" not in (public / "dataset.json").read_text()
 
 
