@@ -71,8 +71,9 @@ _RULES = (
     Rule(
         "R10",
         "Well-formed items",
-        "a frame has an encoding, a size and data (RGB24: width*height*3 bytes); a user turn "
-        "has a kind. Anything else is INVALID_ARGUMENT.",
+        "a frame has an encoding, a size and data (RGB24: width*height*3 bytes; JPEG: data "
+        "that begins with the SOI marker FF D8); a user turn has a kind. Anything else is "
+        "INVALID_ARGUMENT.",
     ),
     Rule(
         "R11",
@@ -98,7 +99,8 @@ _RULES = (
         "A server that declares `resumes_sessions` includes the open session in a state exported "
         "while it is open; after ImportState of such a state (in this process or a new one) that "
         "session is open again, with the same session_id and the clock at its last item "
-        "(StartSession, frame or user turn), and the system behaves as it did at the export",
+        "(StartSession, frame or user turn: a Query is not part of the state, R5), and the system "
+        "behaves as it did at the export",
     ),
     Rule(
         "PRECEDENCE",
@@ -124,7 +126,7 @@ _RULES = (
         "Health service",
         "the empty service name reports SERVING once the system is loaded and ready",
     ),
-    Rule("REFLECTION", "Server reflection", "and is recommended to serve server reflection"),
+    Rule("REFLECTION", "Server reflection", "It is recommended to serve server reflection"),
     Rule(
         "STATUS",
         "Status codes",
