@@ -181,6 +181,7 @@ class CommandRuntime(ProcessRuntime):
         sandbox: Sandbox | None = None,
         max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
         spare: bool = False,
+        spare_budget_bytes: int | None = None,
     ) -> None:
         super().__init__(
             command,
@@ -191,6 +192,7 @@ class CommandRuntime(ProcessRuntime):
             sandbox=sandbox,
             max_log_bytes=max_log_bytes,
             spare=spare,
+            spare_budget_bytes=spare_budget_bytes,
         )
         self.command = command
         self.cwd = Path(os.path.realpath(cwd or Path.cwd()))
@@ -227,6 +229,7 @@ def command_process(
     share_net: bool = False,
     max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
     spare: bool = False,
+    spare_budget_bytes: int | None = None,
 ) -> CommandRuntime:
     """`--command` as `evaluate` and `check` start it: sandboxed like `--system` (see
     `sandboxed_process`), or unconfined with `--no-sandbox`, which every report then says."""
@@ -238,11 +241,12 @@ def command_process(
         return CommandRuntime(
             command, log_path, deadlines, startup_timeout_s, cwd=where,
             env={**os.environ, **extra}, max_log_bytes=max_log_bytes, spare=spare,
+            spare_budget_bytes=spare_budget_bytes,
         )  # fmt: skip
     words, executable = parse_command(command, where)
     policy = command_policy(words, executable, where, (*hidden, cache_root()), allowed_env(extra))
     policy = dataclasses.replace(policy, share_net=share_net)
     return CommandRuntime(
         command, log_path, deadlines, startup_timeout_s, cwd=where, sandbox=Sandbox(policy),
-        max_log_bytes=max_log_bytes, spare=spare,
+        max_log_bytes=max_log_bytes, spare=spare, spare_budget_bytes=spare_budget_bytes,
     )  # fmt: skip

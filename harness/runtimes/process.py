@@ -13,6 +13,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import json
+import math
 import os
 import shutil
 import signal
@@ -73,6 +75,7 @@ class ProcessRuntime(Runtime):
         sandbox: Sandbox | None = None,
         max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
         spare: bool = False,
+        spare_budget_bytes: int | None = None,
     ) -> None:
         self.system = system
         self.max_log_bytes = max_log_bytes
@@ -89,6 +92,7 @@ class ProcessRuntime(Runtime):
         self._pump: threading.Thread | None = None
         self.spare = spare
         self._spares: collections.deque[_Launch] = collections.deque()
+        self.spares = SparePlan(spare_budget_bytes)
         self._serving = 0
         # Every directory and process this runtime made, recorded in the same
         # uninterrupted step that made it: a stop signal landing after that step but
@@ -112,6 +116,7 @@ class ProcessRuntime(Runtime):
     def start(self) -> SystemClient:
         if self._proc is not None:
             raise RuntimeStartError("process runtime already started: use restart()")
+        asked = time.monotonic()
         launch: _Launch | None = None
         while launch is None and self._spares:
             launch = self._spares.popleft()
@@ -141,6 +146,7 @@ class ProcessRuntime(Runtime):
             ) from e
         self._check_socket()
         self._client = client
+        self.spares.served(launch, asked, time.monotonic())
         return client
 
     def _sandbox_hint(self) -> str:
@@ -213,11 +219,12 @@ class ProcessRuntime(Runtime):
                 target=_pump, args=(proc.stdout, log), name="system-log", daemon=True
             )
             pump.start()
-        return _Launch(self.starts, directory, proc, log, pump)
+        return _Launch(self.starts, directory, proc, log, pump, time.monotonic())
 
     SPARES = 2
-    """Spares kept ready: a fork that stops at its question can end before one spare has
-    started, so the next restart would still wait; two start during two segments."""
+    """Spares kept ready at least: a fork that stops at its question can end before one
+    spare has started, so the next restart would still wait; two start during two
+    segments. More when a start takes longer than the segments (`SparePlan`)."""
 
     SOCKET_POLL_S = 0.002
 
@@ -295,8 +302,11 @@ class ProcessRuntime(Runtime):
 
     def restart(self) -> SystemClient:
         self._kill()
+        self.spares.restarted(time.monotonic())
         client = self.start()
-        while self.spare and len(self._spares) < self.SPARES:
+        if self.spare and self.spares.per_start_bytes is None and self._proc is not None:
+            self.spares.measure(self._proc.pid)
+        while self.spare and len(self._spares) < self.spares.wanted(self.SPARES):
             # The next restarts' processes start now, while this one works: their
             # interpreter, imports and server set-up overlap with the sessions instead of
             # delaying the restarts. Each is a new process in its own sandbox and socket
@@ -314,6 +324,8 @@ class ProcessRuntime(Runtime):
                 if proc is not None and proc.poll() is None:
                     _terminate(proc)
                 shutil.rmtree(directory, ignore_errors=True)
+        if self.starts:
+            self.spares.write(self.log_path.parent / STARTS_FILE, self.starts)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -370,6 +382,8 @@ class _Launch:
     proc: subprocess.Popen[bytes]
     log: LogSection
     pump: threading.Thread
+    launched: float
+    """time.monotonic() when its process was started."""
 
     def discard(self) -> None:
         """Stop it, never used: its held-back output is dropped with its directory."""
@@ -377,6 +391,93 @@ class _Launch:
         self.pump.join(5.0)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+STARTS_FILE = "starts.json"
+"""Beside the system's log: how many starts there were and how long each was waited for."""
+WAITED_S = 0.1
+"""A start the harness waited longer than this for counts as waited for (a promoted spare
+that was already serving answers its health check in milliseconds)."""
+
+
+class SparePlan:
+    """How many spares to keep, and what the starts cost: enough that the next restarts
+    find a process that finished its start-up during the previous segments (the measured
+    start time over the measured time between restarts, plus one), at most as many as
+    the memory budget holds (the measured memory of a serving process tree, the model
+    included), and never more than MAX."""
+
+    MAX = 8
+    FIRST_GAP_S = 1.0
+    """The time between restarts assumed before two were seen: a run's first segments
+    are often short forks, and a spare started late is waited for."""
+
+    def __init__(self, budget_bytes: int | None) -> None:
+        self.budget_bytes = budget_bytes
+        self.start_s: float | None = None
+        self.gap_s: float | None = None
+        self.per_start_bytes: int | None = None
+        self._last_restart: float | None = None
+        self._average_s: float | None = None
+        self.waits: list[float] = []
+
+    def budget(self) -> int:
+        if self.budget_bytes is not None:
+            return self.budget_bytes
+        # Half of what the host has free when the first start is measured: the rest is the
+        # serving process's and the harness's.
+        return int(psutil.virtual_memory().available // 2)
+
+    def served(self, launch: _Launch, asked: float, ready: float) -> None:
+        self.waits.append(ready - asked)
+        if launch.launched >= asked:  # a cold start: its whole start-up was waited for
+            self.start_s = ready - launch.launched
+
+    def restarted(self, now: float) -> None:
+        if self._last_restart is not None:
+            gap = now - self._last_restart
+            # A moving average, but a run of short forks is answered at once: forks' short
+            # segments and the main pass's long ones mix.
+            average = gap if self._average_s is None else 0.7 * self._average_s + 0.3 * gap
+            self._average_s = average
+            self.gap_s = min(average, gap)
+        self._last_restart = now
+
+    def measure(self, pid: int) -> None:
+        """The serving process tree's resident memory (its model included)."""
+        try:
+            root = psutil.Process(pid)
+            tree = [root, *root.children(recursive=True)]
+            total = 0
+            for proc in tree:
+                with contextlib.suppress(psutil.Error):
+                    total += proc.memory_info().rss
+        except psutil.Error:
+            return
+        self.per_start_bytes = max(total, 1)
+
+    def wanted(self, minimum: int) -> int:
+        want = minimum
+        if self.start_s is not None:
+            gap = self.gap_s or self.FIRST_GAP_S
+            want = max(want, math.ceil(self.start_s / max(gap, 0.05)) + 1)
+        want = min(want, self.MAX)
+        if self.per_start_bytes is not None:
+            want = min(want, self.budget() // self.per_start_bytes)
+        return max(want, 0)
+
+    def record(self, starts: int) -> dict[str, Any]:
+        return {
+            "starts": starts,
+            "waited": sum(1 for w in self.waits if w > WAITED_S),
+            "waited_s": round(sum(self.waits), 3),
+            "cold_start_s": None if self.start_s is None else round(self.start_s, 3),
+            "per_start_bytes": self.per_start_bytes,
+        }
+
+    def write(self, path: Path, starts: int) -> None:
+        with contextlib.suppress(OSError):
+            path.write_text(json.dumps(self.record(starts)) + "\n")
 
 
 def _pump(stream: IO[bytes], section: LogSection) -> None:
@@ -399,6 +500,7 @@ def sandboxed_process(
     share_net: bool = False,
     max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
     spare: bool = False,
+    spare_budget_bytes: int | None = None,
 ) -> ProcessRuntime:
     """`--system SPEC` as `evaluate` and `check` start it: in a bubblewrap sandbox that sees
     none of `hidden` (plus the synthetic cache), with only the allowlisted environment and
@@ -417,6 +519,7 @@ def sandboxed_process(
             env={**os.environ, **extra},
             max_log_bytes=max_log_bytes,
             spare=spare,
+            spare_budget_bytes=spare_budget_bytes,
         )
     policy = python_policy(system, (*hidden, cache_root()), allowed_env(extra))
     policy = dataclasses.replace(policy, share_net=share_net)
@@ -428,4 +531,5 @@ def sandboxed_process(
         sandbox=Sandbox(policy),
         max_log_bytes=max_log_bytes,
         spare=spare,
+        spare_budget_bytes=spare_budget_bytes,
     )

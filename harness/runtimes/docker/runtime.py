@@ -16,7 +16,9 @@ harness killed before it could are removed by the next start (`leftovers`).
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -100,7 +102,11 @@ class DockerRuntime(Runtime):
         startup_timeout_s: float = 120.0,
         stop_timeout_s: float = 5.0,
         max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
+        spare: bool = False,
+        spare_budget_bytes: int | None = None,
     ) -> None:
+        from apmbench.harness.runtimes.process import SparePlan
+
         self.max_log_bytes = max_log_bytes
         self.image_ref = image
         self.run_dir = run_dir
@@ -121,6 +127,13 @@ class DockerRuntime(Runtime):
         self._container: Container | None = None
         self._logs: LogStream | None = None
         self._client: SystemClient | None = None
+        # Containers started ahead of the restarts that will use them, each with its own
+        # socket directory (which only it mounts) on network none: nothing of the serving
+        # container reaches a spare, and a spare gets no request before it is promoted.
+        self.spare = spare
+        self._spares: collections.deque[_Box] = collections.deque()
+        self.spares = SparePlan(spare_budget_bytes)
+        self._spare_number = 0
 
     # -- Runtime ---------------------------------------------------------------
 
@@ -160,11 +173,54 @@ class DockerRuntime(Runtime):
         return client
 
     def restart(self) -> SystemClient:
+        from apmbench.harness.runtimes.process import ProcessRuntime
+
         self._remove_container()
-        return self._launch()
+        self.spares.restarted(time.monotonic())
+        box = None
+        while box is None and self._spares:
+            box = self._spares.popleft()
+            if not _box_running(box):
+                self._discard(box)  # it died while waiting: the next one, or a new one
+                box = None
+        client = self._launch(box)
+        if self.spare and self.spares.per_start_bytes is None:
+            self.spares.per_start_bytes = self._memory_of(self._container)
+        while self.spare and len(self._spares) < self.spares.wanted(ProcessRuntime.SPARES):
+            self._spare_number += 1
+            name = leftovers.container_name(self.key, f"{self._part}-s{self._spare_number}")
+            self._spares.append(self._create(name))
+        return client
+
+    def _memory_of(self, container: Container | None) -> int | None:
+        """The container's memory use (its model included), from the engine's stats."""
+        if container is None:
+            return None
+        try:
+            stats = container.stats(stream=False)
+        except (docker.errors.APIError, requests.RequestException):
+            return None
+        if not isinstance(stats, dict):
+            return None
+        used = (stats.get("memory_stats") or {}).get("usage")
+        return int(used) if used else None
+
+    def _discard(self, box: _Box) -> None:
+        with uninterrupted():
+            with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+                box.container.stop(timeout=int(self.stop_timeout_s))
+            leftovers.remove(box.container)
+            box.dir.remove()
 
     def stop(self) -> None:
         self._remove_container()
+        with uninterrupted():
+            while self._spares:
+                self._discard(self._spares.popleft())
+        if self.starts:
+            from apmbench.harness.runtimes.process import STARTS_FILE
+
+            self.spares.write(self.log_path.parent / STARTS_FILE, self.starts)
         if self._engine is not None:
             self._engine.close()
             self._engine = None
@@ -220,16 +276,8 @@ class DockerRuntime(Runtime):
                 "harness as root"
             )
 
-    def _overflowed(self, what: str) -> None:
-        """The socket directory's watch (harness not root) found it over its bound."""
-        container = self._container
-        if container is not None:
-            with contextlib.suppress(docker.errors.APIError, requests.RequestException):
-                container.kill()
-
-    def _run_options(self, name: str) -> dict[str, Any]:
+    def _run_options(self, name: str, directory: SocketDir) -> dict[str, Any]:
         s = self.settings
-        assert self._dir is not None
         # An image's VOLUMEs would otherwise be anonymous volumes on the host's disk,
         # unbounded; a tmpfs there dies with the container like /tmp does. The engine
         # keeps the image directory's mode, so the owner must be the container's user.
@@ -240,11 +288,11 @@ class DockerRuntime(Runtime):
         options: dict[str, Any] = {
             "name": name,
             "labels": leftovers.labels(
-                self.key, self.run_dir, self._part, self.owner, self._dir.path
+                self.key, self.run_dir, self._part, self.owner, directory.path
             ),
             "environment": {**dict(s.env), "APMBENCH_ADDRESS": ADDRESS_IN_CONTAINER},
             "mounts": [
-                Mount(MOUNT, str(self._dir.path), type="bind", read_only=False),
+                Mount(MOUNT, str(directory.path), type="bind", read_only=False),
                 *(Mount(m.container, m.host, type="bind", read_only=m.read_only) for m in s.mounts),
             ],
             "network_mode": s.network,
@@ -283,32 +331,42 @@ class DockerRuntime(Runtime):
             options["device_requests"] = [request]
         return options
 
-    def _launch(self) -> SystemClient:
-        engine, image = self._engine, self._image
-        assert engine is not None and image is not None
-        name = leftovers.container_name(self.key, self._part)
+    def _create(self, name: str) -> _Box:
+        """A container created and started in a fresh socket directory, not waited for."""
+        engine = self._engine
+        assert engine is not None and self._image is not None
         self._remove_own(engine, name)
-        self._remove_dir()
         uid, gid = _uid_gid(self.settings.user)
+        box: list[Container] = []
+
+        def overflowed(what: str) -> None:
+            # The socket directory's watch (harness not root) found it over its bound.
+            for container in box:
+                with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+                    container.kill()
+
         # A stop signal between making the socket directory or the container and keeping
         # it would leak it.
         with uninterrupted():
-            self._dir = SocketDir.create(uid, gid, on_overflow=self._overflowed)
+            directory = SocketDir.create(uid, gid, on_overflow=overflowed)
             try:
                 # By id, not tag: exactly the image recorded in the manifest, even
                 # if the tag is moved while the run goes on.
-                container = engine.containers.create(self.image_id, **self._run_options(name))
+                container = engine.containers.create(
+                    self.image_id, **self._run_options(name, directory)
+                )
             except docker.errors.APIError as e:
-                self._remove_dir()
+                directory.remove()
                 raise EngineError(
                     f"the engine refused to create a container of {self.image_ref}: "
                     f"{e.explanation or e}"
                 ) from e
+            box.append(container)
             try:
                 container.start()
             except docker.errors.APIError as e:
                 leftovers.remove(container)
-                self._remove_dir()
+                directory.remove()
                 text = str(e.explanation or e)
                 if NO_GPU_DRIVER in text:
                     raise EngineError(
@@ -318,17 +376,31 @@ class DockerRuntime(Runtime):
                         "then restart dockerd), or run a CPU image with --gpus none"
                     ) from e
                 raise EngineError(f"the engine could not start {self.image_ref}: {text}") from e
-            self._container = container
-        self.starts += 1
+            self.starts += 1
+            return _Box(name, directory, container, self.starts, time.monotonic())
+
+    def _launch(self, spare: _Box | None = None) -> SystemClient:
+        asked = time.monotonic()
+        engine = self._engine
+        assert engine is not None
+        self._remove_dir()
+        if spare is None:
+            spare = self._create(leftovers.container_name(self.key, self._part))
+        self._dir, self._container = spare.dir, spare.container
+        name = spare.name
+        container = spare.container
+        # Its output reaches the log only now: a spare's start-up lines come with its promotion.
         self._logs = LogStream(
             container,
             self.log_path,
-            f"container {name} ({self.image_ref}) start #{self.starts}",
+            f"container {name} ({self.image_ref}) start #{spare.number}",
             self.max_log_bytes,
         ).start()
-        deadline = time.monotonic() + self.startup_timeout_s
+        deadline = spare.launched + self.startup_timeout_s
         try:
-            pinned = self._dir.wait_socket(self.startup_timeout_s, alive=self._running)
+            pinned = self._dir.wait_socket(
+                max(deadline - time.monotonic(), 1.0), alive=self._running
+            )
         except SocketRefused as e:
             self._fail(f"was refused: {e}")
         except (ChildProcessError, TimeoutError) as e:
@@ -344,6 +416,10 @@ class DockerRuntime(Runtime):
             )
         except errors.Unavailable as e:
             self._fail(f"did not become ready: {e}")
+        ready = time.monotonic()
+        self.spares.waits.append(ready - asked)
+        if spare.launched >= asked:
+            self.spares.start_s = ready - spare.launched
         return client
 
     def _running(self) -> bool:
@@ -459,3 +535,22 @@ class DockerRuntime(Runtime):
         found, self._dir = self._dir, None
         if found is not None:
             found.remove()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Box:
+    """A started container and its socket directory: its name, start number and when."""
+
+    name: str
+    dir: SocketDir
+    container: Container
+    number: int
+    launched: float
+
+
+def _box_running(box: _Box) -> bool:
+    try:
+        box.container.reload()
+    except (docker.errors.APIError, requests.RequestException):
+        return False
+    return box.container.status in ("created", "running")
