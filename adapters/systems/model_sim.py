@@ -14,10 +14,13 @@ time. `model-sim` reproduces those costs and nothing else:
   system, `text-log` by default), so its scores are that system's.
 
 The weights live in the directory `APMBENCH_VLM_MODEL` names, as a model's do
-(the sandbox binds it read-only), else in ~/.cache/apmbench-model-sim. A
-missing file is generated there once (deterministic bytes, written beside
-and renamed into place); a sandboxed start cannot write there, so generate
-it first: `python -m apmbench.adapters.systems.model_sim prepare [DIR]`.
+(the sandbox binds it read-only; a container gets it with --mount), else in
+~/.cache/apmbench-model-sim. A missing file is generated there once
+(deterministic bytes, written beside and renamed into place); generate it
+first with `python -m apmbench.adapters.systems.model_sim prepare [DIR]`.
+Where no model is named and the home directory is not writable (a sandbox, a
+container's read-only root), each start generates it in its own temp dir:
+it then costs a write too.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from apmbench.adapters.sdk import (
@@ -131,8 +134,12 @@ def load_weights(settings: SimSettings) -> str:
     sidecar = path.with_suffix(".sha256")
     if not (path.exists() and sidecar.exists()):
         try:
-            prepare_weights(settings.weights_dir, settings.weights_mb)
+            path = prepare_weights(settings.weights_dir, settings.weights_mb)
         except OSError as e:
+            if settings.weights_dir == DEFAULT_DIR:
+                # No model named, no writable home: this start's own temp dir.
+                here = Path(tempfile.gettempdir()) / "apmbench-model-sim"
+                return load_weights(replace(settings, weights_dir=here))
             raise InvalidArgument(
                 f"model-sim: no weights at {path} and the directory is not writable here ({e}); "
                 "generate them first with `python -m apmbench.adapters.systems.model_sim "
