@@ -249,6 +249,8 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
                 push=opts.push,
             )
             check_settings(settings, info, rt)
+            if persistence is Persistence.RESTART:
+                rt.expect_restarts()
             ids = [t.trajectory_id for t in dataset.trajectories]
             rerun = sampled_trajectories(opts.audit, ids) if opts.audit is not None else set()
             prepared = Prepared(

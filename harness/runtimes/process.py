@@ -304,6 +304,13 @@ class ProcessRuntime(Runtime):
         self._kill()
         self.spares.restarted(time.monotonic())
         client = self.start()
+        self._top_up()
+        return client
+
+    def expect_restarts(self) -> None:
+        self._top_up()
+
+    def _top_up(self) -> None:
         if self.spare and self.spares.per_start_bytes is None and self._proc is not None:
             self.spares.measure(self._proc.pid)
         while self.spare and len(self._spares) < self.spares.wanted(self.SPARES):
@@ -312,7 +319,6 @@ class ProcessRuntime(Runtime):
             # delaying the restarts. Each is a new process in its own sandbox and socket
             # directory, gets no request before it is promoted, and serves one start only.
             self._spares.append(self._launch(spare=True))
-        return client
 
     def stop(self) -> None:
         self._kill()

@@ -173,8 +173,6 @@ class DockerRuntime(Runtime):
         return client
 
     def restart(self) -> SystemClient:
-        from apmbench.harness.runtimes.process import ProcessRuntime
-
         self._remove_container()
         self.spares.restarted(time.monotonic())
         box = None
@@ -184,13 +182,21 @@ class DockerRuntime(Runtime):
                 self._discard(box)  # it died while waiting: the next one, or a new one
                 box = None
         client = self._launch(box)
+        self._top_up()
+        return client
+
+    def expect_restarts(self) -> None:
+        self._top_up()
+
+    def _top_up(self) -> None:
+        from apmbench.harness.runtimes.process import ProcessRuntime
+
         if self.spare and self.spares.per_start_bytes is None:
             self.spares.per_start_bytes = self._memory_of(self._container)
         while self.spare and len(self._spares) < self.spares.wanted(ProcessRuntime.SPARES):
             self._spare_number += 1
             name = leftovers.container_name(self.key, f"{self._part}-s{self._spare_number}")
             self._spares.append(self._create(name))
-        return client
 
     def _memory_of(self, container: Container | None) -> int | None:
         """The container's memory use (its model included), from the engine's stats."""
