@@ -22,7 +22,8 @@ from apmbench.harness.suites.base import Suite, SuiteDataset
 class Projection:
     trajectories: int
     starts: int
-    """System starts in the run's persistence mode (the first one included)."""
+    """System starts that serve, in the run's persistence mode (the first one included;
+    spares started and never used are not counted)."""
     frames: int
     """Frames pushed, forks and replays included."""
     queries: int
@@ -85,6 +86,6 @@ def project(
                 stop = last_ask if final and segment.stop_after_last_ask else None
                 times = frame_times(trajectory.sessions[index], fps)
                 frames += sum(1 for t in times if stop is None or t <= stop)
-    if persistence is not Persistence.RESTART:
-        starts = 1 if count else 0
+    # The first start, before any segment; in `restart` mode each segment's sessions add one.
+    starts = 1 + starts if persistence is Persistence.RESTART else 1
     return Projection(count, starts, frames, queries, start_s, spare)

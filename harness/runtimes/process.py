@@ -475,6 +475,7 @@ class SparePlan:
     def record(self, starts: int) -> dict[str, Any]:
         return {
             "starts": starts,
+            "served": len(self.waits),
             "waited": sum(1 for w in self.waits if w > WAITED_S),
             "waited_s": round(sum(self.waits), 3),
             "cold_start_s": None if self.start_s is None else round(self.start_s, 3),
