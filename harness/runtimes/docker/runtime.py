@@ -20,8 +20,10 @@ import collections
 import contextlib
 import dataclasses
 import os
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -131,7 +133,11 @@ class DockerRuntime(Runtime):
         # socket directory (which only it mounts) on network none: nothing of the serving
         # container reaches a spare, and a spare gets no request before it is promoted.
         self.spare = spare
-        self._spares: collections.deque[_Box] = collections.deque()
+        # Created off the main thread: a container's create and start are engine calls of
+        # a second or more on a loaded host, which a restart would otherwise wait for.
+        self._spares: collections.deque[Future[_Box]] = collections.deque()
+        self._work: ThreadPoolExecutor | None = None
+        self._count = threading.Lock()
         self.spares = SparePlan(spare_budget_bytes)
         self._spare_number = 0
 
@@ -174,14 +180,19 @@ class DockerRuntime(Runtime):
 
     def restart(self) -> SystemClient:
         self._remove_container()
-        self.spares.restarted(time.monotonic())
+        asked = time.monotonic()
+        self.spares.restarted(asked)
         box = None
         while box is None and self._spares:
-            box = self._spares.popleft()
+            try:
+                box = self._spares.popleft().result()
+            except (EngineError, docker.errors.APIError, requests.RequestException):
+                box = None  # this spare could not be made: the next one, or a new one
+                continue
             if not _box_running(box):
                 self._discard(box)  # it died while waiting: the next one, or a new one
                 box = None
-        client = self._launch(box)
+        client = self._launch(box, asked)
         self._top_up()
         return client
 
@@ -196,7 +207,9 @@ class DockerRuntime(Runtime):
         while self.spare and len(self._spares) < self.spares.wanted(ProcessRuntime.SPARES):
             self._spare_number += 1
             name = leftovers.container_name(self.key, f"{self._part}-s{self._spare_number}")
-            self._spares.append(self._create(name))
+            if self._work is None:
+                self._work = ThreadPoolExecutor(max_workers=2, thread_name_prefix="spares")
+            self._spares.append(self._work.submit(self._create, name, False))
 
     def _memory_of(self, container: Container | None) -> int | None:
         """The container's memory use (its model included), from the engine's stats."""
@@ -220,9 +233,14 @@ class DockerRuntime(Runtime):
 
     def stop(self) -> None:
         self._remove_container()
+        work, self._work = self._work, None
+        if work is not None:
+            work.shutdown(wait=True)  # every spare being made is made, then discarded
         with uninterrupted():
             while self._spares:
-                self._discard(self._spares.popleft())
+                future = self._spares.popleft()
+                if future.exception() is None:
+                    self._discard(future.result())
         if self.starts:
             from apmbench.harness.runtimes.process import STARTS_FILE
 
@@ -337,8 +355,10 @@ class DockerRuntime(Runtime):
             options["device_requests"] = [request]
         return options
 
-    def _create(self, name: str) -> _Box:
-        """A container created and started in a fresh socket directory, not waited for."""
+    def _create(self, name: str, guarded: bool = True) -> _Box:
+        """A container created and started in a fresh socket directory, not waited for.
+        Off the main thread (`guarded` False) no stop signal can cut it: the signal is
+        raised in the main thread, whose stop() waits for this and removes what it made."""
         engine = self._engine
         assert engine is not None and self._image is not None
         self._remove_own(engine, name)
@@ -353,7 +373,7 @@ class DockerRuntime(Runtime):
 
         # A stop signal between making the socket directory or the container and keeping
         # it would leak it.
-        with uninterrupted():
+        with uninterrupted() if guarded else contextlib.nullcontext():
             directory = SocketDir.create(uid, gid, on_overflow=overflowed)
             try:
                 # By id, not tag: exactly the image recorded in the manifest, even
@@ -382,11 +402,13 @@ class DockerRuntime(Runtime):
                         "then restart dockerd), or run a CPU image with --gpus none"
                     ) from e
                 raise EngineError(f"the engine could not start {self.image_ref}: {text}") from e
-            self.starts += 1
-            return _Box(name, directory, container, self.starts, time.monotonic())
+            with self._count:
+                self.starts += 1
+                number = self.starts
+            return _Box(name, directory, container, number, time.monotonic())
 
-    def _launch(self, spare: _Box | None = None) -> SystemClient:
-        asked = time.monotonic()
+    def _launch(self, spare: _Box | None = None, asked: float | None = None) -> SystemClient:
+        asked = time.monotonic() if asked is None else asked
         engine = self._engine
         assert engine is not None
         self._remove_dir()
