@@ -204,8 +204,9 @@ if TYPE_CHECKING:
     default=None,
     metavar="SIZE",
     help="Memory all spares together may hold (e.g. 8g), each measured once serving, its "
-    "model included. Default: half of the host's available memory. For a model on a GPU, "
-    "give what the GPU can hold beside the serving copy, or --no-spare.",
+    "model included. Default: half of the host's available memory, and for a system on a "
+    "GPU what nvidia-smi says the GPU holds beside it (a --gpus container: no spare). A "
+    "value given here stands for the GPU's memory too.",
 )
 @judge_options(default_judge=AUTO)
 @process_options

@@ -450,7 +450,8 @@ class SparePlan:
         self._last_restart = now
 
     def measure(self, pid: int) -> None:
-        """The serving process tree's resident memory (its model included)."""
+        """The serving process tree's resident memory (its model included); and, if it holds
+        a GPU, the cap its GPU memory sets (`gpu_cap`)."""
         try:
             root = psutil.Process(pid)
             tree = [root, *root.children(recursive=True)]
@@ -461,6 +462,14 @@ class SparePlan:
         except psutil.Error:
             return
         self.per_start_bytes = max(total, 1)
+        pids = {p.pid for p in tree}
+        if any(_holds_gpu(p) for p in pids):
+            self.gpu_cap = gpu_spares(pids, _nvidia_smi())
+
+    gpu_cap: int | None = None
+    """Spares the GPU holds beside the serving process (None: it holds no GPU). Without
+    nvidia-smi to say, 0: a second copy of a model could run the GPU out of memory, unless
+    the user gave a budget (`--spare-memory`), which then stands for the GPU's too."""
 
     def wanted(self, minimum: int) -> int:
         want = minimum
@@ -468,6 +477,8 @@ class SparePlan:
             gap = self.gap_s or self.FIRST_GAP_S
             want = max(want, math.ceil(self.start_s / max(gap, 0.05)) + 1)
         want = min(want, self.MAX)
+        if self.gpu_cap is not None and self.budget_bytes is None:
+            want = min(want, self.gpu_cap)
         if self.per_start_bytes is not None:
             want = min(want, self.budget() // self.per_start_bytes)
         return max(want, 0)
@@ -485,6 +496,52 @@ class SparePlan:
     def write(self, path: Path, starts: int) -> None:
         with contextlib.suppress(OSError):
             path.write_text(json.dumps(self.record(starts)) + "\n")
+
+
+def _holds_gpu(pid: int) -> bool:
+    """Whether the process has an NVIDIA device open (a CUDA context)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/dev/nvidia"):
+                return True
+    return False
+
+
+def _nvidia_smi() -> tuple[str, str] | None:
+    """nvidia-smi's compute apps (pid, MiB used) and free memory per GPU (MiB), as CSV."""
+    try:
+        apps = subprocess.run(
+            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout  # fmt: skip
+        free = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return apps, free
+
+
+def gpu_spares(pids: set[int], smi: tuple[str, str] | None) -> int:
+    """How many more copies of what `pids` hold on the GPU fit in its free memory (the least
+    free GPU counts: which one a spare lands on is the system's choice); 0 when unknown."""
+    if smi is None:
+        return 0
+    apps, free = smi
+    used = 0
+    for line in apps.splitlines():
+        pid, _, mib = (x.strip() for x in line.partition(","))
+        if pid.isdigit() and int(pid) in pids and mib.isdigit():
+            used += int(mib)
+    frees = [int(x) for x in free.split() if x.strip().isdigit()]
+    if used <= 0 or not frees:
+        return 0
+    return min(frees) // used
 
 
 def _pump(stream: IO[bytes], section: LogSection) -> None:

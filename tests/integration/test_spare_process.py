@@ -18,6 +18,7 @@ from apmbench.harness.runtimes.process import (
     ProcessRuntime,
     SparePlan,
     _Launch,
+    gpu_spares,
     sandboxed_process,
 )
 from apmbench.harness.runtimes.sandbox import find_bwrap
@@ -140,3 +141,16 @@ def test_a_model_named_runtime_keeps_spares_within_its_budget(tmp_path: Path) ->
     assert len(rt._spares) == 0  # a budget of one byte holds no process
     rt.restart().describe()
     rt.stop()
+
+
+def test_a_gpu_holds_as_many_spares_as_its_free_memory() -> None:
+    apps = "4242, 6000\n4243, 1000\n999, 30000\n"  # the serving tree holds 7000 MiB
+    assert gpu_spares({4242, 4243}, (apps, "15000\n40000\n")) == 2  # the least free GPU
+    assert gpu_spares({4242}, (apps, "5000\n")) == 0
+    assert gpu_spares({4242}, None) == 0  # no nvidia-smi: no second copy of a model
+    assert gpu_spares({1}, (apps, "80000\n")) == 0  # nothing measured on the GPU
+    plan = SparePlan(budget_bytes=None)
+    plan.start_s, plan.gpu_cap = 10.0, 1
+    assert plan.wanted(2) == 1
+    plan.budget_bytes = 1 << 40  # a budget the user gave stands for the GPU's too
+    assert plan.wanted(2) == SparePlan.MAX

@@ -139,6 +139,10 @@ class DockerRuntime(Runtime):
         self._work: ThreadPoolExecutor | None = None
         self._count = threading.Lock()
         self.spares = SparePlan(spare_budget_bytes)
+        if self.settings.gpus.wanted:
+            # The engine does not say what a container holds on its GPU: without a budget
+            # from the user, no second copy of a model is started beside it.
+            self.spares.gpu_cap = 0
         self._spare_number = 0
 
     # -- Runtime ---------------------------------------------------------------
