@@ -69,6 +69,10 @@ def _run(mini: Path, out: Path, network: str) -> list[dict[str, Any]]:
     return [json.loads(r["raw_output"]) for r in rows]
 
 
+def starts_served(out: Path) -> int:
+    return int(json.loads((out / "logs" / "starts.json").read_text())["served"])
+
+
 def _own_mounts() -> list[str]:
     """This harness's socket-directory mounts (named by its pid; other runs share the host)."""
     return [m for m in socket_mounts() if Path(m).name.startswith(f"apmd-{os.getpid()}-")]
@@ -88,6 +92,12 @@ def test_a_spare_container_hears_nothing_from_the_one_serving(
     said = _run(mini, out, "none")
     assert sum(s["seen"] for s in said) > 0  # it had something to hand over
     assert _promoted_spares(out) > 0  # the restarts were served by spares
+    # One section per served start, in the order the spares were promoted, though the
+    # container before each was taken down while it served.
+    log = (out / "logs" / "system.log").read_text()
+    assert len(re.findall(r"^--- container ", log, re.MULTILINE)) == starts_served(out)
+    spares = [int(n) for n in re.findall(r"^--- container \S+-s(\d+) \(", log, re.MULTILINE)]
+    assert spares == sorted(spares)
     assert not any(s["recalled"] for s in said), "a spare container heard the serving one"
     starts = json.loads((out / "logs" / "starts.json").read_text())
     assert starts["starts"] > starts["waited"]

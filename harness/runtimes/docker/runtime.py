@@ -137,6 +137,8 @@ class DockerRuntime(Runtime):
         # a second or more on a loaded host, which a restart would otherwise wait for.
         self._spares: collections.deque[Future[_Box]] = collections.deque()
         self._work: ThreadPoolExecutor | None = None
+        self._retiring: Future[None] | None = None
+        self._retired: list[Container] = []
         self._count = threading.Lock()
         self.spares = SparePlan(spare_budget_bytes)
         if self.settings.gpus.wanted:
@@ -183,8 +185,11 @@ class DockerRuntime(Runtime):
         return client
 
     def restart(self) -> SystemClient:
-        self._remove_container()
         asked = time.monotonic()
+        if self.spare:
+            self._retire()
+        else:
+            self._remove_container()
         self.spares.restarted(asked)
         box = None
         while box is None and self._spares:
@@ -203,6 +208,49 @@ class DockerRuntime(Runtime):
     def expect_restarts(self) -> None:
         self._top_up()
 
+    def _worker(self) -> ThreadPoolExecutor:
+        if self._work is None:
+            self._work = ThreadPoolExecutor(max_workers=3, thread_name_prefix="spares")
+        return self._work
+
+    def _retire(self) -> None:
+        """Stop and remove the serving container off the main thread: the next one (a
+        spare, already started beside it on its own network namespace) serves meanwhile.
+        Its log section closes first; the next start's output is held back until then."""
+        with uninterrupted():
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+            container, logs, directory = self._container, self._logs, self._dir
+            self._container, self._logs, self._dir = None, None, None
+            if container is None:
+                if directory is not None:
+                    directory.remove()
+                return
+            self._retired.append(container)
+            self._retiring = self._worker().submit(
+                self._take_down, container, logs, directory, self._retiring
+            )
+
+    def _take_down(
+        self,
+        container: Container,
+        logs: LogStream | None,
+        directory: SocketDir | None,
+        before: Future[None] | None,
+    ) -> None:
+        if before is not None:
+            with contextlib.suppress(Exception):
+                before.result()  # sections close in start order
+        with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+            container.stop(timeout=int(self.stop_timeout_s))
+        if logs is not None:
+            logs.join()
+        with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+            leftovers.remove(container)
+        if directory is not None:
+            directory.remove()
+
     def _top_up(self) -> None:
         from apmbench.harness.runtimes.process import ProcessRuntime
 
@@ -211,9 +259,7 @@ class DockerRuntime(Runtime):
         while self.spare and len(self._spares) < self.spares.wanted(ProcessRuntime.SPARES):
             self._spare_number += 1
             name = leftovers.container_name(self.key, f"{self._part}-s{self._spare_number}")
-            if self._work is None:
-                self._work = ThreadPoolExecutor(max_workers=2, thread_name_prefix="spares")
-            self._spares.append(self._work.submit(self._create, name, False))
+            self._spares.append(self._worker().submit(self._create, name, False))
 
     def _memory_of(self, container: Container | None) -> int | None:
         """The container's memory use (its model included), from the engine's stats."""
@@ -236,10 +282,21 @@ class DockerRuntime(Runtime):
             box.dir.remove()
 
     def stop(self) -> None:
+        retiring = self._retiring
+        if retiring is not None:
+            # The serving start's section is held back until the one before is closed.
+            with contextlib.suppress(Exception):
+                retiring.result()
         self._remove_container()
         work, self._work = self._work, None
         if work is not None:
             work.shutdown(wait=True)  # every spare being made is made, then discarded
+        self._retiring = None
+        with uninterrupted():
+            # A take-down the engine refused part of: removed again (gone already is fine).
+            while self._retired:
+                with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+                    leftovers.remove(self._retired.pop())
         with uninterrupted():
             while self._spares:
                 future = self._spares.popleft()
@@ -422,12 +479,18 @@ class DockerRuntime(Runtime):
         name = spare.name
         container = spare.container
         # Its output reaches the log only now: a spare's start-up lines come with its promotion.
+        retiring = self._retiring
         self._logs = LogStream(
             container,
             self.log_path,
             f"container {name} ({self.image_ref}) start #{spare.number}",
             self.max_log_bytes,
+            deferred=retiring is not None,
         ).start()
+        if retiring is not None:
+            section = self._logs.section
+            assert section is not None
+            retiring.add_done_callback(lambda _: section.activate())
         deadline = spare.launched + self.startup_timeout_s
         try:
             pinned = self._dir.wait_socket(
