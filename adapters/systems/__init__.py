@@ -110,6 +110,13 @@ SYSTEMS: dict[str, SystemRecord] = {
         BENCHMARKS,
         _LOCAL_MODEL_ENV,
     ),
+    # The yardstick of restart's price (docs/performance.md): text-log's memory at a
+    # model's cost (a weights file read and checksummed, a load wait, time per call).
+    "model-sim": SystemRecord(
+        "apmbench.adapters.systems.model_sim:ModelSim",
+        "that of APMBENCH_SIM_MEMORY (text-log), at a model's cost per start, frame and query",
+        _TEMPLATE_ANSWERERS,
+    ),
     # ProactEgoMem's rule-based pixel reader (the synthetic clips' devices).
     "proact-rules": SystemRecord(
         "apmbench.adapters.systems.proact_rules:ProactRules",

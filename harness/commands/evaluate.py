@@ -212,10 +212,20 @@ if TYPE_CHECKING:
 @click.option(
     "--no-spare",
     is_flag=True,
-    help="With a --system or --command process in restart mode: do not start the next "
-    "process (new, empty, in its own sandbox) while the current one works; each restart "
-    "then waits for a whole start-up. Default: a spare is started, except when "
-    "APMBENCH_VLM_MODEL names a model (the spare would hold a second copy of it).",
+    help="In restart mode: do not start the next processes or containers (new, empty, each "
+    "in its own sandbox or container) while the current one works; each restart then waits "
+    "for a whole start-up. Default: spares are started, as many as the measured start time "
+    "over the time between restarts asks for, within --spare-memory (a model-based system's "
+    "too); never on a shared network (--sandbox-net, a container network other than none).",
+)
+@click.option(
+    "--spare-memory",
+    default=None,
+    metavar="SIZE",
+    help="Memory all spares together may hold (e.g. 8g), each measured once serving, its "
+    "model included. Default: half of the host's available memory, and for a system on a "
+    "GPU what nvidia-smi says the GPU holds beside it (a --gpus container: no spare). A "
+    "value given here stands for the GPU's memory too.",
 )
 @judge_options(default_judge=AUTO)
 @process_options
@@ -283,6 +293,7 @@ def settings_of(
     ray_address: str | None,
     ray_gpus: float,
     no_spare: bool,
+    spare_memory: str | None,
     image: str | None,
     container: ContainerSettings,
     sandbox: bool,
@@ -332,6 +343,7 @@ def settings_of(
         sandbox_net=sandbox_net,
         max_log_bytes=caps.max_log_bytes,
         spare=not no_spare,
+        spare_budget=_spare_budget(spare_memory),
         runtime=runtime,
         runtime_options=_key_values(runtime_option),
     )
@@ -639,3 +651,12 @@ def _run_with_bar(opts: EvaluateOptions, run_evaluation: Callable[..., Evaluatio
         )
         result = run_evaluation(opts, callbacks)
     return result
+
+
+def _spare_budget(text: str | None) -> int | None:
+    from apmbench.harness.runtimes.docker.settings import parse_size
+
+    if text is None:
+        return None
+    size = parse_size(text, "--spare-memory")
+    return 1 << 62 if size is None else size  # 'none': no bound

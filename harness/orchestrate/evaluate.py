@@ -16,6 +16,7 @@ import datetime as dt
 import os
 import platform
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -25,7 +26,7 @@ from typing import Any
 import grpc
 
 from apmbench.adapters.sdk.types import PROTOCOL_VERSION, SystemInfo
-from apmbench.harness import __version__
+from apmbench.harness import __version__, logs
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.orchestrate.scoring import score_run, scoring_record
@@ -122,6 +123,8 @@ class Prepared:
     judge: ChatBackend | None
     rerun: frozenset[str]
     """Trajectories the audit reruns in restart mode."""
+    start_s: float = 0.0
+    """The first start's time, launch to SERVING (the projected cost uses it)."""
 
     def todo(self) -> list[Trajectory]:
         return [
@@ -234,7 +237,9 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
             (opts.dataset, run.root),
         )
         with runtime as rt:
+            started = time.monotonic()
             client = rt.start()
+            start_s = time.monotonic() - started
             info = client.describe()
             persistence = opts.persistence or (
                 Persistence.RESTART if rt.can_restart else Persistence.RESET
@@ -249,11 +254,14 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
                 resume_forks=opts.resume_forks,
             )
             check_settings(settings, info, rt)
+            if persistence is Persistence.RESTART:
+                rt.expect_restarts()
             ids = [t.trajectory_id for t in dataset.trajectories]
             rerun = sampled_trajectories(opts.audit, ids) if opts.audit is not None else set()
             prepared = Prepared(
-                opts, suite, dataset, run, rt, client, info, settings, judge, frozenset(rerun)
-            )
+                opts, suite, dataset, run, rt, client, info, settings, judge, frozenset(rerun),
+                start_s,
+            )  # fmt: skip
             run.prepare(_manifest(prepared), opts.resume)
             yield prepared
     except BaseException:
@@ -364,11 +372,37 @@ def finish(p: Prepared, progress: Progress) -> Evaluation:
     return Evaluation(p.run.root, report)
 
 
+def _say_cost(p: Prepared, todo: list[Trajectory]) -> None:
+    """The projected cost, before the first trajectory (stderr's progress log), with the
+    settings that would cut it."""
+    from apmbench.harness.orchestrate.cost import project
+
+    cost = project(
+        p.suite, p.dataset, todo, p.settings.persistence,
+        p.info.capabilities.supports_import, p.opts.frames.fps, p.start_s,
+        bool(getattr(p.runtime, "spare", False)),
+    )  # fmt: skip
+    log = logs.get("evaluate")
+    log.info(
+        "projected cost",
+        trajectories=cost.trajectories,
+        starts=cost.starts,
+        frames=cost.frames,
+        queries=cost.queries,
+        start_s=round(cost.start_s, 2),
+        starts_s=round(cost.start_total_s, 1),
+        spares=cost.spare,
+    )
+    for advice in cost.advice(p.settings.persistence):
+        log.info("to cut it", advice=advice)
+
+
 def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluation:
     progress = progress or Progress()
     with prepare(opts) as p:
         todo = p.todo()
         total = len(p.dataset.trajectories)
+        _say_cost(p, todo)
         progress.trajectories(total, total - len(todo))
         for trajectory in todo:
             run_trajectory(p, trajectory, progress)

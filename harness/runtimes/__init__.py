@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,9 +52,11 @@ class RuntimeSpec:
     """The system's output kept per start (`--max-log-size`); the rest is dropped with a
     notice. None: all of it."""
     spare: bool = False
-    """For a local process: start the next restart's process while the current one works
-    (`evaluate` turns it on unless `--no-spare`; never when a model is named, see
-    `wants_spare`)."""
+    """For a local process or a container: start the next restarts' processes while the
+    current one works (`evaluate` turns it on unless `--no-spare`; see `wants_spare`)."""
+    spare_budget: int | None = None
+    """`--spare-memory`: the memory all spares together may hold (each is measured once
+    serving, its model included); None: half of the host's available memory."""
     runtime: str | None = None
     """`--runtime NAME`: a runtime registered by name (an installed plugin's) instead of one
     of the four above; it reads its settings from `runtime_options`."""
@@ -133,11 +134,14 @@ MODEL_ENV = "APMBENCH_VLM_MODEL"
 
 
 def wants_spare(spec: RuntimeSpec, environ: Mapping[str, str] | None = None) -> bool:
-    """Whether restarts get a spare process: asked for, not on the host's network, and no
-    model named for the system. A spare lives beside the serving process: sandboxed, each
-    has its own network namespace, but on the host's network (`--sandbox-net`) the
-    serving one could hand its memory to it over a socket. And a spare loads at its start
-    whatever the system loads: a second copy of a model while the current one serves."""
-    env = os.environ if environ is None else environ
-    named = MODEL_ENV in env or any(e.partition("=")[0] == MODEL_ENV for e in spec.env)
-    return spec.spare and not spec.sandbox_net and not named
+    """Whether restarts get spares: asked for, and no network the serving system and a
+    spare share. A spare lives beside the serving process: sandboxed, each has its own
+    network namespace (a container on network `none` too), but on the host's network
+    (`--sandbox-net`, a container network) the serving one could hand its memory to it
+    over a socket. A spare loads at its start whatever the system loads, a model too: how
+    many spares there are is bounded by `spare_budget` (`SparePlan`), not by whether a
+    model is named (`environ` is kept for callers that pass one)."""
+    del environ
+    if spec.image is not None:
+        return spec.spare and spec.container.network == "none"
+    return spec.spare and not spec.sandbox_net

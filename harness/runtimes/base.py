@@ -81,6 +81,10 @@ class Runtime(ABC):
         """Called before each trajectory; a runtime may name what it starts after it
         (the Docker runtime names containers per run and trajectory)."""
 
+    def expect_restarts(self) -> None:  # noqa: B027 - optional hook
+        """Called once the run knows it restarts the system (`restart` persistence): a
+        runtime with spares may start them now, before the first restart asks."""
+
     def __enter__(self) -> Runtime:
         return self
 

@@ -190,6 +190,7 @@ class CommandRuntime(ProcessRuntime):
             share_net=spec.sandbox_net,
             max_log_bytes=spec.max_log_bytes,
             spare=wants_spare(spec),
+            spare_budget_bytes=spec.spare_budget,
         )
 
     def __init__(
@@ -204,6 +205,7 @@ class CommandRuntime(ProcessRuntime):
         sandbox: Sandbox | None = None,
         max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
         spare: bool = False,
+        spare_budget_bytes: int | None = None,
     ) -> None:
         super().__init__(
             command,
@@ -214,6 +216,7 @@ class CommandRuntime(ProcessRuntime):
             sandbox=sandbox,
             max_log_bytes=max_log_bytes,
             spare=spare,
+            spare_budget_bytes=spare_budget_bytes,
         )
         self.command = command
         self.cwd = Path(os.path.realpath(cwd or Path.cwd()))
@@ -250,6 +253,7 @@ def command_process(
     share_net: bool = False,
     max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
     spare: bool = False,
+    spare_budget_bytes: int | None = None,
 ) -> CommandRuntime:
     """`--command` as `evaluate` and `check` start it: sandboxed like `--system` (see
     `sandboxed_process`), or unconfined with `--no-sandbox`, which every report then says."""
@@ -261,6 +265,7 @@ def command_process(
         return CommandRuntime(
             command, log_path, deadlines, startup_timeout_s, cwd=where,
             env={**os.environ, **extra}, max_log_bytes=max_log_bytes, spare=spare,
+            spare_budget_bytes=spare_budget_bytes,
         )  # fmt: skip
     words, executable = parse_command(command, where)
     policy = command_policy(words, executable, where, (*hidden, cache_root()), allowed_env(extra))
@@ -269,5 +274,5 @@ def command_process(
     check_sandbox(box.bwrap)
     return CommandRuntime(
         command, log_path, deadlines, startup_timeout_s, cwd=where, sandbox=box,
-        max_log_bytes=max_log_bytes, spare=spare,
+        max_log_bytes=max_log_bytes, spare=spare, spare_budget_bytes=spare_budget_bytes,
     )  # fmt: skip

@@ -13,6 +13,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import json
+import math
 import os
 import shutil
 import signal
@@ -86,6 +88,7 @@ class ProcessRuntime(Runtime):
             share_net=spec.sandbox_net,
             max_log_bytes=spec.max_log_bytes,
             spare=wants_spare(spec),
+            spare_budget_bytes=spec.spare_budget,
         )
 
     @classmethod
@@ -110,6 +113,7 @@ class ProcessRuntime(Runtime):
         sandbox: Sandbox | None = None,
         max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
         spare: bool = False,
+        spare_budget_bytes: int | None = None,
     ) -> None:
         self.system = system
         self.max_log_bytes = max_log_bytes
@@ -129,6 +133,7 @@ class ProcessRuntime(Runtime):
         self._pump: threading.Thread | None = None
         self.spare = spare
         self._spares: collections.deque[_Launch] = collections.deque()
+        self.spares = SparePlan(spare_budget_bytes)
         self._serving = 0
         # Every directory and process this runtime made, recorded in the same
         # uninterrupted step that made it: a stop signal landing after that step but
@@ -164,6 +169,7 @@ class ProcessRuntime(Runtime):
     def start(self) -> SystemClient:
         if self._proc is not None:
             raise RuntimeStartError("process runtime already started: use restart()")
+        asked = time.monotonic()
         launch: _Launch | None = None
         while launch is None and self._spares:
             launch = self._spares.popleft()
@@ -201,6 +207,7 @@ class ProcessRuntime(Runtime):
             ) from e
         self._check_socket()
         self._client = client
+        self.spares.served(launch, asked, time.monotonic())
         return client
 
     def _sandbox_hint(self) -> str:
@@ -277,11 +284,12 @@ class ProcessRuntime(Runtime):
                 target=_pump, args=(proc.stdout, log), name="system-log", daemon=True
             )
             pump.start()
-        return _Launch(self.starts, directory, proc, log, pump)
+        return _Launch(self.starts, directory, proc, log, pump, time.monotonic())
 
     SPARES = 2
-    """Spares kept ready: a fork that stops at its question can end before one spare has
-    started, so the next restart would still wait; two start during two segments."""
+    """Spares kept ready at least: a fork that stops at its question can end before one
+    spare has started, so the next restart would still wait; two start during two
+    segments. More when a start takes longer than the segments (`SparePlan`)."""
 
     SOCKET_POLL_S = 0.002
 
@@ -394,14 +402,23 @@ class ProcessRuntime(Runtime):
 
     def restart(self) -> SystemClient:
         self._kill()
+        self.spares.restarted(time.monotonic())
         client = self.start()
-        while self.spare and len(self._spares) < self.SPARES:
+        self._top_up()
+        return client
+
+    def expect_restarts(self) -> None:
+        self._top_up()
+
+    def _top_up(self) -> None:
+        if self.spare and self.spares.per_start_bytes is None and self._proc is not None:
+            self.spares.measure(self._proc.pid)
+        while self.spare and len(self._spares) < self.spares.wanted(self.SPARES):
             # The next restarts' processes start now, while this one works: their
             # interpreter, imports and server set-up overlap with the sessions instead of
             # delaying the restarts. Each is a new process in its own sandbox and socket
             # directory, gets no request before it is promoted, and serves one start only.
             self._spares.append(self._launch(spare=True))
-        return client
 
     def stop(self) -> None:
         self._kill()
@@ -413,6 +430,8 @@ class ProcessRuntime(Runtime):
                 if proc is not None and proc.poll() is None:
                     _terminate(proc)
                 shutil.rmtree(directory, ignore_errors=True)
+        if self.starts:
+            self.spares.write(self.log_path.parent / STARTS_FILE, self.starts)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -469,6 +488,8 @@ class _Launch:
     proc: subprocess.Popen[bytes]
     log: LogSection
     pump: threading.Thread
+    launched: float
+    """time.monotonic() when its process was started."""
 
     def discard(self) -> None:
         """Stop it, never used: its held-back output is dropped with its directory."""
@@ -476,6 +497,151 @@ class _Launch:
         self.pump.join(5.0)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+STARTS_FILE = "starts.json"
+"""Beside the system's log: how many starts there were and how long each was waited for."""
+WAITED_S = 0.1
+"""A start the harness waited longer than this for counts as waited for (a promoted spare
+that was already serving answers its health check in milliseconds)."""
+
+
+class SparePlan:
+    """How many spares to keep, and what the starts cost: enough that the next restarts
+    find a process that finished its start-up during the previous segments (the measured
+    start time over the measured time between restarts, plus one), at most as many as
+    the memory budget holds (the measured memory of a serving process tree, the model
+    included), and never more than MAX."""
+
+    MAX = 8
+    FIRST_GAP_S = 1.0
+    """The time between restarts assumed before two were seen: a run's first segments
+    are often short forks, and a spare started late is waited for."""
+
+    def __init__(self, budget_bytes: int | None) -> None:
+        self.budget_bytes = budget_bytes
+        self.start_s: float | None = None
+        self.gap_s: float | None = None
+        self.per_start_bytes: int | None = None
+        self._last_restart: float | None = None
+        self._average_s: float | None = None
+        self.waits: list[float] = []
+
+    def budget(self) -> int:
+        if self.budget_bytes is not None:
+            return self.budget_bytes
+        # Half of what the host has free when the first start is measured: the rest is the
+        # serving process's and the harness's.
+        return int(psutil.virtual_memory().available // 2)
+
+    def served(self, launch: _Launch, asked: float, ready: float) -> None:
+        self.waits.append(ready - asked)
+        if launch.launched >= asked:  # a cold start: its whole start-up was waited for
+            self.start_s = ready - launch.launched
+
+    def restarted(self, now: float) -> None:
+        if self._last_restart is not None:
+            gap = now - self._last_restart
+            # A moving average, but a run of short forks is answered at once: forks' short
+            # segments and the main pass's long ones mix.
+            average = gap if self._average_s is None else 0.7 * self._average_s + 0.3 * gap
+            self._average_s = average
+            self.gap_s = min(average, gap)
+        self._last_restart = now
+
+    def measure(self, pid: int) -> None:
+        """The serving process tree's resident memory (its model included); and, if it holds
+        a GPU, the cap its GPU memory sets (`gpu_cap`)."""
+        try:
+            root = psutil.Process(pid)
+            tree = [root, *root.children(recursive=True)]
+            total = 0
+            for proc in tree:
+                with contextlib.suppress(psutil.Error):
+                    total += proc.memory_info().rss
+        except psutil.Error:
+            return
+        self.per_start_bytes = max(total, 1)
+        pids = {p.pid for p in tree}
+        if any(_holds_gpu(p) for p in pids):
+            self.gpu_cap = gpu_spares(pids, _nvidia_smi())
+
+    gpu_cap: int | None = None
+    """Spares the GPU holds beside the serving process (None: it holds no GPU). Without
+    nvidia-smi to say, 0: a second copy of a model could run the GPU out of memory, unless
+    the user gave a budget (`--spare-memory`), which then stands for the GPU's too."""
+
+    def wanted(self, minimum: int) -> int:
+        want = minimum
+        if self.start_s is not None:
+            gap = self.gap_s or self.FIRST_GAP_S
+            want = max(want, math.ceil(self.start_s / max(gap, 0.05)) + 1)
+        want = min(want, self.MAX)
+        if self.gpu_cap is not None and self.budget_bytes is None:
+            want = min(want, self.gpu_cap)
+        if self.per_start_bytes is not None:
+            want = min(want, self.budget() // self.per_start_bytes)
+        return max(want, 0)
+
+    def record(self, starts: int) -> dict[str, Any]:
+        return {
+            "starts": starts,
+            "served": len(self.waits),
+            "waited": sum(1 for w in self.waits if w > WAITED_S),
+            "waited_s": round(sum(self.waits), 3),
+            "cold_start_s": None if self.start_s is None else round(self.start_s, 3),
+            "per_start_bytes": self.per_start_bytes,
+        }
+
+    def write(self, path: Path, starts: int) -> None:
+        with contextlib.suppress(OSError):
+            path.write_text(json.dumps(self.record(starts)) + "\n")
+
+
+def _holds_gpu(pid: int) -> bool:
+    """Whether the process has an NVIDIA device open (a CUDA context)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/dev/nvidia"):
+                return True
+    return False
+
+
+def _nvidia_smi() -> tuple[str, str] | None:
+    """nvidia-smi's compute apps (pid, MiB used) and free memory per GPU (MiB), as CSV."""
+    try:
+        apps = subprocess.run(
+            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout  # fmt: skip
+        free = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return apps, free
+
+
+def gpu_spares(pids: set[int], smi: tuple[str, str] | None) -> int:
+    """How many more copies of what `pids` hold on the GPU fit in its free memory (the least
+    free GPU counts: which one a spare lands on is the system's choice); 0 when unknown."""
+    if smi is None:
+        return 0
+    apps, free = smi
+    used = 0
+    for line in apps.splitlines():
+        pid, _, mib = (x.strip() for x in line.partition(","))
+        if pid.isdigit() and int(pid) in pids and mib.isdigit():
+            used += int(mib)
+    frees = [int(x) for x in free.split() if x.strip().isdigit()]
+    if used <= 0 or not frees:
+        return 0
+    return min(frees) // used
 
 
 def _pump(stream: IO[bytes], section: LogSection) -> None:
@@ -509,6 +675,7 @@ def sandboxed_process(
     share_net: bool = False,
     max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
     spare: bool = False,
+    spare_budget_bytes: int | None = None,
 ) -> ProcessRuntime:
     """`--system SPEC` as `evaluate` and `check` start it: in a bubblewrap sandbox that sees
     none of `hidden` (plus the synthetic cache), with only the allowlisted environment and
@@ -533,6 +700,7 @@ def sandboxed_process(
             env={**os.environ, **extra},
             max_log_bytes=max_log_bytes,
             spare=spare,
+            spare_budget_bytes=spare_budget_bytes,
         )
     policy = python_policy(system, (*hidden, cache_root()), allowed_env(extra))
     policy = dataclasses.replace(policy, share_net=share_net)
@@ -546,4 +714,5 @@ def sandboxed_process(
         sandbox=box,
         max_log_bytes=max_log_bytes,
         spare=spare,
+        spare_budget_bytes=spare_budget_bytes,
     )

@@ -57,7 +57,7 @@ INSTALL_COMMAND = "apt-get install -y bubblewrap"
 UNCONFINED_NOTE = "unconfined: numbers not comparable"
 """What every report of a run made with `--no-sandbox` prints."""
 
-PASSED_PREFIXES = ("APMBENCH_VLM_",)
+PASSED_PREFIXES = ("APMBENCH_VLM_", "APMBENCH_SIM_")
 """Environment variables a system reads its own settings from, passed on by name."""
 PASSED_NAMES = ("LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
 SANDBOX_HOME = "/tmp/home"

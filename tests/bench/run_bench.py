@@ -35,13 +35,18 @@ Three measurements, each against a baseline measured in the same run:
    injected faults on the tiny preset, each followed by `--resume`); targets: 0
    instances lost, 0 leftovers, caps held, scores after resume equal to an
    uninterrupted run. `--only campaign` runs just this.
+9. honesty: `restart` against `reset` wall time for `model-sim`, a reference system that
+   costs what a model-based method costs (a weights file read and checksummed and a load
+   wait per start, time per frame and per answer), on the first 8 `paper` trajectories, as
+   --system, --command and --image (target: restart/reset at most 1.15 for each); the
+   starts and how many were waited for. See honesty_bench.py; `--only honesty`.
 
 Servers run as subprocesses on Unix sockets, the same way for the echo
 baseline (`run_bench.py --echo-server ADDRESS`) and for the harness
 (`apmbench-grpc serve null`). This is a measurement, not a test: nothing
 fails on speed; each target is reported as a boolean.
 
-    .venv/bin/python tests/bench/run_bench.py [--only query,push,rss,sandbox,frames,startup,paper]
+    .venv/bin/python tests/bench/run_bench.py [--only query,push,rss,sandbox,frames,startup,paper,honesty]
 """
 
 from __future__ import annotations
@@ -91,6 +96,7 @@ from apmbench.harness.suites.apmbench.synth.writer import build
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers.frame_videos import write_indexed_video
+from honesty_bench import bench_honesty
 from paper_bench import bench_paper
 from startup import bench_startup
 
@@ -812,6 +818,8 @@ def run_all(only: set[str]) -> dict[str, Any]:
             report["paper"] = bench_paper(tmp)
         if "campaign" in only:
             report["fault_campaign"] = bench_campaign(tmp)
+        if "honesty" in only:
+            report["honesty"] = bench_honesty(tmp)
     finally:
         if channel is not None:
             channel.close()
@@ -827,7 +835,9 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "--echo-server":
         echo_server(argv[1])
         return 0
-    sections = {"query", "push", "rss", "frames", "sandbox", "startup", "paper", "campaign"}
+    sections = {
+        "query", "push", "rss", "frames", "sandbox", "startup", "paper", "campaign", "honesty"
+    }  # fmt: skip
     only = sections
     if len(argv) == 2 and argv[0] == "--only":
         only = set(argv[1].split(","))

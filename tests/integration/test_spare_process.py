@@ -3,6 +3,7 @@ served; every start is a different, never reused process, and nothing outlives `
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -11,7 +12,15 @@ import pytest
 
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes import RuntimeSpec, wants_spare
-from apmbench.harness.runtimes.process import ProcessRuntime, _Launch, sandboxed_process
+from apmbench.harness.runtimes.docker.settings import ContainerSettings
+from apmbench.harness.runtimes.process import (
+    STARTS_FILE,
+    ProcessRuntime,
+    SparePlan,
+    _Launch,
+    gpu_spares,
+    sandboxed_process,
+)
 from apmbench.harness.runtimes.sandbox import find_bwrap
 
 
@@ -44,7 +53,8 @@ def test_every_start_is_a_new_process_and_nothing_outlives_stop(
         assert rt._proc is not None and rt._dir is not None and spare is not None
         served.append(rt._proc.pid)
         dirs.add(rt._dir)
-        assert len(rt._spares) == rt.SPARES
+        # At least two; more when a start takes longer than the time between restarts.
+        assert rt.SPARES <= len(rt._spares) == rt.spares.wanted(rt.SPARES) <= SparePlan.MAX
         for waiting in rt._spares:
             assert waiting.proc.pid not in served and waiting.dir != rt._dir
             assert waiting.proc.poll() is None
@@ -54,7 +64,9 @@ def test_every_start_is_a_new_process_and_nothing_outlives_stop(
     rt.stop()
     assert all(w.proc.poll() is not None and not w.dir.exists() for w in unused)
     assert not any(d.exists() for d in dirs)
-    assert rt.starts == 1 + 4 + rt.SPARES  # the first, four restarts, the unused spares
+    assert rt.starts == 1 + 4 + len(unused)  # the first, four restarts, the unused spares
+    starts = json.loads((tmp_path / STARTS_FILE).read_text())
+    assert starts["starts"] == rt.starts and starts["per_start_bytes"] > 0
 
 
 def test_a_spare_that_died_while_waiting_is_replaced(tmp_path: Path) -> None:
@@ -90,11 +102,55 @@ def test_the_log_tail_is_the_serving_process_output(tmp_path: Path) -> None:
     assert (tmp_path / "system.log").read_text().count("--- start #") == 3  # unused: nothing
 
 
-def test_no_spare_for_a_model_or_the_host_network() -> None:
+def test_spares_for_a_model_too_but_never_on_a_shared_network() -> None:
     spec = RuntimeSpec(system="null", spare=True)
-    assert wants_spare(spec, environ={})
-    assert not wants_spare(RuntimeSpec(system="null"), environ={})
-    assert not wants_spare(spec, environ={"APMBENCH_VLM_MODEL": "/models/x"})
+    assert wants_spare(spec)
+    assert not wants_spare(RuntimeSpec(system="null"))
+    # A model-based system gets spares too: their number is bounded by the memory budget.
     model = RuntimeSpec(system="null", spare=True, env=("APMBENCH_VLM_MODEL=/models/x",))
-    assert not wants_spare(model, environ={})
-    assert not wants_spare(RuntimeSpec(system="null", spare=True, sandbox_net=True), environ={})
+    assert wants_spare(model)
+    assert not wants_spare(RuntimeSpec(system="null", spare=True, sandbox_net=True))
+    image = RuntimeSpec(image="x", spare=True)
+    assert wants_spare(image)
+    shared = ContainerSettings(network="host")
+    assert not wants_spare(RuntimeSpec(image="x", spare=True, container=shared))
+
+
+def test_the_spare_count_follows_start_time_gaps_and_the_memory_budget() -> None:
+    plan = SparePlan(budget_bytes=10 << 20)
+    assert plan.wanted(2) == 2  # nothing measured yet
+    plan.start_s = 10.0
+    assert plan.wanted(2) == SparePlan.MAX  # a 10 s start against the assumed 1 s gap
+    plan.restarted(0.0)
+    plan.restarted(5.0)
+    assert plan.wanted(2) == 3  # 10 s starts, 5 s segments: two in flight and the next
+    plan.per_start_bytes = 4 << 20
+    assert plan.wanted(2) == 2  # 10 MiB hold two of 4 MiB
+    plan.per_start_bytes = 20 << 20
+    assert plan.wanted(2) == 0  # not even one fits: restarts wait
+
+
+def test_a_model_named_runtime_keeps_spares_within_its_budget(tmp_path: Path) -> None:
+    rt = sandboxed_process(
+        "null", tmp_path / "system.log", Deadlines(), 60, sandbox=False, spare=True,
+        spare_budget_bytes=1,
+    )  # fmt: skip
+    rt.start()
+    rt.restart()
+    assert rt.spares.per_start_bytes is not None and rt.spares.per_start_bytes > 1
+    assert len(rt._spares) == 0  # a budget of one byte holds no process
+    rt.restart().describe()
+    rt.stop()
+
+
+def test_a_gpu_holds_as_many_spares_as_its_free_memory() -> None:
+    apps = "4242, 6000\n4243, 1000\n999, 30000\n"  # the serving tree holds 7000 MiB
+    assert gpu_spares({4242, 4243}, (apps, "15000\n40000\n")) == 2  # the least free GPU
+    assert gpu_spares({4242}, (apps, "5000\n")) == 0
+    assert gpu_spares({4242}, None) == 0  # no nvidia-smi: no second copy of a model
+    assert gpu_spares({1}, (apps, "80000\n")) == 0  # nothing measured on the GPU
+    plan = SparePlan(budget_bytes=None)
+    plan.start_s, plan.gpu_cap = 10.0, 1
+    assert plan.wanted(2) == 1
+    plan.budget_bytes = 1 << 40  # a budget the user gave stands for the GPU's too
+    assert plan.wanted(2) == SparePlan.MAX

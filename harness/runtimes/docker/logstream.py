@@ -41,8 +41,12 @@ class LogStream:
         path: Path,
         header: str,
         max_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
+        deferred: bool = False,
     ) -> None:
         self.container = container
+        self.deferred = deferred
+        """Hold the output back until `section.activate()` (the previous start's section is
+        still being written)."""
         self.path = path
         self.header = header
         self.max_bytes = max_bytes
@@ -53,7 +57,7 @@ class LogStream:
         )
 
     def start(self) -> LogStream:
-        self.section = LogSection(self.path, self.header, self.max_bytes)
+        self.section = LogSection(self.path, self.header, self.max_bytes, self.deferred)
         self._thread.start()
         return self
 

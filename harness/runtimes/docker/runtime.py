@@ -16,10 +16,14 @@ harness killed before it could are removed by the next start (`leftovers`).
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
 import os
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -96,6 +100,8 @@ class DockerRuntime(Runtime):
 
     @classmethod
     def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> DockerRuntime:
+        from apmbench.harness.runtimes import wants_spare
+
         assert spec.image is not None
         return cls(
             spec.image,
@@ -104,6 +110,8 @@ class DockerRuntime(Runtime):
             spec.container,
             launch.startup_timeout_s,
             max_log_bytes=spec.max_log_bytes,
+            spare=wants_spare(spec),
+            spare_budget_bytes=spec.spare_budget,
         )
 
     def __init__(
@@ -115,7 +123,11 @@ class DockerRuntime(Runtime):
         startup_timeout_s: float = 120.0,
         stop_timeout_s: float = 5.0,
         max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
+        spare: bool = False,
+        spare_budget_bytes: int | None = None,
     ) -> None:
+        from apmbench.harness.runtimes.process import SparePlan
+
         self.max_log_bytes = max_log_bytes
         self.image_ref = image
         self.run_dir = run_dir
@@ -136,6 +148,23 @@ class DockerRuntime(Runtime):
         self._container: Container | None = None
         self._logs: LogStream | None = None
         self._client: SystemClient | None = None
+        # Containers started ahead of the restarts that will use them, each with its own
+        # socket directory (which only it mounts) on network none: nothing of the serving
+        # container reaches a spare, and a spare gets no request before it is promoted.
+        self.spare = spare
+        # Created off the main thread: a container's create and start are engine calls of
+        # a second or more on a loaded host, which a restart would otherwise wait for.
+        self._spares: collections.deque[Future[_Box]] = collections.deque()
+        self._work: ThreadPoolExecutor | None = None
+        self._retiring: Future[None] | None = None
+        self._retired: list[Container] = []
+        self._count = threading.Lock()
+        self.spares = SparePlan(spare_budget_bytes)
+        if self.settings.gpus.wanted:
+            # The engine does not say what a container holds on its GPU: without a budget
+            # from the user, no second copy of a model is started beside it.
+            self.spares.gpu_cap = 0
+        self._spare_number = 0
 
     # -- Runtime ---------------------------------------------------------------
 
@@ -175,11 +204,127 @@ class DockerRuntime(Runtime):
         return client
 
     def restart(self) -> SystemClient:
-        self._remove_container()
-        return self._launch()
+        asked = time.monotonic()
+        if self.spare:
+            self._retire()
+        else:
+            self._remove_container()
+        self.spares.restarted(asked)
+        box = None
+        while box is None and self._spares:
+            try:
+                box = self._spares.popleft().result()
+            except (EngineError, docker.errors.APIError, requests.RequestException):
+                box = None  # this spare could not be made: the next one, or a new one
+                continue
+            if not _box_running(box):
+                self._discard(box)  # it died while waiting: the next one, or a new one
+                box = None
+        client = self._launch(box, asked)
+        self._top_up()
+        return client
+
+    def expect_restarts(self) -> None:
+        self._top_up()
+
+    def _worker(self) -> ThreadPoolExecutor:
+        if self._work is None:
+            self._work = ThreadPoolExecutor(max_workers=3, thread_name_prefix="spares")
+        return self._work
+
+    def _retire(self) -> None:
+        """Stop and remove the serving container off the main thread: the next one (a
+        spare, already started beside it on its own network namespace) serves meanwhile.
+        Its log section closes first; the next start's output is held back until then."""
+        with uninterrupted():
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+            container, logs, directory = self._container, self._logs, self._dir
+            self._container, self._logs, self._dir = None, None, None
+            if container is None:
+                if directory is not None:
+                    directory.remove()
+                return
+            self._retired.append(container)
+            self._retiring = self._worker().submit(
+                self._take_down, container, logs, directory, self._retiring
+            )
+
+    def _take_down(
+        self,
+        container: Container,
+        logs: LogStream | None,
+        directory: SocketDir | None,
+        before: Future[None] | None,
+    ) -> None:
+        if before is not None:
+            with contextlib.suppress(Exception):
+                before.result()  # sections close in start order
+        with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+            container.stop(timeout=int(self.stop_timeout_s))
+        if logs is not None:
+            logs.join()
+        with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+            leftovers.remove(container)
+        if directory is not None:
+            directory.remove()
+
+    def _top_up(self) -> None:
+        from apmbench.harness.runtimes.process import ProcessRuntime
+
+        if self.spare and self.spares.per_start_bytes is None:
+            self.spares.per_start_bytes = self._memory_of(self._container)
+        while self.spare and len(self._spares) < self.spares.wanted(ProcessRuntime.SPARES):
+            self._spare_number += 1
+            name = leftovers.container_name(self.key, f"{self._part}-s{self._spare_number}")
+            self._spares.append(self._worker().submit(self._create, name, False))
+
+    def _memory_of(self, container: Container | None) -> int | None:
+        """The container's memory use (its model included), from the engine's stats."""
+        if container is None:
+            return None
+        try:
+            stats = container.stats(stream=False)
+        except (docker.errors.APIError, requests.RequestException):
+            return None
+        if not isinstance(stats, dict):
+            return None
+        used = (stats.get("memory_stats") or {}).get("usage")
+        return int(used) if used else None
+
+    def _discard(self, box: _Box) -> None:
+        with uninterrupted():
+            with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+                box.container.stop(timeout=int(self.stop_timeout_s))
+            leftovers.remove(box.container)
+            box.dir.remove()
 
     def stop(self) -> None:
+        retiring = self._retiring
+        if retiring is not None:
+            # The serving start's section is held back until the one before is closed.
+            with contextlib.suppress(Exception):
+                retiring.result()
         self._remove_container()
+        work, self._work = self._work, None
+        if work is not None:
+            work.shutdown(wait=True)  # every spare being made is made, then discarded
+        self._retiring = None
+        with uninterrupted():
+            # A take-down the engine refused part of: removed again (gone already is fine).
+            while self._retired:
+                with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+                    leftovers.remove(self._retired.pop())
+        with uninterrupted():
+            while self._spares:
+                future = self._spares.popleft()
+                if future.exception() is None:
+                    self._discard(future.result())
+        if self.starts:
+            from apmbench.harness.runtimes.process import STARTS_FILE
+
+            self.spares.write(self.log_path.parent / STARTS_FILE, self.starts)
         if self._engine is not None:
             self._engine.close()
             self._engine = None
@@ -235,16 +380,8 @@ class DockerRuntime(Runtime):
                 "harness as root"
             )
 
-    def _overflowed(self, what: str) -> None:
-        """The socket directory's watch (harness not root) found it over its bound."""
-        container = self._container
-        if container is not None:
-            with contextlib.suppress(docker.errors.APIError, requests.RequestException):
-                container.kill()
-
-    def _run_options(self, name: str) -> dict[str, Any]:
+    def _run_options(self, name: str, directory: SocketDir) -> dict[str, Any]:
         s = self.settings
-        assert self._dir is not None
         # An image's VOLUMEs would otherwise be anonymous volumes on the host's disk,
         # unbounded; a tmpfs there dies with the container like /tmp does. The engine
         # keeps the image directory's mode, so the owner must be the container's user.
@@ -255,11 +392,11 @@ class DockerRuntime(Runtime):
         options: dict[str, Any] = {
             "name": name,
             "labels": leftovers.labels(
-                self.key, self.run_dir, self._part, self.owner, self._dir.path
+                self.key, self.run_dir, self._part, self.owner, directory.path
             ),
             "environment": {**dict(s.env), "APMBENCH_ADDRESS": ADDRESS_IN_CONTAINER},
             "mounts": [
-                Mount(MOUNT, str(self._dir.path), type="bind", read_only=False),
+                Mount(MOUNT, str(directory.path), type="bind", read_only=False),
                 *(Mount(m.container, m.host, type="bind", read_only=m.read_only) for m in s.mounts),
             ],
             "network_mode": s.network,
@@ -298,32 +435,44 @@ class DockerRuntime(Runtime):
             options["device_requests"] = [request]
         return options
 
-    def _launch(self) -> SystemClient:
-        engine, image = self._engine, self._image
-        assert engine is not None and image is not None
-        name = leftovers.container_name(self.key, self._part)
+    def _create(self, name: str, guarded: bool = True) -> _Box:
+        """A container created and started in a fresh socket directory, not waited for.
+        Off the main thread (`guarded` False) no stop signal can cut it: the signal is
+        raised in the main thread, whose stop() waits for this and removes what it made."""
+        engine = self._engine
+        assert engine is not None and self._image is not None
         self._remove_own(engine, name)
-        self._remove_dir()
         uid, gid = _uid_gid(self.settings.user)
+        box: list[Container] = []
+
+        def overflowed(what: str) -> None:
+            # The socket directory's watch (harness not root) found it over its bound.
+            for container in box:
+                with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+                    container.kill()
+
         # A stop signal between making the socket directory or the container and keeping
         # it would leak it.
-        with uninterrupted():
-            self._dir = SocketDir.create(uid, gid, on_overflow=self._overflowed)
+        with uninterrupted() if guarded else contextlib.nullcontext():
+            directory = SocketDir.create(uid, gid, on_overflow=overflowed)
             try:
                 # By id, not tag: exactly the image recorded in the manifest, even
                 # if the tag is moved while the run goes on.
-                container = engine.containers.create(self.image_id, **self._run_options(name))
+                container = engine.containers.create(
+                    self.image_id, **self._run_options(name, directory)
+                )
             except docker.errors.APIError as e:
-                self._remove_dir()
+                directory.remove()
                 raise EngineError(
                     f"the engine refused to create a container of {self.image_ref}: "
                     f"{e.explanation or e}"
                 ) from e
+            box.append(container)
             try:
                 container.start()
             except docker.errors.APIError as e:
                 leftovers.remove(container)
-                self._remove_dir()
+                directory.remove()
                 text = str(e.explanation or e)
                 if NO_GPU_DRIVER in text:
                     raise EngineError(
@@ -333,17 +482,39 @@ class DockerRuntime(Runtime):
                         "then restart dockerd), or run a CPU image with --gpus none"
                     ) from e
                 raise EngineError(f"the engine could not start {self.image_ref}: {text}") from e
-            self._container = container
-        self.starts += 1
+            with self._count:
+                self.starts += 1
+                number = self.starts
+            return _Box(name, directory, container, number, time.monotonic())
+
+    def _launch(self, spare: _Box | None = None, asked: float | None = None) -> SystemClient:
+        asked = time.monotonic() if asked is None else asked
+        engine = self._engine
+        assert engine is not None
+        self._remove_dir()
+        if spare is None:
+            spare = self._create(leftovers.container_name(self.key, self._part))
+        self._dir, self._container = spare.dir, spare.container
+        name = spare.name
+        container = spare.container
+        # Its output reaches the log only now: a spare's start-up lines come with its promotion.
+        retiring = self._retiring
         self._logs = LogStream(
             container,
             self.log_path,
-            f"container {name} ({self.image_ref}) start #{self.starts}",
+            f"container {name} ({self.image_ref}) start #{spare.number}",
             self.max_log_bytes,
+            deferred=retiring is not None,
         ).start()
-        deadline = time.monotonic() + self.startup_timeout_s
+        if retiring is not None:
+            section = self._logs.section
+            assert section is not None
+            retiring.add_done_callback(lambda _: section.activate())
+        deadline = spare.launched + self.startup_timeout_s
         try:
-            pinned = self._dir.wait_socket(self.startup_timeout_s, alive=self._running)
+            pinned = self._dir.wait_socket(
+                max(deadline - time.monotonic(), 1.0), alive=self._running
+            )
         except SocketRefused as e:
             self._fail(f"was refused: {e}")
         except (ChildProcessError, TimeoutError) as e:
@@ -359,6 +530,10 @@ class DockerRuntime(Runtime):
             )
         except errors.Unavailable as e:
             self._fail(f"did not become ready: {e}")
+        ready = time.monotonic()
+        self.spares.waits.append(ready - asked)
+        if spare.launched >= asked:
+            self.spares.start_s = ready - spare.launched
         return client
 
     def _running(self) -> bool:
@@ -474,3 +649,22 @@ class DockerRuntime(Runtime):
         found, self._dir = self._dir, None
         if found is not None:
             found.remove()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Box:
+    """A started container and its socket directory: its name, start number and when."""
+
+    name: str
+    dir: SocketDir
+    container: Container
+    number: int
+    launched: float
+
+
+def _box_running(box: _Box) -> bool:
+    try:
+        box.container.reload()
+    except (docker.errors.APIError, requests.RequestException):
+        return False
+    return box.container.status in ("created", "running")

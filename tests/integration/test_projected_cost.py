@@ -1,0 +1,53 @@
+"""`evaluate` says its projected cost before the first trajectory, and it is what the run does:
+the starts that served (logs/starts.json), the frames pushed and the queries asked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from apmbench.harness.cli import main
+from apmbench.harness.orchestrate.cost import Projection, project
+from apmbench.harness.run.executor import Persistence
+from apmbench.harness.suites import get_suite
+
+
+@pytest.mark.parametrize("mode", ["restart", "reset"])
+def test_the_projection_is_what_the_run_does(tmp_path: Path, mode: str) -> None:
+    dataset = get_suite("apmbench").synthetic("tiny", 0)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        main,
+        ["evaluate", "--dataset", str(dataset), "--system", "null", "--persistence", mode,
+         "--out", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.output.splitlines() if "projected cost" in line]
+    assert len(said) == 1
+    suite = get_suite("apmbench")
+    data = suite.load(dataset)
+    cost = project(suite, data, data.trajectories, Persistence(mode), True, 1.0, 0.5, spare=True)
+    assert f"starts={cost.starts}" in said[0] and f"queries={cost.queries}" in said[0]
+    assert f"frames={cost.frames}" in said[0]
+    starts = json.loads((out / "logs" / "starts.json").read_text())
+    assert starts["served"] == cost.starts
+    rows = (out / "instances.jsonl").read_text().splitlines()
+    assert len(rows) == cost.queries
+    if mode == "reset":
+        assert cost.starts == 1
+    else:
+        assert cost.starts > len(data.trajectories)
+
+
+def test_advice_names_what_cuts_the_cost() -> None:
+    slow = Projection(trajectories=8, starts=250, frames=90_000, queries=300, start_s=10.0,
+                      spare=False)  # fmt: skip
+    advice = " ".join(slow.advice(Persistence.RESTART))
+    assert "--no-spare" in advice and "2500 s" in advice
+    assert "--fps" in advice and "--shard" in advice
+    spared = Projection(8, 250, 90_000, 300, 10.0, spare=True)
+    assert "--spare-memory" in " ".join(spared.advice(Persistence.RESTART))
+    assert not any("spare" in a for a in spared.advice(Persistence.RESET))
