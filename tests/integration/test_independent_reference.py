@@ -270,12 +270,25 @@ def test_text_only_keeps_nothing(name: str, mini: Path) -> None:
 def _archive_sizes(root: Path) -> dict[str, list[int]]:
     """Bytes of frame-archive's state after each session: its archive of the pushed frames."""
     dataset = load_dataset(root)
+    spans = {
+        t["trajectory_id"]: [
+            _seconds(s["end_time"]) - _seconds(s["start_time"]) for s in t["sessions"]
+        ]
+        for t in json.loads((root / "dataset.json").read_text())["trajectories"]
+    }
     out: dict[str, list[int]] = {}
     for trajectory in dataset.trajectories:
         frames: list[tuple[int, Any]] = []
         sizes = []
         for i, session in enumerate(trajectory.sessions):
-            frames += [(i, as_jpeg(f)) for f in decode_session(session, FrameSettings())]
+            pushed = [as_jpeg(f) for f in decode_session(session, FrameSettings())]
+            # The decoder is shared with the run; its count, one frame per whole second of
+            # the session's clock span, and its times are checked here from the file alone.
+            start = session.start_ms
+            assert [f.time_ms - start for f in pushed] == [
+                1000 * k for k in range(spans[trajectory.trajectory_id][i])
+            ]
+            frames += [(i, f) for f in pushed]
             sizes.append(len(encode_archive(frames, [], i + 1)))
         out[trajectory.trajectory_id] = sizes
     return out
