@@ -86,8 +86,9 @@ class EvaluateOptions:
     """Where push calls end besides questions (random by default: sizes announce nothing)."""
     synthetic: SyntheticOrigin | None = None
     """The built-in generator's preset and seed, when the dataset is synthetic."""
-    resume_forks: bool = True
-    """Forks from mid-session snapshots where the system allows (R14); False: replays."""
+    resume_forks: bool = False
+    """Forks from mid-session snapshots where the system allows (R14, `--fork-snapshots`);
+    False (the default): replays, whose timing announces no question (see RunSettings)."""
 
 
 @dataclass(frozen=True)

@@ -72,10 +72,13 @@ class RunSettings:
     """Exported state per snapshot at most (`--max-state-size`); None: no cap."""
     max_work_bytes: int | None = DEFAULT_MAX_WORK_BYTES
     """Snapshots of a trajectory on disk at once at most (`--max-work-size`); None: no cap."""
-    resume_forks: bool = True
+    resume_forks: bool = False
     """In `restart` mode, with a system declaring `resumes_sessions` (R14): start a fork in
     a fresh process from the main pass's snapshot taken just before the fork's first turn or
-    question, instead of replaying its first session from the start. False: always replay."""
+    question, instead of replaying its first session from the start (`--fork-snapshots`).
+    Off by default: a mid-session ExportState tells the main pass that a fork's turn or
+    question comes at that time, and its state can carry that to the fork, whose ImportState
+    (untimed) may then do the question's work: the leak that random push cuts close."""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -304,3 +304,28 @@ class RawFrames(JsonMemory):
 
     def query(self, query: Query) -> Iterator[str]:
         yield json.dumps(self.answer(query))
+
+
+class ForkTimeSpy(ResumingJsonMemory):
+    """A cheater on R14: an ExportState while a session is open can only mean that a fork
+    starts here (the main pass exports mid-session for nothing else), so it writes that
+    into the state, and the fork that imports it knows its turn or question is next (work
+    it could move into its untimed ImportState). Its answers show whether it knew."""
+
+    name = "fork-time-spy"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = False
+
+    def start_session(self, start: SessionStart) -> None:
+        self.open = True
+
+    def end_session(self, end: SessionEnd) -> None:
+        super().end_session(end)
+        self.open = False
+
+    def export_state(self) -> ExportedState:
+        if self.open:
+            self.memory["fork_here_at_frame"] = self.memory["frames"]
+        return super().export_state()

@@ -89,3 +89,23 @@ def test_only_restart_mode_and_a_declaring_system_take_the_snapshot_path(
     run(mini, tmp_path / "plain", "helpers.systems:JsonMemory", resume=True)
     assert forks_start(tmp_path / "plain") == "session replay"
     assert forks(tmp_path / "plain") == (0, 0)
+
+
+@pytest.mark.integration
+def test_forks_replay_by_default_so_no_export_announces_a_question(tmp_path: Path) -> None:
+    """Snapshot forks are opt-in (`--fork-snapshots`): a mid-session export tells the
+    system that a fork's turn or question comes now. ForkTimeSpy writes that into its
+    state; by default no answer of it ever knew, with the option some did."""
+    root = synthetic_dataset("tiny", 0)
+    spy = "helpers.systems:ForkTimeSpy"
+    default, opted = tmp_path / "default", tmp_path / "opted"
+    evaluate(EvaluateOptions(dataset=root, out=default, runtime=RuntimeSpec(system=spy)))
+    run(root, opted, spy, resume=True)
+
+    def knew(out: Path) -> int:
+        rows = [json.loads(x) for x in (out / "instances.jsonl").read_text().splitlines()]
+        return sum("fork_here_at_frame" in json.loads(r["raw_output"])["memory"] for r in rows)
+
+    assert forks_start(default) == "session replay" and forks(default) == (0, 0)
+    assert knew(default) == 0
+    assert forks_start(opted) == "mid-session snapshot" and knew(opted) > 0

@@ -119,7 +119,9 @@ R14 Resumed sessions (protocol 1.3). A server that declares
    part of the state, R5), and the system
    behaves as it did at the export: the next items and queries of that
    session get the answers they would have got without the export and
-   import. With `restart` persistence the harness then starts a fork from a
+   import. With `restart` persistence and `evaluate --fork-snapshots` (off by
+   default: the export's time tells the system a fork's question is near)
+   the harness then starts a fork from a
    snapshot the main pass took just before the fork's first turn or
    question, in a fresh process, instead of replaying the session from its
    start; such a fork runs after the main pass finished that session, and
@@ -400,7 +402,7 @@ class Capabilities(_message.Message):
     and ImportState of such a state opens it again (R14, protocol 1.3): the
     same session_id, the clock at its last item. The harness then starts a
     fork from a snapshot taken mid-session instead of replaying the session
-    from its start.
+    from its start, when asked to (`evaluate --fork-snapshots`).
     """
     @_builtins.property
     def frame_encodings(self) -> _containers.RepeatedScalarFieldContainer[Global___FrameEncoding.ValueType]:
