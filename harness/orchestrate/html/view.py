@@ -145,10 +145,10 @@ def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
         asks = None
         thumbnails = None
         if dataset is not None:
-            caps = run.manifest.get("system", {}).get("capabilities", {})
+            caps = run.record.capabilities
             asks = plan_asks(suite, dataset, bool(caps.get("supports_import")))
             if with_frames:
-                fps = float(run.manifest.get("settings", {}).get("frames", {}).get("fps", 1.0))
+                fps = run.record.fps
                 key = f"{dataset.content_hash}/{fps}"
                 thumbnails = thumbs.setdefault(key, Thumbnails(dataset, fps))
         queries += query_rows(run.label, instances, suite, asks, thumbnails)
