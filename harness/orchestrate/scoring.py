@@ -183,7 +183,7 @@ def score_run(
     mounted = mounted_into_system(manifest)
     if mounted:  # the user's --mount: host paths the system could read, beside the numbers
         report["mounted_into_system"] = mounted
-    if (sandbox := confinement(manifest.raw)) is not None:
+    if (sandbox := confinement(manifest.runtime)) is not None:
         report["sandbox"] = sandbox
     # The pipeline, not the suite, states the run's identity and confinement (reports/head.py).
     report["header"] = header(report, manifest)

@@ -77,9 +77,9 @@ def confinement_lines(report: Mapping[str, Any], manifest: ManifestLike) -> list
             "",
         ]
     synthetic = record.synthetic
-    if synthetic and not synthetic.get("seed_drawn"):
+    if synthetic is not None and not synthetic.seed_drawn:
         lines += [
-            f"Synthetic dataset from a known seed (`--seed {synthetic.get('seed')}`): the "
+            f"Synthetic dataset from a known seed (`--seed {synthetic.seed}`): the "
             "generator is public, so a system that knows the seed can rebuild every label. "
             "Publish numbers from a run whose seed was drawn at random (no `--seed`).",
             "",

@@ -30,12 +30,30 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
+def _synthetic(value: object) -> Synthetic | None:
+    # A seed that is missing or not a number is no seed (the run is not known to be synthetic).
+    if not isinstance(value, Mapping) or not value:
+        return None
+    try:
+        return Synthetic(int(value["seed"]), bool(value.get("seed_drawn")))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 @dataclass(frozen=True)
 class Shard:
     """The part of the dataset a shard run owns (`evaluate --shard i/N`)."""
 
     name: str
     trajectories: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    """How a synthetic dataset was made: its seed, and whether the harness drew it."""
+
+    seed: int
+    seed_drawn: bool
 
 
 @dataclass(frozen=True)
@@ -55,7 +73,7 @@ class Manifest:
     dataset_name: str | None
     dataset_path: str | None
     dataset_hash: str | None
-    synthetic: JsonObject
+    synthetic: Synthetic | None
     system_name: str
     capabilities: JsonObject
     shard: Shard | None
@@ -68,6 +86,7 @@ class Manifest:
     scoring_signature: object
     persistence: str
     fps: float
+    runtime: JsonObject
     runtime_kind: str | None
     mounts: tuple[str, ...]
     harness_version: str | None
@@ -96,7 +115,7 @@ class Manifest:
             ),
             dataset_path=_text(dataset_map.get("path")),
             dataset_hash=_text(raw.get("dataset_hash")),
-            synthetic=_object(dataset_map.get("synthetic")),
+            synthetic=_synthetic(dataset_map.get("synthetic")),
             system_name=str(system.get("name", "?")),
             capabilities=_object(system.get("capabilities")),
             shard=(
@@ -121,6 +140,7 @@ class Manifest:
             # `restart` for runs from before the field.
             persistence=str(settings.get("persistence", "restart")),
             fps=float(_object(settings.get("frames")).get("fps", 1.0)),
+            runtime=runtime,
             runtime_kind=_text(runtime.get("kind")),
             mounts=tuple(str(m) for m in _object(runtime.get("container")).get("mounts") or []),
             harness_version=_text(raw.get("harness_version")),
@@ -131,6 +151,10 @@ class Manifest:
         """The recorded values of top-level `keys` (None where absent), for comparing runs
         key by key without this module naming each key's shape."""
         return {k: self.raw.get(k) for k in keys}
+
+    def records(self, key: str) -> bool:
+        """Whether the run recorded top-level `key` at all (older runs predate some)."""
+        return key in self.raw
 
     def without(self, keys: set[str]) -> JsonObject:
         """The JSON less `keys`, in its key order (a base for a derived manifest)."""
