@@ -101,9 +101,7 @@ def collect(run_dirs: Sequence[Path]) -> list[Part]:
         seen.add(root.resolve())
         if not root.is_dir():
             raise RunDirError(f"{root} is not a directory")
-        parts += [
-            Part(root, path, Manifest.of(manifest)) for path, manifest in shard_manifests(root)
-        ]
+        parts += [Part(root, path, manifest) for path, manifest in shard_manifests(root)]
     if not parts:
         raise RunDirError("nothing to merge: give the run directories of the shards")
     return parts

@@ -25,7 +25,7 @@ from apmbench.harness.run.manifest import Manifest
 
 def judge_label(manifest: ManifestLike) -> str:
     """The judge the run was scored with: its kind and what names it (model, endpoint)."""
-    judge = Manifest.of(manifest).judge
+    judge = Manifest.of(manifest).judge or {"kind": "none"}
     described = ", ".join(f"{k}={v}" for k, v in judge.items() if k != "kind")
     return f"`{judge.get('kind', 'none')}`" + (f" ({described})" if described else "")
 
@@ -38,7 +38,7 @@ def header(report: Mapping[str, Any], manifest: ManifestLike) -> dict[str, Any]:
         "dataset": {"name": record.dataset_name, "hash": record.dataset_hash},
         "persistence": persistence(record),
         "storage_verified": storage_verified(record),
-        "judge": record.judge,
+        "judge": record.judge or {"kind": "none"},
         "confined": None if sandbox is None else bool(sandbox.get("confined")),
         "notes": [line.replace("**", "") for line in confinement_lines(report, record) if line],
     }

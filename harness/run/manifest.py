@@ -75,6 +75,8 @@ class Manifest:
     dataset_hash: str | None
     synthetic: Synthetic | None
     system_name: str
+    system_version: str | None
+    system_spec: object
     capabilities: JsonObject
     shard: Shard | None
     host: object
@@ -82,12 +84,15 @@ class Manifest:
     finished_at: str | None
     isolation: Isolation | None
     judge: JsonObject
+    """The judge the run was scored with; empty if it never was."""
     judge_settings: JsonObject
     scoring_signature: object
+    settings: JsonObject
     persistence: str
     fps: float
     runtime: JsonObject
     runtime_kind: str | None
+    image_id: str | None
     mounts: tuple[str, ...]
     harness_version: str | None
     protocol_version: str | None
@@ -117,6 +122,8 @@ class Manifest:
             dataset_hash=_text(raw.get("dataset_hash")),
             synthetic=_synthetic(dataset_map.get("synthetic")),
             system_name=str(system.get("name", "?")),
+            system_version=_text(system.get("version")),
+            system_spec=raw.get("system_spec"),
             capabilities=_object(system.get("capabilities")),
             shard=(
                 Shard(str(shard["name"]), tuple(str(t) for t in shard["trajectories"]))
@@ -134,14 +141,21 @@ class Manifest:
                 if isinstance(iso, Mapping)
                 else None
             ),
-            judge=_object(scoring.get("judge")) or {"kind": "none"},
+            judge=_object(scoring.get("judge")),
             judge_settings=_object(scoring.get("judge_settings")),
             scoring_signature=scoring.get("signature"),
             # `restart` for runs from before the field.
+            settings=settings,
             persistence=str(settings.get("persistence", "restart")),
             fps=float(_object(settings.get("frames")).get("fps", 1.0)),
             runtime=runtime,
-            runtime_kind=_text(runtime.get("kind")),
+            # Early manifests recorded the runtime as its bare kind.
+            runtime_kind=_text(
+                runtime.get("kind")
+                if isinstance(raw.get("runtime"), Mapping)
+                else raw.get("runtime")
+            ),
+            image_id=_text(_object(runtime.get("image")).get("id")),
             mounts=tuple(str(m) for m in _object(runtime.get("container")).get("mounts") or []),
             harness_version=_text(raw.get("harness_version")),
             protocol_version=_text(raw.get("protocol_version")),

@@ -69,7 +69,8 @@ def test_old_manifest_loads_with_defaults(tmp_path: Path) -> None:
     assert record.benchmark is None
     assert record.dataset_name == "tiny" and record.dataset_path is None
     assert (record.persistence, record.fps, record.mounts) == ("restart", 1.0, ())
-    assert record.judge == {"kind": "none"} and record.judge_settings == {}
+    assert record.judge == {} and record.judge_settings == {}
+    assert header({}, old)["judge"] == {"kind": "none"}
     assert record.shard is None and record.isolation is None
     assert dataset_line(record) == f"Dataset `tiny` (hash `{'cd' * 6}`)"
     assert header({}, old)["dataset"] == {"name": "tiny", "hash": "cd" * 32}
