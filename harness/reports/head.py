@@ -11,7 +11,7 @@ reword them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from apmbench.harness.reports.confinement import (
     ManifestLike,
@@ -23,6 +23,22 @@ from apmbench.harness.reports.format import dataset_line
 from apmbench.harness.run.manifest import Manifest
 
 
+class DatasetIdentity(TypedDict):
+    name: str | None
+    hash: str | None
+
+
+class ReportHeader(TypedDict):
+    """report.json's `header` (and each run's entry of compare.json's `headers`)."""
+
+    dataset: DatasetIdentity
+    persistence: str
+    storage_verified: bool
+    judge: dict[str, Any]
+    confined: bool | None
+    notes: list[str]
+
+
 def judge_label(manifest: ManifestLike) -> str:
     """The judge the run was scored with: its kind and what names it (model, endpoint)."""
     judge = Manifest.of(manifest).judge or {"kind": "none"}
@@ -30,7 +46,7 @@ def judge_label(manifest: ManifestLike) -> str:
     return f"`{judge.get('kind', 'none')}`" + (f" ({described})" if described else "")
 
 
-def header(report: Mapping[str, Any], manifest: ManifestLike) -> dict[str, Any]:
+def header(report: Mapping[str, Any], manifest: ManifestLike) -> ReportHeader:
     """report.json's `header`: the same facts as the head of report.md, as fields."""
     record = Manifest.of(manifest)
     sandbox = report.get("sandbox")
