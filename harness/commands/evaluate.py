@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
 import sys
 import time
@@ -44,6 +43,7 @@ from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.reports.confinement import persistence, storage_verified
 from apmbench.harness.run.executor import Persistence
+from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.docker.cli_options import container_options
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
@@ -509,9 +509,10 @@ def _seed(seed: int | None, resume: bool, out: Path | None) -> tuple[int, bool]:
     if not resume:
         return secrets.randbelow(SEED_LIMIT), True
     for manifest in (out / "manifest.json", *sorted(out.glob("*/manifest.json"))) if out else ():
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            recorded = json.loads(manifest.read_text())["dataset"]["synthetic"]
-            return int(recorded["seed"]), bool(recorded["seed_drawn"])
+        with contextlib.suppress(OSError, RunDirError):
+            recorded = load_manifest(manifest).synthetic
+            if recorded is not None:
+                return recorded.seed, recorded.seed_drawn
     raise click.UsageError(
         "--resume of a --synthetic run needs its seed: give --out of that run (its "
         "manifest.json records the seed), or --seed S (its dataset directory is named "
@@ -608,7 +609,7 @@ def _run(
     if not quiet:
         click.echo(shown.plain((result.run_dir / "report.md").read_text()))
         click.echo(f"run directory: {result.run_dir}")
-    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    manifest = load_manifest(result.run_dir / "manifest.json")
     if not storage_verified(manifest):
         console.print(
             f"[yellow]warning:[/yellow] Storage/hr is unverified under persistence "

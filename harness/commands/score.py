@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -67,6 +66,7 @@ def score(
         suite_of_run,
     )
     from apmbench.harness.run import records
+    from apmbench.harness.run.manifest import load as load_manifest
     from apmbench.harness.scoring.judge import open_judge
 
     judge_optional = bool(judge.pop("judge_optional", False))
@@ -74,7 +74,7 @@ def score(
     try:
         if not manifest_path.is_file():
             raise RunDirError(f"{run_dir} is not an apmbench run directory (no manifest.json)")
-        manifest = json.loads(manifest_path.read_text())
+        manifest = load_manifest(manifest_path)
         suite = suite_of_run(manifest)
         data = dataset_for_run(suite, manifest, dataset)
         if withheld.is_public(data.root):

@@ -23,6 +23,8 @@ from typing import Any, cast
 from apmbench.harness.errors import DatasetError, RunDirError
 from apmbench.harness.orchestrate.scoring import score_run
 from apmbench.harness.run import records
+from apmbench.harness.run.manifest import Manifest
+from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.run.plan import Ask
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
 from apmbench.harness.suites import get_suite, suite_of_dataset, withheld
@@ -99,13 +101,13 @@ def write_predictions(run: records.RunDir, suite: Suite, dataset: SuiteDataset) 
             for row in rows
         ]
         trajectories.append({"trajectory_id": t.trajectory_id, "record": rec})
-    manifest = json.loads(run.manifest_path.read_text())
+    manifest = load_manifest(run.manifest_path)
     out = {
         "format": PREDICTIONS_FORMAT,
         "version": PREDICTIONS_VERSION,
         "benchmark": suite.name,
-        "dataset_hash": manifest["dataset_hash"],
-        "manifest": manifest,
+        "dataset_hash": manifest.dataset_hash,
+        "manifest": manifest.raw,
         "trajectories": trajectories,
     }
     path = run.root / PREDICTIONS_NAME
@@ -208,8 +210,8 @@ def score_predictions(
     run = records.RunDir(out)
     if run.holds_run() or (out.exists() and any(out.iterdir())):
         raise RunDirError(f"{out} exists and is not empty: choose another --out")
-    manifest = dict(predictions["manifest"])
-    caps = (manifest.get("system") or {}).get("capabilities") or {}
+    predicted = Manifest.of(predictions["manifest"])
+    caps = predicted.capabilities
     fields = labelled_fields(suite, dataset, bool(caps.get("supports_import", True)))
     ids_path = Path(private) / INSTANCE_IDS
     renamed: dict[str, str] = json.loads(ids_path.read_text()) if ids_path.is_file() else {}
@@ -219,11 +221,13 @@ def score_predictions(
     missing = [t.trajectory_id for t in dataset.trajectories if t.trajectory_id not in by_id]
     if missing:
         raise RunDirError(f"the predictions hold no record of trajectories {', '.join(missing)}")
-    manifest["labels"] = {
-        "withheld_during_run": True,
-        "dataset_hash": labels["dataset_hash"],
-        "scored_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-    }
+    manifest = predicted.with_fields(
+        labels={
+            "withheld_during_run": True,
+            "dataset_hash": labels["dataset_hash"],
+            "scored_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        }
+    )
     run.prepare(manifest, resume=False)
     for tid, rec in by_id.items():
         rows = []

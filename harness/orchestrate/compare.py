@@ -22,6 +22,8 @@ from apmbench.harness.errors import RunDirError
 from apmbench.harness.reports.head import head_lines, header, with_head
 from apmbench.harness.reports.tradeoff_plot import Point, plot_tradeoff
 from apmbench.harness.run import records
+from apmbench.harness.run.manifest import Manifest
+from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.suites import DEFAULT, get_suite
 from apmbench.harness.suites.base import ComparedRun, Suite
 
@@ -38,8 +40,13 @@ class Run:
         return self.report.get("scoring", {}).get("signature")
 
     @property
+    def record(self) -> Manifest:
+        """The manifest, typed (`manifest` stays the JSON, which a suite's compare gets)."""
+        return Manifest.of(self.manifest)
+
+    @property
     def benchmark(self) -> str:
-        return str(self.manifest.get("benchmark", DEFAULT))
+        return self.record.benchmark or DEFAULT
 
 
 def load_runs(roots: Sequence[Path]) -> list[Run]:
@@ -52,9 +59,9 @@ def load_runs(roots: Sequence[Path]) -> list[Run]:
             raise RunDirError(
                 f"{root} has no report.json: finish the run (evaluate --resume) or score it"
             )
-        manifest = json.loads(manifest_path.read_text())
+        manifest = load_manifest(manifest_path).raw
         runs.append(Run(root, manifest, json.loads(report_path.read_text()), ""))
-    names = [r.manifest["system"]["name"] for r in runs]
+    names = [r.record.system_name for r in runs]
     # Two runs of one system (e.g. two persistence modes) need their directory to tell apart.
     return [
         Run(
@@ -76,10 +83,10 @@ def mismatches(runs: Sequence[Run]) -> list[str]:
             problems.append(
                 f"{run.root} is a {run.benchmark} run, {first.root} a {first.benchmark} run"
             )
-        if run.manifest.get("dataset_hash") != first.manifest.get("dataset_hash"):
+        if run.record.dataset_hash != first.record.dataset_hash:
             problems.append(
-                f"{run.root} was made on dataset {str(run.manifest.get('dataset_hash'))[:12]}..., "
-                f"{first.root} on {str(first.manifest.get('dataset_hash'))[:12]}..."
+                f"{run.root} was made on dataset {str(run.record.dataset_hash)[:12]}..., "
+                f"{first.root} on {str(first.record.dataset_hash)[:12]}..."
             )
         if run.signature != first.signature:
             problems.append(

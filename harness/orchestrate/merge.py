@@ -25,6 +25,8 @@ from apmbench.harness.orchestrate.scoring import (
 )
 from apmbench.harness.orchestrate.shards import SHARDS, copy_record, shard_manifests
 from apmbench.harness.run import records
+from apmbench.harness.run.manifest import Manifest
+from apmbench.harness.run.manifest import merged as merged_manifest
 from apmbench.harness.scoring.judge import open_judge
 from apmbench.harness.suites import withheld
 
@@ -44,29 +46,29 @@ MERGE_KEYS = (
 class Part:
     root: Path
     manifest_path: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
 
     @property
     def label(self) -> str:
-        shard = self.manifest.get("shard")
+        shard = self.manifest.shard
         where = str(self.root)
-        return f"{where} (shard {shard['name']})" if shard else where
+        return f"{where} (shard {shard.name})" if shard else where
 
     @property
     def claims(self) -> list[str] | None:
         """The trajectories this part ran; None: a whole run (all of them)."""
-        shard = self.manifest.get("shard")
-        return list(shard["trajectories"]) if shard else None
+        shard = self.manifest.shard
+        return list(shard.trajectories) if shard else None
 
     @property
     def logs(self) -> Path:
-        shard = self.manifest.get("shard")
-        return self.root / SHARDS / shard["name"] / "logs" if shard else self.root / "logs"
+        shard = self.manifest.shard
+        return self.root / SHARDS / shard.name / "logs" if shard else self.root / "logs"
 
 
-def _compared(manifest: dict[str, Any]) -> dict[str, Any]:
-    fields = {k: manifest.get(k) for k in MERGE_KEYS}
-    fields["scoring.signature"] = (manifest.get("scoring") or {}).get("signature")
+def _compared(manifest: Manifest) -> dict[str, object]:
+    fields = manifest.values(MERGE_KEYS)
+    fields["scoring.signature"] = manifest.scoring_signature
     return fields
 
 
@@ -159,27 +161,7 @@ def merge(run_dirs: Sequence[Path], out: Path, dataset: Path | None = None) -> d
     for part in parts:
         if part.logs.is_dir():
             shutil.copytree(part.logs, run.logs / part.manifest_path.stem, dirs_exist_ok=True)
-    merged_from = [
-        {
-            "path": str(p.root.resolve()),
-            "shard": p.manifest.get("shard"),
-            "host": p.manifest.get("host"),
-            "started_at": p.manifest.get("started_at"),
-            "finished_at": p.manifest.get("finished_at"),
-        }
-        for p in parts
-    ]
-    manifest = {
-        k: v for k, v in first.items() if k not in {"shard", "finished_at", "isolation", "audit"}
-    }
-    manifest["merged_from"] = merged_from
-    manifest["started_at"] = min(str(p.manifest.get("started_at", "")) for p in parts)
-    isolations = [p.manifest["isolation"] for p in parts if "isolation" in p.manifest]
-    if isolations:
-        manifest["isolation"] = {
-            **isolations[0],
-            "max_lookahead_s": max(i.get("max_lookahead_s", 0.0) for i in isolations),
-        }
+    manifest = merged_manifest([p.manifest for p in parts], [str(p.root.resolve()) for p in parts])
     records.atomic_write(run.manifest_path, records.dump(manifest))
     if withheld.is_public(data.root):  # no labels here: predictions, scored elsewhere
         from apmbench.harness.orchestrate.blind import write_predictions

@@ -27,6 +27,7 @@ from apmbench.harness.orchestrate.evaluate import EvaluateOptions, Evaluation, e
 from apmbench.harness.orchestrate.merge import merge
 from apmbench.harness.orchestrate.shards import Shard
 from apmbench.harness.run import records
+from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.run.progress_log import Progress
 from apmbench.harness.suites import suite_of_dataset
 
@@ -117,4 +118,4 @@ def evaluate_ray(
 
 def _finished(part: Path) -> bool:
     manifests = list((part / "shards").glob("*.json"))
-    return bool(manifests) and all("finished_at" in json.loads(m.read_text()) for m in manifests)
+    return bool(manifests) and all(load_manifest(m).records("finished_at") for m in manifests)

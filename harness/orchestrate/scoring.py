@@ -10,7 +10,6 @@ code, dataset, judge and cache. Only the derived files are rewritten
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ from apmbench.harness.reports.confinement import mounted_into_system
 from apmbench.harness.reports.head import head_lines, header, with_head
 from apmbench.harness.run import records
 from apmbench.harness.run.audits.summary import audit_summary
+from apmbench.harness.run.manifest import Manifest
+from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.runtimes.sandbox import confinement
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
 from apmbench.harness.scoring.judge.cache import ReplyCache
@@ -54,22 +55,23 @@ def scoring_record(
     }
 
 
-def recorded_judge(manifest: Mapping[str, Any]) -> JudgeConfig:
+def recorded_judge(manifest: Manifest | Mapping[str, Any]) -> JudgeConfig:
     """The judge a run was last scored with (`none` if it never had one)."""
-    settings = (manifest.get("scoring") or {}).get("judge_settings")
+    settings = Manifest.of(manifest).judge_settings
     return JudgeConfig.from_dict(dict(settings)) if settings else JudgeConfig()
 
 
-def suite_of_run(manifest: Mapping[str, Any]) -> Suite:
+def suite_of_run(manifest: Manifest | Mapping[str, Any]) -> Suite:
     """The suite a run was made with (runs older than suites are APM-Bench runs)."""
-    return get_suite(str(manifest.get("benchmark", DEFAULT)))
+    return get_suite(Manifest.of(manifest).benchmark or DEFAULT)
 
 
 def dataset_for_run(
-    suite: Suite, manifest: Mapping[str, Any], override: Path | None
+    suite: Suite, manifest: Manifest | Mapping[str, Any], override: Path | None
 ) -> SuiteDataset:
     """The run's dataset, re-loaded and checked against the hash the run recorded."""
-    recorded = manifest.get("dataset", {}).get("path")
+    record = Manifest.of(manifest)
+    recorded = record.dataset_path
     path = override or (Path(recorded) if recorded else None)
     if path is None:
         raise DatasetError("the manifest records no dataset path: pass --dataset DIR")
@@ -78,10 +80,10 @@ def dataset_for_run(
             f"the run's dataset {path} is missing: pass --dataset DIR pointing at a copy of it"
         )
     dataset = suite.load(path)
-    if dataset.content_hash != manifest.get("dataset_hash"):
+    if dataset.content_hash != record.dataset_hash:
         raise DatasetError(
             f"the dataset at {path} has hash {dataset.content_hash[:12]}..., but the run was made "
-            f"on {str(manifest.get('dataset_hash'))[:12]}...: its labels may differ. Pass "
+            f"on {str(record.dataset_hash)[:12]}...: its labels may differ. Pass "
             "--dataset DIR pointing at the dataset the run used"
         )
     return dataset
@@ -177,15 +179,15 @@ def score_run(
             "scored_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
     )
-    manifest = json.loads((run.root / "manifest.json").read_text())
+    manifest = load_manifest(run.manifest_path)
     mounted = mounted_into_system(manifest)
     if mounted:  # the user's --mount: host paths the system could read, beside the numbers
         report["mounted_into_system"] = mounted
-    if (sandbox := confinement(manifest)) is not None:
+    if (sandbox := confinement(manifest.runtime)) is not None:
         report["sandbox"] = sandbox
     # The pipeline, not the suite, states the run's identity and confinement (reports/head.py).
     report["header"] = header(report, manifest)
     records.atomic_write(run.root / "report.json", records.dump(report))
-    markdown = with_head(suite.render(report, manifest), head_lines(report, manifest))
+    markdown = with_head(suite.render(report, manifest.raw), head_lines(report, manifest))
     records.atomic_write(run.root / "report.md", markdown)
     return report

@@ -17,7 +17,6 @@ the records of its own trajectories. `apmbench-grpc merge` joins the parts.
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,8 @@ from typing import Any
 
 from apmbench.harness.errors import ConfigError, RunDirError
 from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.run.manifest import Manifest
+from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.run.records import RunDir
 
 SHARDS = "shards"
@@ -141,18 +142,18 @@ class ShardRunDir(RunDir):
             self.record_path(tid).with_name(f".{tid}.json.tmp").unlink(missing_ok=True)
 
 
-def shard_manifests(root: Path) -> list[tuple[Path, dict[str, Any]]]:
+def shard_manifests(root: Path) -> list[tuple[Path, Manifest]]:
     """The manifests of the parts in `root`: its shards', or its own for a whole run."""
     whole = root / "manifest.json"
     if whole.is_file():
-        return [(whole, json.loads(whole.read_text()))]
+        return [(whole, load_manifest(whole))]
     found = sorted((root / SHARDS).glob("*.json")) if (root / SHARDS).is_dir() else []
     if not found:
         raise RunDirError(
             f"{root} holds neither a run (manifest.json) nor shards ({SHARDS}/*.json): "
             "is it the --out of an `evaluate --shard` run?"
         )
-    return [(p, json.loads(p.read_text())) for p in found]
+    return [(p, load_manifest(p)) for p in found]
 
 
 def copy_record(source: Path, target: Path) -> None:

@@ -10,20 +10,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from apmbench.harness.run.manifest import Manifest
 
-def mounted_into_system(manifest: Mapping[str, Any]) -> list[str]:
+ManifestLike = Manifest | Mapping[str, Any]
+"""A typed manifest, or the JSON one (a suite's render gets the JSON)."""
+
+
+def mounted_into_system(manifest: ManifestLike) -> list[str]:
     """Host paths the user mounted into the system's container (--mount), as HOST:PATH:MODE."""
-    container = (manifest.get("runtime") or {}).get("container") or {}
-    return [str(m) for m in container.get("mounts") or []]
+    return list(Manifest.of(manifest).mounts)
 
 
-def persistence(manifest: Mapping[str, Any]) -> str:
-    """The run's persistence mode as its manifest records it (the one place that reads it;
-    `restart` for runs from before the field)."""
-    return str((manifest.get("settings") or {}).get("persistence", "restart"))
+def persistence(manifest: ManifestLike) -> str:
+    """The run's persistence mode as its manifest records it (`restart` for runs from before
+    the field)."""
+    return Manifest.of(manifest).persistence
 
 
-def storage_verified(manifest: Mapping[str, Any]) -> bool:
+def storage_verified(manifest: ManifestLike) -> bool:
     """Only `restart` makes the export the whole memory: under `reset` and `trust` a process
     can keep memory in RAM across sessions that no storage figure counts."""
     return persistence(manifest) == "restart"
@@ -50,31 +54,32 @@ def audit_lines(report: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def confinement_lines(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
+def confinement_lines(report: Mapping[str, Any], manifest: ManifestLike) -> list[str]:
     """Lines for the head of report.md: audit flags, an unverified storage figure, a known
     seed, an unconfined process, the user's mounts."""
+    record = Manifest.of(manifest)
     lines = audit_lines(report)
-    if not storage_verified(manifest):
-        mode = persistence(manifest)
+    if not storage_verified(record):
+        mode = persistence(record)
         lines += [
             f"**Storage/hr unverified** (persistence `{mode}`): the process lived across "
             "sessions, so memory it kept in RAM is in no export and no storage figure. Only "
             "`restart` measures the whole memory.",
             "",
         ]
-    iso = manifest.get("isolation") or {}
-    if iso.get("rests_on_system_reset"):
-        mode = persistence(manifest)
+    iso = record.isolation
+    if iso is not None and iso.rests_on_system_reset:
+        mode = persistence(record)
         lines += [
             f"Persistence `{mode}`: the isolation of forks and replays rests on the system's "
             "own Reset (no fresh process per segment); the largest look-ahead a process had "
-            f"was {iso.get('max_lookahead_s', 0):.1f} s past its question.",
+            f"was {iso.max_lookahead_s:.1f} s past its question.",
             "",
         ]
-    synthetic = (manifest.get("dataset") or {}).get("synthetic") or {}
-    if synthetic and not synthetic.get("seed_drawn"):
+    synthetic = record.synthetic
+    if synthetic is not None and not synthetic.seed_drawn:
         lines += [
-            f"Synthetic dataset from a known seed (`--seed {synthetic.get('seed')}`): the "
+            f"Synthetic dataset from a known seed (`--seed {synthetic.seed}`): the "
             "generator is public, so a system that knows the seed can rebuild every label. "
             "Publish numbers from a run whose seed was drawn at random (no `--seed`).",
             "",
@@ -92,7 +97,7 @@ def confinement_lines(report: Mapping[str, Any], manifest: Mapping[str, Any]) ->
             "dataset and keep memory outside its exported state.",
             "",
         ]
-    mounted = mounted_into_system(manifest)
+    mounted = mounted_into_system(record)
     if not mounted:
         return lines
     paths = ", ".join(f"`{m}`" for m in mounted)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from apmbench.harness.run.manifest import Manifest
+
 NOT_COMPUTED = "n/c"
 
 
@@ -28,10 +30,9 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
-def dataset_line(manifest: Mapping[str, Any]) -> str:
+def dataset_line(manifest: Manifest | Mapping[str, Any]) -> str:
     """ "Dataset `NAME` (hash `HASH`)": the dataset's name and the first 12 characters of its
     content hash, as every suite's report header gives them (never the manifest's dict)."""
-    dataset = manifest.get("dataset")
-    name = dataset.get("name") if isinstance(dataset, Mapping) else dataset
-    digest = manifest.get("dataset_hash")
+    record = Manifest.of(manifest)
+    name, digest = record.dataset_name, record.dataset_hash
     return f"Dataset `{name or '?'}` (hash `{str(digest)[:12] if digest else '?'}`)"

@@ -11,44 +11,63 @@ reword them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
-from apmbench.harness.reports.confinement import confinement_lines, persistence, storage_verified
+from apmbench.harness.reports.confinement import (
+    ManifestLike,
+    confinement_lines,
+    persistence,
+    storage_verified,
+)
 from apmbench.harness.reports.format import dataset_line
+from apmbench.harness.run.manifest import Manifest
 
 
-def judge_label(manifest: Mapping[str, Any]) -> str:
+class DatasetIdentity(TypedDict):
+    name: str | None
+    hash: str | None
+
+
+class ReportHeader(TypedDict):
+    """report.json's `header` (and each run's entry of compare.json's `headers`)."""
+
+    dataset: DatasetIdentity
+    persistence: str
+    storage_verified: bool
+    judge: dict[str, Any]
+    confined: bool | None
+    notes: list[str]
+
+
+def judge_label(manifest: ManifestLike) -> str:
     """The judge the run was scored with: its kind and what names it (model, endpoint)."""
-    judge = (manifest.get("scoring") or {}).get("judge") or {"kind": "none"}
+    judge = Manifest.of(manifest).judge or {"kind": "none"}
     described = ", ".join(f"{k}={v}" for k, v in judge.items() if k != "kind")
     return f"`{judge.get('kind', 'none')}`" + (f" ({described})" if described else "")
 
 
-def header(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> dict[str, Any]:
+def header(report: Mapping[str, Any], manifest: ManifestLike) -> ReportHeader:
     """report.json's `header`: the same facts as the head of report.md, as fields."""
-    dataset = manifest.get("dataset")
+    record = Manifest.of(manifest)
     sandbox = report.get("sandbox")
     return {
-        "dataset": {
-            "name": dataset.get("name") if isinstance(dataset, Mapping) else dataset,
-            "hash": manifest.get("dataset_hash"),
-        },
-        "persistence": persistence(manifest),
-        "storage_verified": storage_verified(manifest),
-        "judge": (manifest.get("scoring") or {}).get("judge") or {"kind": "none"},
+        "dataset": {"name": record.dataset_name, "hash": record.dataset_hash},
+        "persistence": persistence(record),
+        "storage_verified": storage_verified(record),
+        "judge": record.judge or {"kind": "none"},
         "confined": None if sandbox is None else bool(sandbox.get("confined")),
-        "notes": [line.replace("**", "") for line in confinement_lines(report, manifest) if line],
+        "notes": [line.replace("**", "") for line in confinement_lines(report, record) if line],
     }
 
 
-def identity_line(manifest: Mapping[str, Any]) -> str:
+def identity_line(manifest: ManifestLike) -> str:
     return (
         f"{dataset_line(manifest)}; persistence `{persistence(manifest)}`; "
         f"judge {judge_label(manifest)}."
     )
 
 
-def head_lines(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
+def head_lines(report: Mapping[str, Any], manifest: ManifestLike) -> list[str]:
     """The head of report.md: the identity line, then every confinement line."""
     return [identity_line(manifest), "", *confinement_lines(report, manifest)]
 

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 from apmbench.harness.errors import RunDirError
+from apmbench.harness.run.manifest import Manifest
+from apmbench.harness.run.manifest import load as load_manifest
 
 
 class SessionRecord(TypedDict):
@@ -145,13 +147,15 @@ class RunDir:
         """Create the directory, or check it against `manifest` when resuming."""
         existing = self.manifest_path
         if existing.exists():
-            old = json.loads(existing.read_text())
+            recorded = load_manifest(existing)
+            old = recorded.values(RESUME_KEYS)
+            new = Manifest.of(manifest).values(RESUME_KEYS)
             # A key the run's manifest predates is not compared (a run from before it was kept).
             changes = [
                 f"{path}: {then!r} then, {now!r} now"
                 for key in RESUME_KEYS
-                if key in old
-                for path, then, now in _differences(key, old.get(key), manifest.get(key))
+                if recorded.records(key)
+                for path, then, now in _differences(key, old[key], new[key])
             ]
             if changes:
                 raise RunDirError(
@@ -191,6 +195,4 @@ class RunDir:
 
     def update_manifest(self, **fields: Any) -> None:
         path = self.manifest_path
-        manifest = json.loads(path.read_text())
-        manifest.update(fields)
-        atomic_write(path, dump(manifest))
+        atomic_write(path, dump(load_manifest(path).with_fields(**fields)))

@@ -486,14 +486,13 @@ def python_policy(
     )
 
 
-def confinement(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
-    """report.json's `sandbox` entry from a run's manifest: whether the system process was
-    confined, as the runtime that ran it says (`Runtime.confinement_facts`). None for
-    runtimes the harness does not sandbox this way (endpoint, image), and for a runtime
-    no longer installed."""
+def confinement(runtime: Mapping[str, Any]) -> dict[str, Any] | None:
+    """report.json's `sandbox` entry from the `runtime` a run's manifest records: whether
+    the system process was confined, as the runtime that ran it says
+    (`Runtime.confinement_facts`). None for runtimes the harness does not sandbox this way
+    (endpoint, image), and for a runtime no longer installed."""
     from apmbench.harness.runtimes.registry import RUNTIME_REGISTRY
 
-    runtime = manifest.get("runtime") or {}
     kind = runtime.get("kind")
     if not isinstance(kind, str) or kind not in RUNTIME_REGISTRY:
         return None

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.plan import Segment
 from apmbench.harness.scoring.judge.backend import ChatBackend
 from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
@@ -60,6 +61,11 @@ class ComparedRun:
     label: str
     manifest: Mapping[str, Any]
     report: Mapping[str, Any]
+
+    @property
+    def record(self) -> Manifest:
+        """The manifest, typed: read its fields here, not the JSON's keys."""
+        return Manifest.of(self.manifest)
 
 
 @dataclass(frozen=True)

@@ -82,23 +82,21 @@ def _audit(report: Mapping[str, Any]) -> list[str]:
 
 
 def _manifest_facts(run: Run) -> dict[str, Any]:
-    m = run.manifest
-    runtime = m.get("runtime", {})
-    image = runtime.get("image") if isinstance(runtime, dict) else None
+    m = run.record
     return {
-        "system": m.get("system", {}).get("name"),
-        "system version": m.get("system", {}).get("version"),
-        "system spec": m.get("system_spec"),
-        "runtime": runtime.get("kind") if isinstance(runtime, dict) else runtime,
-        "image digest": image.get("id") if isinstance(image, dict) else None,
-        "dataset": m.get("dataset", {}).get("name"),
-        "dataset hash": m.get("dataset_hash"),
-        "settings": json.dumps(m.get("settings", {}), sort_keys=True),
-        "judge": json.dumps((m.get("scoring") or {}).get("judge", {}), sort_keys=True),
-        "harness": m.get("harness_version"),
-        "protocol": m.get("protocol_version"),
-        "started": m.get("started_at"),
-        "finished": m.get("finished_at"),
+        "system": None if m.system_name == "?" else m.system_name,
+        "system version": m.system_version,
+        "system spec": m.system_spec,
+        "runtime": m.runtime_kind,
+        "image digest": m.image_id,
+        "dataset": m.dataset_name,
+        "dataset hash": m.dataset_hash,
+        "settings": json.dumps(m.settings, sort_keys=True),
+        "judge": json.dumps(m.judge, sort_keys=True),
+        "harness": m.harness_version,
+        "protocol": m.protocol_version,
+        "started": m.started_at,
+        "finished": m.finished_at,
     }
 
 
@@ -145,10 +143,10 @@ def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
         asks = None
         thumbnails = None
         if dataset is not None:
-            caps = run.manifest.get("system", {}).get("capabilities", {})
+            caps = run.record.capabilities
             asks = plan_asks(suite, dataset, bool(caps.get("supports_import")))
             if with_frames:
-                fps = float(run.manifest.get("settings", {}).get("frames", {}).get("fps", 1.0))
+                fps = run.record.fps
                 key = f"{dataset.content_hash}/{fps}"
                 thumbnails = thumbs.setdefault(key, Thumbnails(dataset, fps))
         queries += query_rows(run.label, instances, suite, asks, thumbnails)

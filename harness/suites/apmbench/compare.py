@@ -58,7 +58,7 @@ def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
             {
                 "label": r.label,
                 "run_dir": str(r.root),
-                "system": r.manifest["system"]["name"],
+                "system": r.record.system_name,
                 "persistence": persistence(r.manifest),
                 "families": {f: rep["families"][f]["score"] for f in tasks.FAMILIES},
                 "overall": rep["overall"]["score"],
@@ -79,7 +79,7 @@ def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
             }
         )
     return {
-        "dataset_hash": runs[0].manifest.get("dataset_hash"),
+        "dataset_hash": runs[0].record.dataset_hash,
         "scoring_signature": runs[0].report.get("scoring", {}).get("signature"),
         "plot_y_label": y_label,
         "notes": notes + _reference_notes(runs),

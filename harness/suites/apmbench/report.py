@@ -15,6 +15,7 @@ from typing import Any
 
 from apmbench.harness.reports.confinement import storage_verified
 from apmbench.harness.reports.format import NOT_COMPUTED, num, size, table
+from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.scoring.judge.reference import reference_note
 from apmbench.harness.suites.apmbench import tasks
 
@@ -39,10 +40,11 @@ def _yes(flag: object) -> str:
 
 def table3_row(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
     fam = report["families"]
-    caps = manifest["system"].get("capabilities", {})
+    record = Manifest.of(manifest)
+    caps = record.capabilities
     storage = report["storage"]["storage_per_hour_bytes"]
     return [
-        manifest["system"]["name"],
+        record.system_name,
         _yes(caps.get("streaming_ingest")),
         _yes(caps.get("supports_import")),
         num(fam["cross_session_understanding"]["score"]),
@@ -66,7 +68,7 @@ def _storage_cell(storage: int | None, manifest: Mapping[str, Any]) -> str:
 def table4_row(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
     ea = report["evidence_availability"]
     return [
-        manifest["system"]["name"],
+        Manifest.of(manifest).system_name,
         *(num(report["tasks"][t]["score"]) for t in (*tasks.MCQA_TASKS, *tasks.ADAPTIVE_TASKS)),
         num(report["overall"]["score"]),
         num(ea["evidence_available_accuracy"]),
@@ -129,7 +131,8 @@ def _ea_latency_lines(lat: Mapping[str, Any]) -> list[str]:
 
 
 def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
-    system = manifest["system"]["name"]
+    record = Manifest.of(manifest)
+    system = record.system_name
     lat = report["latency"]
     sto = report["storage"]
     acc = report["decision_accuracy"]
@@ -141,7 +144,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         "",
         # The dataset, persistence, judge and confinement lines come before this: the run
         # pipeline writes them for every suite (reports/head.py).
-        f"Harness {manifest['harness_version']}, protocol {manifest['protocol_version']}. "
+        f"Harness {record.harness_version}, protocol {record.protocol_version}. "
         f"`{NOT_COMPUTED}` = not computed (reasons below and in report.json).",
         "",
         *_reference_lines(report),

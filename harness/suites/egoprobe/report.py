@@ -9,6 +9,7 @@ from typing import Any
 from rich.table import Table
 
 from apmbench.harness.reports.format import num, size, table
+from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.suites.base import ComparedRun
 from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES
 from apmbench.harness.suites.egoprobe.metrics import EVENT_GROUPS, FINE_EVENT_GROUPS
@@ -81,7 +82,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
     linked = report["event_linked"]
     ff = report["format_failures"]
     lines = [
-        f"# EgoProbe report: {manifest.get('system', {}).get('name', '?')}",
+        f"# EgoProbe report: {Manifest.of(manifest).system_name}",
         "",
         f"Chance: {report['chance']['single_turn']}% "
         f"single-turn, {report['chance']['r1']}% R1, {report['chance']['two_turn']}% two-turn.",
@@ -163,7 +164,7 @@ def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
             {
                 "label": r.label,
                 "run_dir": str(r.root),
-                "system": r.manifest["system"]["name"],
+                "system": r.record.system_name,
                 "plot_y": rep["single_turn"]["all"]["accuracy"],
                 "single_turn": rep["single_turn"],
                 "buckets": {b: rep["buckets"][b]["all"]["accuracy"] for b in BUCKET_NAMES},

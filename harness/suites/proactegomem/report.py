@@ -9,6 +9,7 @@ from typing import Any
 from rich.table import Table
 
 from apmbench.harness.reports.format import num, size, table
+from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.suites.base import ComparedRun
 from apmbench.harness.suites.proactegomem import prompts
 from apmbench.harness.suites.proactegomem.metrics import IOU_TAUS, START_TAUS
@@ -69,7 +70,7 @@ def _matching(params: Mapping[str, Any]) -> str:
 def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     levels = report["levels"]
     lines = [
-        f"# ProactEgoMem report: {manifest.get('system', {}).get('name', '?')}",
+        f"# ProactEgoMem report: {Manifest.of(manifest).system_name}",
         "",
         f"{_track(report)}Similarity in the matcher: "
         f"{report['similarity']}. Matching: {_matching(report['matching'])}.",
@@ -202,7 +203,7 @@ def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
             {
                 "label": r.label,
                 "run_dir": str(r.root),
-                "system": r.manifest["system"]["name"],
+                "system": r.record.system_name,
                 "plot_y": start_at(iv),
                 "cells": _cells(r.report),
             }

@@ -1,0 +1,223 @@
+"""manifest.json as a typed record: the one module that reads its keys.
+
+`Manifest` parses the JSON once into typed fields; every other module reads
+those fields instead of indexing the dict. The parsed JSON is kept as `raw`
+and written back unchanged (`write`), so the bytes on disk do not move and a
+key this record does not model survives a round trip. Every field has the
+default a run from before that key had, so older manifests (resume, merge,
+score of old runs) still load.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from apmbench.harness.errors import RunDirError
+
+JsonObject = dict[str, Any]
+"""A JSON object as json.loads gives it; only this module looks inside one."""
+
+
+def _object(value: object) -> JsonObject:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _synthetic(value: object) -> Synthetic | None:
+    # A seed that is missing or not a number is no seed (the run is not known to be synthetic).
+    if not isinstance(value, Mapping) or not value:
+        return None
+    try:
+        return Synthetic(int(value["seed"]), bool(value.get("seed_drawn")))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Shard:
+    """The part of the dataset a shard run owns (`evaluate --shard i/N`)."""
+
+    name: str
+    trajectories: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    """How a synthetic dataset was made: its seed, and whether the harness drew it."""
+
+    seed: int
+    seed_drawn: bool
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """How forks and replays were isolated (absent in runs from before it was recorded)."""
+
+    rests_on_system_reset: bool
+    max_lookahead_s: float
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A run's manifest.json, typed. Build one with `Manifest.of` or `load`."""
+
+    raw: JsonObject = field(repr=False)
+    benchmark: str | None
+    dataset_name: str | None
+    dataset_path: str | None
+    dataset_hash: str | None
+    synthetic: Synthetic | None
+    system_name: str
+    system_version: str | None
+    system_spec: object
+    capabilities: JsonObject
+    shard: Shard | None
+    host: object
+    started_at: str | None
+    finished_at: str | None
+    isolation: Isolation | None
+    judge: JsonObject
+    """The judge the run was scored with; empty if it never was."""
+    judge_settings: JsonObject
+    scoring_signature: object
+    settings: JsonObject
+    persistence: str
+    fps: float
+    runtime: JsonObject
+    runtime_kind: str | None
+    image_id: str | None
+    mounts: tuple[str, ...]
+    harness_version: str | None
+    protocol_version: str | None
+
+    @classmethod
+    def of(cls, data: Manifest | Mapping[str, Any]) -> Manifest:
+        """`data` as a record; a `Manifest` is returned as it is."""
+        if isinstance(data, Manifest):
+            return data
+        raw = dict(data)
+        dataset = raw.get("dataset")
+        dataset_map = _object(dataset)
+        system = _object(raw.get("system"))
+        scoring = _object(raw.get("scoring"))
+        settings = _object(raw.get("settings"))
+        runtime = _object(raw.get("runtime"))
+        shard = raw.get("shard")
+        iso = raw.get("isolation")
+        return cls(
+            raw=raw,
+            benchmark=_text(raw.get("benchmark")),
+            # Early manifests recorded the dataset as its bare name.
+            dataset_name=_text(
+                dataset_map.get("name") if isinstance(dataset, Mapping) else dataset
+            ),
+            dataset_path=_text(dataset_map.get("path")),
+            dataset_hash=_text(raw.get("dataset_hash")),
+            synthetic=_synthetic(dataset_map.get("synthetic")),
+            system_name=str(system.get("name", "?")),
+            system_version=_text(system.get("version")),
+            system_spec=raw.get("system_spec"),
+            capabilities=_object(system.get("capabilities")),
+            shard=(
+                Shard(str(shard["name"]), tuple(str(t) for t in shard["trajectories"]))
+                if isinstance(shard, Mapping)
+                else None
+            ),
+            host=raw.get("host"),
+            started_at=_text(raw.get("started_at")),
+            finished_at=_text(raw.get("finished_at")),
+            isolation=(
+                Isolation(
+                    bool(iso.get("rests_on_system_reset")),
+                    float(iso.get("max_lookahead_s", 0.0)),
+                )
+                if isinstance(iso, Mapping)
+                else None
+            ),
+            judge=_object(scoring.get("judge")),
+            judge_settings=_object(scoring.get("judge_settings")),
+            scoring_signature=scoring.get("signature"),
+            # `restart` for runs from before the field.
+            settings=settings,
+            persistence=str(settings.get("persistence", "restart")),
+            fps=float(_object(settings.get("frames")).get("fps", 1.0)),
+            runtime=runtime,
+            # Early manifests recorded the runtime as its bare kind.
+            runtime_kind=_text(
+                runtime.get("kind")
+                if isinstance(raw.get("runtime"), Mapping)
+                else raw.get("runtime")
+            ),
+            image_id=_text(_object(runtime.get("image")).get("id")),
+            mounts=tuple(str(m) for m in _object(runtime.get("container")).get("mounts") or []),
+            harness_version=_text(raw.get("harness_version")),
+            protocol_version=_text(raw.get("protocol_version")),
+        )
+
+    def values(self, keys: tuple[str, ...]) -> dict[str, object]:
+        """The recorded values of top-level `keys` (None where absent), for comparing runs
+        key by key without this module naming each key's shape."""
+        return {k: self.raw.get(k) for k in keys}
+
+    def records(self, key: str) -> bool:
+        """Whether the run recorded top-level `key` at all (older runs predate some)."""
+        return key in self.raw
+
+    def without(self, keys: set[str]) -> JsonObject:
+        """The JSON less `keys`, in its key order (a base for a derived manifest)."""
+        return {k: v for k, v in self.raw.items() if k not in keys}
+
+    def with_fields(self, **fields: object) -> JsonObject:
+        """The JSON with `fields` set (a key already there keeps its place, as on disk)."""
+        return {**self.raw, **fields}
+
+    def part_summary(self, path: str) -> JsonObject:
+        """This part's entry in a merged run's `merged_from`."""
+        shard = self.raw.get("shard")
+        return {
+            "path": path,
+            "shard": dict(shard) if isinstance(shard, Mapping) else None,
+            "host": self.host,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+        }
+
+
+MERGE_DROPPED = {"shard", "finished_at", "isolation", "audit"}
+"""Keys of a part that do not describe the merged run (it is scored and finished anew)."""
+
+
+def merged(parts: Sequence[Manifest], paths: Sequence[str]) -> JsonObject:
+    """The manifest of the run merged from `parts` (at `paths`): the first part's, less what
+    is per part, with where each part came from, the earliest start and the worst
+    look-ahead of any part."""
+    out = {
+        **parts[0].without(MERGE_DROPPED),
+        "merged_from": [p.part_summary(path) for p, path in zip(parts, paths, strict=True)],
+        "started_at": min(p.started_at or "" for p in parts),
+    }
+    recorded = [p for p in parts if p.isolation is not None]
+    if recorded:
+        out["isolation"] = {
+            **_object(recorded[0].raw.get("isolation")),
+            "max_lookahead_s": max(p.isolation.max_lookahead_s for p in recorded if p.isolation),
+        }
+    return out
+
+
+def load(path: Path) -> Manifest:
+    """The manifest at `path`; a clear error if it is not a JSON object."""
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise RunDirError(f"{path} is not valid JSON ({e}): restore it or rerun") from e
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path} does not hold a JSON object: restore it or rerun")
+    return Manifest.of(data)
