@@ -12,7 +12,7 @@ import functools
 import numpy as np
 import numpy.typing as npt
 
-_ROWS: dict[str, tuple[str, ...]] = {
+ROWS: dict[str, tuple[str, ...]] = {
     "A": ("01110", "10001", "10001", "11111", "10001", "10001", "10001"),
     "B": ("11110", "10001", "10001", "11110", "10001", "10001", "11110"),
     "C": ("01110", "10001", "10000", "10000", "10000", "10001", "01110"),
@@ -54,10 +54,9 @@ _ROWS: dict[str, tuple[str, ...]] = {
     " ": ("00000",) * 7,
 }
 
-CHARSET = "".join(_ROWS)
+CHARSET = "".join(ROWS)
 GLYPHS: dict[str, npt.NDArray[np.bool_]] = {
-    ch: np.array([[c == "1" for c in row] for row in rows], dtype=bool)
-    for ch, rows in _ROWS.items()
+    ch: np.array([[c == "1" for c in row] for row in rows], dtype=bool) for ch, rows in ROWS.items()
 }
 GLYPH_W, GLYPH_H = 5, 7
 _STACK = np.stack([GLYPHS[ch] for ch in CHARSET]).reshape(len(CHARSET), -1)

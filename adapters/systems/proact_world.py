@@ -12,6 +12,8 @@ pixel reader with a tolerance of 40 never mistakes one for another.
 
 from __future__ import annotations
 
+from apmbench.adapters.perception.font import ROWS
+
 Colour = tuple[int, int, int]
 # ST: device name -> its colour when on; off, it shows at a third of that.
 PALETTE: dict[str, Colour] = {
@@ -47,15 +49,5 @@ PANELS: dict[str, Colour] = {
 HEADER_H, DIGIT_CELL, DIGIT_X, DIGIT_Y, DIGIT_PITCH = 20, 5, 27, 37, 35
 """The panel's header height; the font cell in pixels; the first digit's offset from the
 panel's corner; the digit pitch."""
-FONT = {
-    "0": ("01110", "10001", "10011", "10101", "11001", "10001", "01110"),
-    "1": ("00100", "01100", "00100", "00100", "00100", "00100", "01110"),
-    "2": ("01110", "10001", "00001", "00010", "00100", "01000", "11111"),
-    "3": ("11111", "00010", "00100", "00010", "00001", "10001", "01110"),
-    "4": ("00010", "00110", "01010", "10010", "11111", "00010", "00010"),
-    "5": ("11111", "10000", "11110", "00001", "00001", "10001", "01110"),
-    "6": ("00110", "01000", "10000", "11110", "10001", "10001", "01110"),
-    "7": ("11111", "00001", "00010", "00100", "01000", "01000", "01000"),
-    "8": ("01110", "10001", "10001", "01110", "10001", "10001", "01110"),
-    "9": ("01110", "10001", "10001", "01111", "00001", "00010", "01100"),
-}
+FONT = {digit: ROWS[digit] for digit in "0123456789"}
+"""The digits of the perception font (5x7 cells), which the panel draws and reads."""

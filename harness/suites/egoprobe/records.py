@@ -33,7 +33,6 @@ without a Base question; a `dialogue` is allowed on Echo questions only.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from typing import Any
 from apmbench.harness.errors import DatasetError
 from apmbench.harness.media.frames import probe_duration_ms
 from apmbench.harness.media.timecode import format_ms
+from apmbench.harness.suites.layout_file import read_layout_file
 
 RECORDS = "egoprobe_records.json"
 FORMAT = "egoprobe-records"
@@ -132,14 +132,7 @@ def _question(r: object, k: int) -> tuple[dict[str, Any], dict[str, Any] | None]
 def dataset_doc(root: Path) -> dict[str, Any]:
     """The records layout as the dataset.json document it stands for."""
     path = root / RECORDS
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise DatasetError(f"cannot read {path}: {e}") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise DatasetError(f'{path}: needs "format": "{FORMAT}"')
-    if doc.get("version") != VERSION:
-        raise DatasetError(f"{path}: version must be {VERSION}")
+    doc = read_layout_file(path, FORMAT, VERSION)
     videos = _field(doc, "videos", str(path))
     records = _field(doc, "records", str(path))
     if not isinstance(videos, list) or not isinstance(records, list):

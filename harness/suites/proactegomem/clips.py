@@ -27,13 +27,13 @@ moment is [t, t]); an event's id defaults to "<clip_id>-<n>"; `levels` defaults 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import DatasetError
 from apmbench.harness.media.frames import probe_duration_ms
+from apmbench.harness.suites.layout_file import read_layout_file
 
 CLIPS = "proactegomem_clips.json"
 FORMAT = "proactegomem-clips"
@@ -112,14 +112,7 @@ def _clip(root: Path, c: object, k: int) -> dict[str, Any]:
 def dataset_doc(root: Path) -> dict[str, Any]:
     """The clips layout as the dataset.json document it stands for."""
     path = root / CLIPS
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise DatasetError(f"cannot read {path}: {e}") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise DatasetError(f'{path}: needs "format": "{FORMAT}"')
-    if doc.get("version") != VERSION:
-        raise DatasetError(f"{path}: version must be {VERSION}")
+    doc = read_layout_file(path, FORMAT, VERSION)
     clips = _field(doc, "clips", str(path))
     if not isinstance(clips, list):
         raise DatasetError(f"{path}: 'clips' must be a list")
