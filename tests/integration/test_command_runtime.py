@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -181,11 +182,18 @@ def test_the_template_passes_check_started_from_another_directory(
     assert report.ok, "\n".join(failures(report))
 
 
-def _readable(policy_cwd: Path, words: list[str], probe: str) -> dict[str, Any]:
+def _readable(
+    policy_cwd: Path, words: list[str], probe: str, unmask: bool = False
+) -> dict[str, Any]:
     from apmbench.harness.runtimes.command import command_policy
-    from apmbench.harness.runtimes.sandbox import Sandbox
+    from apmbench.harness.runtimes.sandbox import Sandbox, labelled_dirs
 
     policy = command_policy(words, Path(sys.executable), policy_cwd, (), {})
+    if unmask:  # the protection switched off: the labelled directories' masks removed
+        labelled = set(labelled_dirs(policy.read_only))
+        policy = dataclasses.replace(
+            policy, hidden=tuple(h for h in policy.hidden if h not in labelled)
+        )
     done = Sandbox(policy).run([sys.executable, "-c", probe])
     assert done.returncode == 0, done.stderr
     seen: dict[str, Any] = json.loads(done.stdout)
@@ -222,6 +230,11 @@ def test_runs_datasets_caches_and_the_harness_stay_masked_under_a_readable_direc
         "runs/old": [], "copy/of/data": [], "elsewhere/judge-cache": [],
         "server": True, "harness": False,
     }  # fmt: skip
+    # The other half: without those masks the same server reads the earlier run's labels.
+    bare = _readable(work, [sys.executable, str(work / "server.py")], probe, unmask=True)
+    assert "instances.jsonl" in bare["runs/old"]
+    assert bare["copy/of/data"] == ["dataset.json"]
+    assert bare["elsewhere/judge-cache"] == ["reply.json"]
 
 
 @needs_bwrap
