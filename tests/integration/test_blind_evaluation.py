@@ -17,9 +17,12 @@ from click.testing import CliRunner
 from apmbench.harness.cli import main
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset as apmbench_synthetic
 from apmbench.harness.suites.egoprobe.synth import synthetic_dataset as egoprobe_synthetic
+from apmbench.harness.suites.proactegomem.metrics import ORACLE_WITHHELD
+from apmbench.harness.suites.proactegomem.prompts import ORACLE_MEMORY
 from apmbench.harness.suites.proactegomem.synth import (
     synthetic_dataset as proactegomem_synthetic,
 )
+from tests.helpers.public_leaks import proactegomem_event_leaks
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -35,6 +38,10 @@ SUITES: dict[str, tuple[Callable[[str, int, Path], Path], str, str]] = {
 MEASURED = ("latency",)
 """Wall-clock timings: two executions of one system never time alike, so the comparison
 leaves them out; every graded and judged number is compared."""
+
+NOT_RUN_BLIND = {"proactegomem": ("qa", ORACLE_MEMORY)}
+"""The one cell a blind report may differ in: ProactEgoMem's Oracle Memory condition lists the
+events to the system, so it cannot run on a public part (docs/blind-evaluation.md)."""
 
 
 def cli(*args: str) -> Any:
@@ -106,7 +113,20 @@ def test_blind_scores_equal_the_ordinary_run(blind: dict[str, Any]) -> None:
     scored, ordinary = blind["scored"], blind["ordinary"]
     assert set(scored) == set(ordinary)
     for key in set(ordinary) - set(MEASURED) - {"header"}:
+        if key == NOT_RUN_BLIND.get(blind["suite"], ("",))[0]:
+            continue
         assert scored[key] == ordinary[key], key
+    if blind["suite"] == "proactegomem":
+        qa = dict(scored["qa"])
+        oracle = qa.pop(ORACLE_MEMORY)
+        assert qa == {k: v for k, v in ordinary["qa"].items() if k != ORACLE_MEMORY}
+        assert oracle == {"n": 0, "accuracy": None, "by_category": {}, "by_task": {},
+                          "not_run": ORACLE_WITHHELD}  # fmt: skip
+        assert ordinary["qa"][ORACLE_MEMORY]["n"] > 0 and "not_run" not in ordinary["qa"][
+            ORACLE_MEMORY]  # fmt: skip
+        markdown = (blind["work"] / "scored" / "report.md").read_text()
+        assert f"{ORACLE_MEMORY}: not run ({ORACLE_WITHHELD})." in markdown
+        assert "not run" not in (blind["work"] / "ordinary" / "report.md").read_text()
     # The header names the data the run saw: the public part, not the labelled dataset.
     assert {**scored["header"], "dataset": None} == {**ordinary["header"], "dataset": None}
     public = json.loads((blind["public"] / "dataset.json").read_text())
@@ -175,6 +195,9 @@ def leaks(suite: str, public_root: Path, private_root: Path) -> list[str]:
                 evidence |= {e["event_id"], e["start"], e["end"]}
         assert evidence
         found += sorted(evidence & values)
+    if suite == "proactegomem":
+        found += sorted({"events", "render"} & set(_keys(public)))
+        found += proactegomem_event_leaks(public, private)
     return found
 
 

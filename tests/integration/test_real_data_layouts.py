@@ -17,7 +17,10 @@ from click.testing import CliRunner
 from apmbench.harness.cli import main
 from apmbench.harness.errors import DatasetError
 from apmbench.harness.suites import get_suite
+from apmbench.harness.suites.proactegomem.metrics import ORACLE_WITHHELD
+from apmbench.harness.suites.proactegomem.prompts import ORACLE_MEMORY
 from tests.helpers.frame_videos import write_indexed_video
+from tests.helpers.public_leaks import proactegomem_event_leaks
 
 pytestmark = [pytest.mark.integration]
 
@@ -103,6 +106,18 @@ def test_a_filled_template_runs_and_scores_blind(
     assert result.exit_code == 0, result.output
     a = json.loads((ordinary / "report.json").read_text())
     b = json.loads((scored / "report.json").read_text())
+    if suite == "proactegomem":
+        # The one difference, explicit: Oracle Memory lists the events, so it is not run on a
+        # public part (docs/blind-evaluation.md); the public part shows none of them.
+        oracle = b["qa"].pop(ORACLE_MEMORY)
+        assert oracle == {"n": 0, "accuracy": None, "by_category": {}, "by_task": {},
+                          "not_run": ORACLE_WITHHELD}  # fmt: skip
+        assert a["qa"].pop(ORACLE_MEMORY)["n"] == 2
+        shown = json.loads((public / "dataset.json").read_text())
+        labelled = json.loads((private / "dataset.json").read_text())
+        assert proactegomem_event_leaks(shown, labelled) == []
+        assert proactegomem_event_leaks(labelled, labelled) != []  # the scan finds them
+        assert "rack" in json.dumps(labelled["clips"][0]["events"])
     assert {k: v for k, v in a.items() if k not in ("latency", "header")} == {
         k: v for k, v in b.items() if k not in ("latency", "header")
     }

@@ -103,3 +103,51 @@ def test_a_frame_rate_other_than_one_is_refused(tmp_path: Path) -> None:
     assert result.exit_code != 0
     assert "--fps must be 1, got 2" in result.output, result.output
     assert not (tmp_path / "run" / "manifest.json").exists()
+
+
+def test_a_public_part_plans_no_oracle_memory_and_refuses_events(tmp_path: Path) -> None:
+    from apmbench.harness.suites.proactegomem.plan import items, plan_clip
+    from apmbench.harness.suites.proactegomem.prompts import ORACLE_MEMORY
+
+    labelled = load_dataset(write(tmp_path, example()))
+    doc = example()
+    clip = {k: v for k, v in doc["clips"][0].items() if k != "events"}
+    public = load_dataset(write(tmp_path, {**doc, "labels": "withheld", "clips": [clip]}))
+    assert public.labels_withheld and public.clips[0].events == ()
+    names = [s.name for s in plan_clip(public, public.trajectories[0])]
+    assert names == [s.name for s in plan_clip(labelled, labelled.trajectories[0])
+                     if s.name != "qa-oracle"]  # fmt: skip
+    assert "qa-oracle" not in names and "qa-proact" in names
+    assert not any(i.endswith(":oracle") for i in items(public))
+    assert any(i.endswith(":oracle") for i in items(labelled))
+    asks = [a for s in plan_clip(public, public.trajectories[0]) for a in s.asks]
+    assert all(a.fields["labels_withheld"] is True for a in asks)
+    assert not any(
+        "labels_withheld" in a.fields
+        for s in plan_clip(labelled, labelled.trajectories[0])
+        for a in s.asks
+    )
+    assert ORACLE_MEMORY not in {getattr(a.item, "condition", "") for a in asks}
+    # A "public" part that still lists its events is refused, naming the clip.
+    write(tmp_path, {**doc, "labels": "withheld"})
+    with pytest.raises(DatasetError, match="of a public part lists events: a public part"):
+        load_dataset(tmp_path)
+
+
+def test_a_rendered_clip_splits_to_a_video_of_the_same_frames(tmp_path: Path) -> None:
+    """The public part's lossless video decodes to exactly the JPEG frames the render spec
+    gives a run (so the blind run sees what the labelled one does)."""
+    from dataclasses import replace
+
+    from apmbench.harness.media.frames import FrameSettings, decode_session
+    from apmbench.harness.suites.proactegomem.split import write_rendered
+
+    build(PRESETS["tiny"], 3, tmp_path / "data")
+    for traj in load_dataset(tmp_path / "data").trajectories[:2]:
+        session = traj.sessions[0]
+        video = tmp_path / f"{traj.trajectory_id}.mp4"
+        write_rendered(session, video)
+        rendered = list(decode_session(session, FrameSettings()))
+        decoded = list(decode_session(replace(session, render=None, video=video), FrameSettings()))
+        assert len(rendered) == len(decoded) == 30
+        assert [(f.time_ms, f.data) for f in rendered] == [(f.time_ms, f.data) for f in decoded]

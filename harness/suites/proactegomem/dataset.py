@@ -78,6 +78,9 @@ class Dataset:
     synthetic: bool
     track: str = ""
     """The paper's track the clips belong to ("Daily" or "Sci"), when the dataset names it."""
+    labels_withheld: bool = False
+    """A public part of `apmbench-grpc split`: no events, stand-in answers; the plan leaves
+    out the Oracle Memory condition, which would show the events."""
 
     def clip(self, clip_id: str) -> Clip:
         for c in self.clips:
@@ -140,13 +143,21 @@ def _question(raw: object, where: str, clip_id: str) -> Question:
 
 
 def fill_withheld(doc: dict[str, Any]) -> dict[str, Any]:
-    """A public part's questions with the same stand-in answer (A) each, so the loader and the
-    planner accept them; `score --labels` grades with the real ones."""
+    """A public part's clips with no events and its questions with the same stand-in answer
+    (A) each, so the loader and the planner accept them; `score --labels` takes the events
+    (each step's ground truth) from the labelled plan and grades with the real answers."""
     clips = []
     for clip in doc.get("clips", []) or []:
-        if isinstance(clip, dict) and isinstance(clip.get("questions"), list):
-            qs = [{**q, "answer": "A"} if isinstance(q, dict) else q for q in clip["questions"]]
-            clip = {**clip, "questions": qs}
+        if isinstance(clip, dict):
+            if "events" in clip:
+                raise DatasetError(
+                    f"clip {clip.get('clip_id')!r} of a public part lists events: a public "
+                    "part carries none (split the labelled dataset again)"
+                )
+            clip = {**clip, "events": []}
+            if isinstance(clip.get("questions"), list):
+                qs = [{**q, "answer": "A"} if isinstance(q, dict) else q for q in clip["questions"]]
+                clip = {**clip, "questions": qs}
         clips.append(clip)
     return {**doc, "clips": clips}
 
@@ -179,7 +190,8 @@ def load_dataset(root: Path, need_files: bool = True) -> Dataset:
         raise DatasetError(f'{path}: needs "benchmark": "{BENCHMARK}"')
     if doc.get("format_version") != FORMAT_VERSION:
         raise DatasetError(f"{path}: format_version must be {FORMAT_VERSION}")
-    if doc.get("labels") == "withheld":
+    withheld = doc.get("labels") == "withheld"
+    if withheld:
         doc = fill_withheld(doc)
     levels = tuple(doc.get("levels", LEVELS))
     if not levels or any(level not in LEVELS for level in levels):
@@ -239,4 +251,5 @@ def load_dataset(root: Path, need_files: bool = True) -> Dataset:
         levels,
         bool(doc.get("synthetic", False)),
         str(track),
+        withheld,
     )

@@ -14,6 +14,10 @@
   lists the ground-truth intervals. On ST and LT the memory is text only, as in
   the paper, so those two conditions push no frame; on IC they push up to 40
   frames uniform over the memory's segments (the recordings' frames).
+
+On a public part of `apmbench-grpc split` (no events) the Oracle Memory condition is not
+planned: it would show the events. Every ask there is marked `labels_withheld`, so scoring
+reports that condition as not run rather than as empty.
 """
 
 from __future__ import annotations
@@ -239,6 +243,14 @@ def uniform_frames(frame_ms: list[int], count: int = NO_MEMORY_FRAMES) -> list[i
     return sorted({frame_ms[round(k * (n - 1) / (count - 1))] for k in range(count)})
 
 
+def conditions(dataset: Dataset) -> tuple[str, ...]:
+    """The memory conditions planned: all three, but Oracle Memory where the labels (the
+    events it lists) are withheld."""
+    if dataset.labels_withheld:
+        return tuple(c for c in prompts.CONDITIONS if c != prompts.ORACLE_MEMORY)
+    return prompts.CONDITIONS
+
+
 def step_instance(clip_id: str, level: str, k: int) -> str:
     return f"{clip_id}:{level}:{k:04d}"
 
@@ -258,6 +270,8 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
             for e in clip.events
         ]
     )
+    # Survives `score --labels`, which replaces only the fields the labelled plan has.
+    marked = {"labels_withheld": True} if dataset.labels_withheld else {}
     segments: list[Segment] = []
     for n, level in enumerate(dataset.levels):
         schema = step_schema(level, clip.task)
@@ -276,6 +290,7 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
                 # Without a judge, only the synthetic suite's word match may stand in for one.
                 "synthetic": dataset.synthetic,
                 "track": dataset.track,
+                **marked,
             }
             iid = step_instance(clip.clip_id, level, k)
             asks.append(Ask(iid, 0, t, query, StepItem(clip.clip_id, level, k), fields))
@@ -295,7 +310,7 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
     if not clip.questions:
         return segments
     uniform = uniform_frames(times)
-    for condition in prompts.CONDITIONS:
+    for condition in conditions(dataset):
         keep: Callable[[int], bool]
         if condition == prompts.NO_MEMORY:
             keep = set(uniform).__contains__
@@ -326,6 +341,7 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
                 "question_id": q.question_id,
                 "category": q.category,
                 "task": clip.task,
+                **marked,
             }
             iid = qa_instance(q.question_id, condition)
             asks.append(Ask(iid, 0, session.end_ms, query, QAItem(q, condition), fields))
@@ -359,6 +375,6 @@ def items(dataset: Dataset) -> dict[str, StepItem | QAItem]:
             for k in range(n):
                 out[step_instance(clip.clip_id, level, k)] = StepItem(clip.clip_id, level, k)
         for q in clip.questions:
-            for condition in prompts.CONDITIONS:
+            for condition in conditions(dataset):
                 out[qa_instance(q.question_id, condition)] = QAItem(q, condition)
     return out

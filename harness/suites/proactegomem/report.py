@@ -130,7 +130,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
             [
                 [
                     c,
-                    str(qa[c]["n"]),
+                    "not run" if "not_run" in qa[c] else str(qa[c]["n"]),
                     _p(qa[c]["accuracy"]),
                     *(_p(qa[c].get("by_task", {}).get(t, {}).get("accuracy")) for t in present),
                 ]
@@ -138,6 +138,8 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
             ],
         ),
         "",
+        *(f"{c}: not run ({qa[c]['not_run']})." for c in prompts.CONDITIONS if "not_run" in qa[c]),
+        *([""] if any("not_run" in qa[c] for c in prompts.CONDITIONS) else []),
         "## Cost",
         "",
         f"Time to first token: mean {num(report['latency']['time_to_first_token_s']['mean'], 3)}"
