@@ -41,10 +41,22 @@ def run_containers(engine: docker.DockerClient, run_dir: Path) -> list[Container
     return list(engine.containers.list(all=True, filters={"label": f"{leftovers.RUN}={key}"}))
 
 
-def socket_mounts() -> list[str]:
-    """Mount points of the harness's socket-directory tmpfs on this host."""
+def socket_mounts(harness_pid: int | None = None) -> list[str]:
+    """Mount points of the harness's socket-directory tmpfs on this host; with
+    `harness_pid`, only that harness's (the pid is in the name): another harness on the
+    same host, or one killed earlier, is no leftover of this one."""
     lines = Path("/proc/self/mounts").read_text().splitlines()
-    return [line.split()[1] for line in lines if line.split()[0] == socketdir.FS_NAME]
+    mounts = [line.split()[1] for line in lines if line.split()[0] == socketdir.FS_NAME]
+    if harness_pid is None:
+        return mounts
+    return [m for m in mounts if Path(m).name.startswith(f"apmd-{harness_pid}-")]
+
+
+def new_socket_mounts(before: list[str]) -> list[str]:
+    """Socket-directory mounts made since `before` was taken and still there: what a run
+    started in between left behind (a concurrent harness could add one too, but no run
+    killed before the test counts)."""
+    return sorted(set(socket_mounts()) - set(before))
 
 
 def socket_dirs(harness_pid: int | None = None) -> list[str]:

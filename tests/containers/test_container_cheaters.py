@@ -14,6 +14,7 @@ user would and checks that its cheat bought nothing:
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import threading
@@ -23,7 +24,7 @@ from typing import Any
 
 import docker
 import pytest
-from containertools import HERE, ROOT, cli, run_containers, socket_mounts
+from containertools import HERE, ROOT, cli, new_socket_mounts, run_containers, socket_mounts
 
 from apmbench.harness.build.images import BASE, Builder, tree_files
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
@@ -85,7 +86,7 @@ def test_a_stash_outside_the_export_is_gone_in_the_next_container(
     # More than one container answered: the stash had successors to reach.
     assert len({reply["me"] for reply in replies.values()}) > 1
 
-    assert socket_mounts() == [] and run_containers(engine, out) == []
+    assert socket_mounts(os.getpid()) == [] and run_containers(engine, out) == []
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["runtime"]["container"]["mounts"] == [f"{weights}:/weights:ro"]
     assert manifest["runtime"]["image_volumes_as_tmpfs"] == ["/stash"]
@@ -140,14 +141,15 @@ def test_a_2_gib_write_into_the_socket_directory_stops_at_its_bound(tmp_path: Pa
         assert "No space left on device" in details["error"], details
         # Other processes share this disk: the bound is generous, the cheat was 2 GiB.
         assert grown < 256 << 20, f"the host disk grew by {grown} bytes"
-        assert str(first) in socket_mounts()
+        assert str(first) in socket_mounts(os.getpid())
 
         again = runtime.restart().describe().details
         second = Path(runtime.address.removeprefix("unix:")).parent
-        assert second != first and not first.exists() and str(first) not in socket_mounts()
+        assert second != first and not first.exists()
+        assert str(first) not in socket_mounts(os.getpid())
         # The new container found an empty directory and filled it up to the same bound only.
         assert int(again["written"]) <= socketdir.SIZE_BYTES, again
-    assert not second.exists() and socket_mounts() == []
+    assert not second.exists() and socket_mounts(os.getpid()) == []
 
 
 @pytest.fixture
@@ -181,6 +183,7 @@ def test_a_symlink_at_the_socket_path_is_refused(
     mini: Path, tmp_path: Path, engine: docker.DockerClient, host_socket: tuple[Path, list[int]]
 ) -> None:
     target, accepted = host_socket
+    mounts_before = socket_mounts()
     out = tmp_path / "run"
     done = cli(
         "--image", CHEATERS, "--dataset", str(mini), "--out", str(out), "--persistence", "reset",
@@ -191,4 +194,4 @@ def test_a_symlink_at_the_socket_path_is_refused(
     assert done.returncode == EXIT_SYSTEM, done.stderr
     assert f"is a symbolic link (to {target})" in err, done.stderr
     assert "will not follow links" in err
-    assert run_containers(engine, out) == [] and socket_mounts() == []
+    assert run_containers(engine, out) == [] and new_socket_mounts(mounts_before) == []
