@@ -28,7 +28,10 @@ def untimed(path: Path) -> list[dict[str, Any]]:
 
 def scores(report: dict[str, Any]) -> dict[str, Any]:
     # How each system was confined differs between the runtimes by design.
-    return {k: v for k, v in report.items() if k not in ("latency", "sandbox")}
+    # The header says how each run was confined and started (a container, a sandboxed
+    # process; a seed given on the command line); the data it names must be the same.
+    kept = {k: v for k, v in report.items() if k not in ("latency", "sandbox", "header")}
+    return {**kept, "dataset": report["header"]["dataset"]}
 
 
 def test_a_reference_image_scores_like_the_process_runtime(
