@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from apmbench.harness.orchestrate.evaluate import EvaluateOptions, Evaluation
     from apmbench.harness.orchestrate.shards import Shard
     from apmbench.harness.run.audits.queries import AuditSettings
-    from apmbench.harness.suites.base import Headline, Suite
+    from apmbench.harness.suites.base import Headline, OpaqueSuite
 
 
 @click.command()
@@ -485,7 +485,7 @@ def _rounded(value: float | None) -> float | str:
     return "n/c" if value is None else round(value, 2)
 
 
-def _has_reference_judge(suite: Suite, dataset: Path) -> bool:
+def _has_reference_judge(suite: OpaqueSuite, dataset: Path) -> bool:
     try:
         suite.reference_judge(dataset).close()
     except (ConfigError, DatasetError):
@@ -493,7 +493,7 @@ def _has_reference_judge(suite: Suite, dataset: Path) -> bool:
     return True
 
 
-def _suite(dataset: Path, benchmark: str | None) -> Suite:
+def _suite(dataset: Path, benchmark: str | None) -> OpaqueSuite:
     try:
         return suite_of_dataset(dataset, benchmark)
     except ConfigError as e:
@@ -520,7 +520,7 @@ def _seed(seed: int | None, resume: bool, out: Path | None) -> tuple[int, bool]:
     )
 
 
-def _synthetic(benchmark: str | None, preset: str, seed: int) -> tuple[Suite, Path]:
+def _synthetic(benchmark: str | None, preset: str, seed: int) -> tuple[OpaqueSuite, Path]:
     try:
         suite = get_suite(benchmark or DEFAULT)
         suite.check_preset(preset)

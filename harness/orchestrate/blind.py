@@ -28,7 +28,7 @@ from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.run.plan import Ask
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
 from apmbench.harness.suites import get_suite, suite_of_dataset, withheld
-from apmbench.harness.suites.base import Suite, SuiteDataset
+from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
 
 PREDICTIONS_NAME = "predictions.json"
 PREDICTIONS_FORMAT = "apmbench-predictions"
@@ -82,7 +82,7 @@ def split_dataset(
     return record
 
 
-def _graded_keys(suite: Suite, dataset: SuiteDataset, row: Mapping[str, Any]) -> set[str]:
+def _graded_keys(suite: OpaqueSuite, dataset: SuiteDataset, row: Mapping[str, Any]) -> set[str]:
     item = suite.item_of(dataset, str(row["instance_id"]))
     if item is None:
         return set()
@@ -90,7 +90,7 @@ def _graded_keys(suite: Suite, dataset: SuiteDataset, row: Mapping[str, Any]) ->
     return set(graded.keys())
 
 
-def write_predictions(run: records.RunDir, suite: Suite, dataset: SuiteDataset) -> Path:
+def write_predictions(run: records.RunDir, suite: OpaqueSuite, dataset: SuiteDataset) -> Path:
     """predictions.json: the manifest and the raw records, nothing the stand-ins graded."""
     trajectories = []
     for t in dataset.trajectories:
@@ -170,7 +170,7 @@ def _asks(asks: Iterable[Ask]) -> Iterable[Ask]:
 
 
 def labelled_fields(
-    suite: Suite, dataset: SuiteDataset, can_import: bool
+    suite: OpaqueSuite, dataset: SuiteDataset, can_import: bool
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """Each planned ask's record fields as the labelled plan has them, by (segment, id): a
     public plan's fields come from stand-ins (a bucket, a subset)."""
@@ -199,7 +199,7 @@ def score_predictions(
     private: Path,
     out: Path,
     config: JudgeConfig,
-    open_backend: Callable[[Suite, SuiteDataset], ChatBackend | None],
+    open_backend: Callable[[OpaqueSuite, SuiteDataset], ChatBackend | None],
 ) -> dict[str, Any]:
     """Rebuild a run directory at `out` from the predictions and score it with the labels."""
     predictions = read_predictions(predictions_path)

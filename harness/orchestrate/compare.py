@@ -25,7 +25,7 @@ from apmbench.harness.run import records
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.suites import DEFAULT, get_suite
-from apmbench.harness.suites.base import ComparedRun, Suite
+from apmbench.harness.suites.base import ComparedRun, OpaqueSuite
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def mismatches(runs: Sequence[Run]) -> list[str]:
     return problems
 
 
-def suite_of_runs(runs: Sequence[Run]) -> Suite:
+def suite_of_runs(runs: Sequence[Run]) -> OpaqueSuite:
     return get_suite(runs[0].benchmark)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from apmbench.harness.media.frames import frame_times
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.suites.base import Suite, SuiteDataset
+from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class Projection:
 
 
 def project(
-    suite: Suite,
+    suite: OpaqueSuite,
     dataset: SuiteDataset,
     trajectories: Iterable[Trajectory],
     persistence: Persistence,

@@ -55,7 +55,7 @@ from apmbench.harness.run.push_cuts import PushCuts
 from apmbench.harness.runtimes import Runtime, RuntimeSpec, make_runtime
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig, open_judge
 from apmbench.harness.suites import suite_of_dataset, withheld
-from apmbench.harness.suites.base import Suite, SuiteDataset
+from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ class Prepared:
     """An evaluation whose system is running and whose run directory is ready."""
 
     opts: EvaluateOptions
-    suite: Suite
+    suite: OpaqueSuite
     dataset: SuiteDataset
     run: records.RunDir
     runtime: Runtime

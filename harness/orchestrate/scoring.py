@@ -26,13 +26,13 @@ from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
 from apmbench.harness.scoring.judge.cache import ReplyCache
 from apmbench.harness.scoring.judge.judging import judge_requests
 from apmbench.harness.suites import DEFAULT, get_suite
-from apmbench.harness.suites.base import Suite, SuiteDataset
+from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
 
 CACHE_DIR_NAME = "judge-cache"
 
 
 def scoring_record(
-    suite: Suite, config: JudgeConfig, backend: ChatBackend | None
+    suite: OpaqueSuite, config: JudgeConfig, backend: ChatBackend | None
 ) -> dict[str, Any]:
     """The judge's identity and settings, for the manifest and the report.
 
@@ -61,13 +61,13 @@ def recorded_judge(manifest: Manifest | Mapping[str, Any]) -> JudgeConfig:
     return JudgeConfig.from_dict(dict(settings)) if settings else JudgeConfig()
 
 
-def suite_of_run(manifest: Manifest | Mapping[str, Any]) -> Suite:
+def suite_of_run(manifest: Manifest | Mapping[str, Any]) -> OpaqueSuite:
     """The suite a run was made with (runs older than suites are APM-Bench runs)."""
     return get_suite(Manifest.of(manifest).benchmark or DEFAULT)
 
 
 def dataset_for_run(
-    suite: Suite, manifest: Manifest | Mapping[str, Any], override: Path | None
+    suite: OpaqueSuite, manifest: Manifest | Mapping[str, Any], override: Path | None
 ) -> SuiteDataset:
     """The run's dataset, re-loaded and checked against the hash the run recorded."""
     record = Manifest.of(manifest)
@@ -86,11 +86,12 @@ def dataset_for_run(
             f"on {str(record.dataset_hash)[:12]}...: its labels may differ. Pass "
             "--dataset DIR pointing at the dataset the run used"
         )
-    return dataset
+    loaded: SuiteDataset = dataset
+    return loaded
 
 
 def load_instances(
-    run: records.RunDir, suite: Suite, dataset: SuiteDataset
+    run: records.RunDir, suite: OpaqueSuite, dataset: SuiteDataset
 ) -> tuple[list[dict[str, Any]], list[records.SessionRecord]]:
     """Every instance and session record, re-graded from its raw output."""
     missing = [t.trajectory_id for t in dataset.trajectories if not run.is_done(t.trajectory_id)]
@@ -115,7 +116,7 @@ def load_instances(
 
 def judge_instances(
     instances: Sequence[dict[str, Any]],
-    suite: Suite,
+    suite: OpaqueSuite,
     dataset: SuiteDataset,
     config: JudgeConfig,
     backend: ChatBackend | None,
@@ -153,7 +154,7 @@ def judge_instances(
 
 def score_run(
     run: records.RunDir,
-    suite: Suite,
+    suite: OpaqueSuite,
     dataset: SuiteDataset,
     config: JudgeConfig,
     backend: ChatBackend | None,
@@ -190,4 +191,5 @@ def score_run(
     records.atomic_write(run.root / "report.json", records.dump(report))
     markdown = with_head(suite.render(report, manifest.raw), head_lines(report, manifest))
     records.atomic_write(run.root / "report.md", markdown)
-    return report
+    written: dict[str, Any] = report
+    return written

@@ -16,7 +16,7 @@ from apmbench.adapters.sdk.registry import Registry
 from apmbench.harness.errors import ConfigError
 
 if TYPE_CHECKING:
-    from apmbench.harness.suites.base import Suite
+    from apmbench.harness.suites.base import OpaqueSuite
 
 DEFAULT = "apmbench"
 BUILTIN: dict[str, str] = {
@@ -24,7 +24,7 @@ BUILTIN: dict[str, str] = {
     "egoprobe": "apmbench.harness.suites.egoprobe.suite:EgoProbe",
     "proactegomem": "apmbench.harness.suites.proactegomem.suite:ProactEgoMem",
 }
-SUITE_REGISTRY: Registry[type[Suite]] = Registry(
+SUITE_REGISTRY: Registry[type[OpaqueSuite]] = Registry(
     "benchmark",
     BUILTIN,
     "apmbench.harness.suites.base:Suite",
@@ -36,7 +36,7 @@ SUITES = BUILTIN
 """The built-in names (kept for callers that list them; plugins: `SUITE_REGISTRY.names()`)."""
 
 
-def get_suite(name: str) -> Suite:
+def get_suite(name: str) -> OpaqueSuite:
     return SUITE_REGISTRY.load(name)()
 
 
@@ -63,7 +63,7 @@ def benchmark_of_dataset(root: Path, requested: str | None = None) -> str:
     return requested or declared or DEFAULT
 
 
-def suite_of_dataset(root: Path, requested: str | None = None) -> Suite:
+def suite_of_dataset(root: Path, requested: str | None = None) -> OpaqueSuite:
     """The suite named by `--benchmark`, else by the dataset's own `benchmark` field, else
     the default. A dataset that names another benchmark than the one requested is refused."""
     return get_suite(benchmark_of_dataset(root, requested))

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
 
 from rich.table import Table
 
@@ -87,7 +87,18 @@ class ViewBars:
     """Group name -> score (0-100), None when not computed."""
 
 
-class Suite(ABC):
+DatasetT = TypeVar("DatasetT", bound=SuiteDataset)
+"""A suite's loaded dataset type."""
+ItemT = TypeVar("ItemT")
+"""What a suite's `Ask.item` is: the labels one asked instance is graded against."""
+ReportT = TypeVar("ReportT", bound=Mapping[str, object])
+"""A suite's report.json body (a TypedDict of its own)."""
+
+
+class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
+    """One benchmark, generic over its dataset, item and report types: a suite's own
+    modules see them precisely, the shared machinery holds an `OpaqueSuite`."""
+
     name: ClassVar[str]
     """The `--benchmark` name, recorded in the manifest and the resume keys."""
     title: ClassVar[str]
@@ -124,7 +135,7 @@ class Suite(ABC):
             raise ConfigError(f"{self.title} has no synthetic preset {preset!r} (presets: {known})")
 
     @abstractmethod
-    def load(self, root: Path) -> SuiteDataset:
+    def load(self, root: Path) -> DatasetT:
         """Read and validate a dataset; raise DatasetError naming what to fix."""
 
     def split(self, root: Path, public: Path, private: Path) -> None:
@@ -134,23 +145,23 @@ class Suite(ABC):
             f"the {self.title} suite cannot split its datasets yet: evaluate with labels present"
         )
 
-    def blind_instance_ids(self, public: Any, labelled: Any) -> dict[str, str]:
+    def blind_instance_ids(self, public: DatasetT, labelled: DatasetT) -> dict[str, str]:
         """A public part's instance ids that differ from the labelled ones (an id that would
         name a label, a positive probe say, is neutral in the public part): public -> labelled."""
         return {}
 
-    def load_labels(self, root: Path) -> SuiteDataset:
+    def load_labels(self, root: Path) -> DatasetT:
         """A private part's labelled dataset, read without its media (`score --labels`)."""
         raise ConfigError(f"the {self.title} suite cannot score blind predictions yet")
 
     @abstractmethod
-    def plan(self, dataset: Any, trajectory: Trajectory, can_import: bool) -> list[Segment]:
+    def plan(self, dataset: DatasetT, trajectory: Trajectory, can_import: bool) -> list[Segment]:
         """The segments of one trajectory; each ask carries a wire-ready query."""
 
     # -- grading and judging -------------------------------------------------------
 
     @abstractmethod
-    def grade(self, item: Any, text: str) -> Mapping[str, Any]:
+    def grade(self, item: ItemT, text: str) -> Mapping[str, Any]:
         """Parse one raw answer and check it against the labels of `item` (an `Ask.item`)."""
 
     def answer_key(self, graded: Mapping[str, Any]) -> object:
@@ -159,10 +170,10 @@ class Suite(ABC):
         return None
 
     @abstractmethod
-    def items(self, dataset: Any) -> Mapping[str, Any]:
+    def items(self, dataset: DatasetT) -> Mapping[str, ItemT]:
         """Every `Ask.item` of a dataset by instance id."""
 
-    def item_of(self, dataset: Any, instance_id: str) -> Any | None:
+    def item_of(self, dataset: DatasetT, instance_id: str) -> ItemT | None:
         """The `Ask.item` of a recorded instance, for re-scoring; None if unknown."""
         # Re-scoring looks up every instance of one dataset: index it once (by identity:
         # datasets hold dicts and do not hash).
@@ -172,12 +183,12 @@ class Suite(ABC):
         return indexed[1].get(instance_id)
 
     def judge_requests(
-        self, dataset: Any, instances: Sequence[dict[str, Any]]
+        self, dataset: DatasetT, instances: Sequence[dict[str, Any]]
     ) -> list[JudgeRequest]:
         """Mark the rows that need a judge and return what to ask it (none by default)."""
         return []
 
-    def apply_verdicts(  # noqa: B027 - a suite without a judge has nothing to write
+    def apply_verdicts(
         self, instances: Sequence[dict[str, Any]], outcomes: Mapping[str, JudgeOutcome]
     ) -> None:
         """Write the judge's outcomes into the rows it was asked about."""
@@ -202,20 +213,18 @@ class Suite(ABC):
         instances: Sequence[Mapping[str, Any]],
         sessions: Sequence[Mapping[str, Any]],
         scoring: Mapping[str, Any],
-    ) -> dict[str, Any]:
+    ) -> ReportT:
         """report.json from the graded records (judge outcomes included)."""
 
     @abstractmethod
-    def headline(self, report: Mapping[str, Any]) -> Headline: ...
+    def headline(self, report: ReportT) -> Headline: ...
 
     @abstractmethod
-    def render(self, report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+    def render(self, report: ReportT, manifest: Mapping[str, Any]) -> str:
         """report.md."""
 
     @abstractmethod
-    def summary_tables(
-        self, reports: Sequence[Mapping[str, Any]], names: Sequence[str]
-    ) -> list[Table]:
+    def summary_tables(self, reports: Sequence[ReportT], names: Sequence[str]) -> list[Table]:
         """The tables the embedded default prints, one row per system."""
 
     # -- the HTML viewer (`apmbench-grpc view`) ------------------------------------
@@ -224,7 +233,7 @@ class Suite(ABC):
         """The viewer's headline tables, one row per run (none by default)."""
         return []
 
-    def view_bars(self, report: Mapping[str, Any]) -> list[ViewBars]:
+    def view_bars(self, report: ReportT) -> list[ViewBars]:
         """The viewer's bar charts for one run (none by default)."""
         return []
 
@@ -242,7 +251,7 @@ class Suite(ABC):
     def comparison(self, runs: Sequence[ComparedRun]) -> dict[str, Any]:
         """compare.json's content; must hold `plot_y_label`, `notes` and per run `plot_y`."""
 
-    def write_plots(self, data: Mapping[str, Any], out: Path) -> None:  # noqa: B027
+    def write_plots(self, data: Mapping[str, Any], out: Path) -> None:
         """Extra plots of the suite's own into the comparison folder (none by default)."""
 
     @abstractmethod
@@ -250,3 +259,8 @@ class Suite(ABC):
         self, runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None
     ) -> str:
         """compare.md."""
+
+
+OpaqueSuite: TypeAlias = "Suite[Any, Any, Any]"
+"""A suite as the shared machinery holds it: it hands a suite back only what the same
+suite gave it (its dataset, items and report), so it needs none of their types."""

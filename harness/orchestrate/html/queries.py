@@ -29,7 +29,7 @@ from apmbench.harness.media.frames import (
     rendered_frames_at,
 )
 from apmbench.harness.run.plan import Ask
-from apmbench.harness.suites.base import Suite, SuiteDataset
+from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
 
 THUMBNAILS = 3
 """Frames shown per query: the last ones the system had received."""
@@ -76,7 +76,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def plan_asks(suite: Suite, dataset: SuiteDataset, can_import: bool) -> dict[str, Ask]:
+def plan_asks(suite: OpaqueSuite, dataset: SuiteDataset, can_import: bool) -> dict[str, Ask]:
     """instance id -> the ask that put it on the wire, for every trajectory."""
     out: dict[str, Ask] = {}
     for trajectory in dataset.trajectories:
@@ -140,7 +140,7 @@ def _when(row: Mapping[str, Any], ask: Ask | None) -> str:
 def query_rows(
     label: str,
     instances: Sequence[Mapping[str, Any]],
-    suite: Suite,
+    suite: OpaqueSuite,
     asks: Mapping[str, Ask] | None,
     thumbnails: Thumbnails | None,
 ) -> list[QueryRow]:

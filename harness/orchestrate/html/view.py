@@ -35,7 +35,7 @@ from apmbench.harness.reports.head import head_lines
 from apmbench.harness.reports.tradeoff_plot import Point
 from apmbench.harness.run import records
 from apmbench.harness.scoring.judge.reference import reference_note
-from apmbench.harness.suites.base import ComparedRun, Suite, SuiteDataset
+from apmbench.harness.suites.base import ComparedRun, OpaqueSuite, SuiteDataset
 
 VIEW_NAME = "report.html"
 COMPARISON_NAME = "compare.html"
@@ -100,7 +100,9 @@ def _manifest_facts(run: Run) -> dict[str, Any]:
     }
 
 
-def _dataset(suite: Suite, run: Run, override: Path | None) -> tuple[SuiteDataset | None, str]:
+def _dataset(
+    suite: OpaqueSuite, run: Run, override: Path | None
+) -> tuple[SuiteDataset | None, str]:
     try:
         return dataset_for_run(suite, run.manifest, override), ""
     except DatasetError as e:

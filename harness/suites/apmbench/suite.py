@@ -31,7 +31,7 @@ def _items(dataset: Dataset) -> dict[str, Item]:
     return {p.probe_id: (c, p) for c in dataset.candidates for p in c.probes}
 
 
-class APMBench(Suite):
+class APMBench(Suite[Dataset, Item, dict[str, Any]]):
     name: ClassVar[str] = "apmbench"
     title: ClassVar[str] = "APM-Bench"
     scoring_schema: ClassVar[int] = metrics.SCHEMA_VERSION

@@ -24,7 +24,7 @@ from apmbench.harness.suites.egoprobe.plan import Item, items, plan_video
 from apmbench.harness.suites.egoprobe.synth import PRESETS
 
 
-class EgoProbe(Suite):
+class EgoProbe(Suite[Dataset, Item, dict[str, Any]]):
     name: ClassVar[str] = "egoprobe"
     title: ClassVar[str] = "EgoProbe"
     scoring_schema: ClassVar[int] = metrics.SCHEMA_VERSION

@@ -26,7 +26,7 @@ from apmbench.harness.suites.proactegomem.synth import PRESETS
 from apmbench.harness.suites.proactegomem.tools import parse_step
 
 
-class ProactEgoMem(Suite):
+class ProactEgoMem(Suite[Dataset, StepItem | QAItem, dict[str, Any]]):
     name: ClassVar[str] = "proactegomem"
     title: ClassVar[str] = "ProactEgoMem"
     scoring_schema: ClassVar[int] = metrics.SCHEMA_VERSION
