@@ -425,4 +425,5 @@ def synthetic_dataset(preset: str, seed: int, root: Path | None = None) -> Path:
         f"egoprobe-{preset}-seed{seed}-v{GENERATOR_VERSION}",
         lambda work: build(PRESETS[preset], seed, work),
         root,
+        code=("harness/suites/egoprobe/synth.py", "harness/suites/egoprobe/dataset.py"),
     )

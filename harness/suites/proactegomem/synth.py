@@ -298,6 +298,11 @@ def synthetic_dataset(preset: str, seed: int, root: Path | None = None) -> Path:
         f"proactegomem-{preset}-seed{seed}-v{GENERATOR_VERSION}",
         lambda work: build(PRESETS[preset], seed, work),
         root,
+        code=(
+            "adapters/systems/proact_world.py",
+            "harness/suites/proactegomem/synth.py",
+            "harness/suites/proactegomem/dataset.py",
+        ),
     )
 
 

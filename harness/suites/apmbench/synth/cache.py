@@ -1,6 +1,6 @@
 """Generated synthetic datasets, reused across runs.
 
-A dataset is generated once per (preset, seed, generator version) into the
+A dataset is generated once per (preset, seed, generator version, generator code) into the
 cache directory (`$APMBENCH_CACHE`, else `~/.cache/apmbench-grpc`) by
 `paths.cached_dataset`, which every suite's generator shares.
 """
@@ -21,4 +21,9 @@ def synthetic_dataset(preset: str, seed: int, root: Path | None = None) -> Path:
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}: use one of {', '.join(PRESETS)}")
     name = f"{preset}-seed{seed}-v{GENERATOR_VERSION}"
-    return cached_dataset(name, lambda work: build(PRESETS[preset], seed, work), root)
+    return cached_dataset(
+        name,
+        lambda work: build(PRESETS[preset], seed, work),
+        root,
+        code=("harness/suites/apmbench/synth", "harness/suites/apmbench/dataset.py"),
+    )
