@@ -772,6 +772,7 @@ def bench_campaign(tmp: Path) -> dict[str, Any]:
         summary["instances_lost"] == 0
         and summary["steps_with_leftovers"] == 0
         and summary["caps_held"]
+        and summary["caps_measured_exactly"]
         and summary["scores_equal_after_resume"]
         and not summary["problems"]
     )

@@ -50,3 +50,5 @@ def test_container_fault_campaign(tmp_path: Path, engine: docker.DockerClient) -
     assert summary["steps_with_leftovers"] == 0
     assert summary["caps_held"]
     assert summary["scores_equal_after_resume"]
+    if not summary["caps_measured_exactly"]:  # a skip, which fails under CI=true
+        pytest.skip("the caps need fanotify (CAP_SYS_ADMIN); the poller can miss a breach")

@@ -20,7 +20,7 @@ import docker
 import docker.errors
 import pytest
 from containertools import TEST_IMAGE, cli, evaluate_cmd, run_containers
-from helpers.campaign import biggest_section
+from helpers.highwater import biggest_section
 
 from apmbench.harness.build.images import Builder
 from apmbench.harness.runtimes.docker import leftovers

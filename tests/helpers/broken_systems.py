@@ -197,6 +197,49 @@ class StalledOnce(Honest):
         yield from super().query(query)
 
 
+class CachesByContent(Honest):
+    """Remembers answers by the question's content in-process and replays them at once,
+    whatever the ids (the target of repeat_faster: every repeat of every question comes
+    back far faster than its first ask)."""
+
+    name = "caches-by-content"
+    think_s = 0.1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache: dict[tuple[object, ...], str] = {}  # survives Reset, as caches do
+
+    def query(self, query: Query) -> Iterator[str]:
+        key = (query.time_ms, query.prompt, query.question, query.choices)
+        if key not in self.cache:
+            time.sleep(self.think_s)
+            self.cache[key] = self.said(query)
+        yield self.cache[key]
+
+
+class StalledFirstAsk(Honest):
+    """Honest, but every query before the first audit Reset stalls 0.2 s, as a process does
+    while a loaded machine deschedules it: on `mini` that is one main-pass question (the
+    first session's; the forks before it are not repeated), whose repeat is then far
+    faster. The caching audit must not take that one observation for a content cache."""
+
+    name = "stalled-first-ask"
+    stall_s = 0.2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stalling = True
+
+    def reset(self, trajectory_id: str) -> None:
+        super().reset(trajectory_id)
+        self.stalling = self.stalling and not trajectory_id.startswith("audit-")
+
+    def query(self, query: Query) -> Iterator[str]:
+        if self.stalling:
+            time.sleep(self.stall_s)
+        yield from super().query(query)
+
+
 class AnswersById(Honest):
     """Holds a leaked answer key for the mini dataset's trajectories (T01, T02) and answers
     from it whenever it sees their ids: the caching audit sees the same question on the same

@@ -116,6 +116,31 @@ def test_one_stalled_fresh_ask_is_not_a_cache(mini: Path, tmp_path: Path) -> Non
     assert records.count('"fresh_query_id_again"') >= 2
 
 
+def test_a_cache_keyed_on_content(mini: Path, tmp_path: Path) -> None:
+    # Every repeat is fast, whatever the ids: one sampled question per trajectory meets the
+    # rule, the question sampled to confirm it meets it too, and both are flagged.
+    settings = AuditSettings(mutation_queries=0, caching_queries=1)
+    report = audited(mini, tmp_path / "r", "CachesByContent", Persistence.RESTART, settings)
+    caching = report["audit"]["caching"]
+    assert flagged(report) == {**NONE, "caching": len(caching["flagged"])}
+    assert len(caching["flagged"]) >= 2
+    for repeat in caching["flagged"]:
+        assert repeat["flags"] == ["repeat_faster"]
+        assert repeat["repeat_faster_confirmed_by"]
+        assert repeat["seconds"]["first"] >= 5 * repeat["seconds"]["fresh_query_id"]
+
+
+def test_one_stalled_first_ask_is_not_a_cache(mini: Path, tmp_path: Path) -> None:
+    # The 5x rule met by one descheduled first ask (every question is sampled, so the stalled
+    # one is too): no second question's repeat is as much faster, so nothing is flagged
+    # (with the rule alone, that question was flagged).
+    settings = AuditSettings(mutation_queries=0, caching_queries=100, persistence_trajectories=0)
+    report = audited(mini, tmp_path / "r", "StalledFirstAsk", Persistence.RESET, settings)
+    assert flagged(report) == NONE
+    records = "\n".join(p.read_text() for p in (tmp_path / "r").rglob("*.json*"))
+    assert records.count('"repeat_faster_unconfirmed"') == 1  # the stall did meet the rule
+
+
 def test_answers_that_depend_on_ids(mini: Path, tmp_path: Path) -> None:
     settings = AuditSettings(mutation_queries=0, caching_queries=1)
     report = audited(mini, tmp_path / "r", "AnswersById", Persistence.RESET, settings)

@@ -33,3 +33,5 @@ def test_fault_campaign(tmp_path: Path) -> None:
     assert summary["caps_held"]
     assert summary["scores_equal_after_resume"]
     assert summary["runs_finished"] >= 2
+    if not summary["caps_measured_exactly"]:  # a skip, which fails under CI=true
+        pytest.skip("the caps need fanotify (CAP_SYS_ADMIN); the poller can miss a breach")

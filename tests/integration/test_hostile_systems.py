@@ -22,7 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers.campaign import Watch, biggest_section, leftovers, scores
+from helpers.campaign import leftovers, scores
+from helpers.highwater import Watcher, biggest_section, watcher
 
 pytestmark = pytest.mark.usefixtures("helper_env")
 
@@ -38,6 +39,13 @@ def cmd(out: Path, fault: str, *extra: str, token: str = "") -> list[str]:
 
 def run(out: Path, fault: str, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd(out, fault, *extra), capture_output=True, text=True, timeout=300)
+
+
+def measured(watch: Watcher) -> None:
+    """The peak is proven only by fanotify; the poller it falls back to can miss a breach."""
+    assert not watch.problems
+    if not watch.exact:
+        pytest.skip("the work peak needs fanotify (CAP_SYS_ADMIN); the poller can miss a breach")
 
 
 def test_markup_and_escapes_in_a_systems_error_are_printed_as_text(tmp_path: Path) -> None:
@@ -125,21 +133,23 @@ def test_a_failed_start_leaves_a_directory_that_reruns(tmp_path: Path) -> None:
 
 def test_exported_state_is_capped_and_nothing_partial_is_kept(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    with Watch(out) as watch:
+    with watcher(out) as watch:
         done = run(out, "huge-state::1:4000000", "--max-state-size", "256k")
     assert done.returncode == 3, done.stderr
     assert "--max-state-size" in done.stderr and "262144 bytes" in done.stderr
     assert watch.work_peak <= 256 << 10
     assert not list(out.glob("work/**/*.partial"))
+    measured(watch)
 
 
 def test_snapshots_on_disk_are_capped_naming_the_flag(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    with Watch(out) as watch:
+    with watcher(out) as watch:
         done = run(out, "huge-state::1:200000", "--max-work-size", "300k")
     assert done.returncode == 3, done.stderr
     assert "--max-work-size" in done.stderr
     assert watch.work_peak <= 300 << 10
+    measured(watch)
 
 
 def test_snapshots_are_deleted_once_no_fork_needs_them(tmp_path: Path) -> None:

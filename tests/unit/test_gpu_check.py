@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 import subprocess
@@ -125,3 +126,71 @@ def test_without_a_cuda_device_it_exits_saying_so(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stderr.startswith("no CUDA device: torch "), done.stderr
     assert "--cpu-dry-run" in done.stderr and not (tmp_path / "out").exists()
+
+
+def _main(
+    gpu_check: ModuleType,
+    monkeypatch: pytest.MonkeyPatch,
+    out: Path,
+    compared: list[str],
+    row: dict[str, Any] | None = None,
+) -> tuple[int, dict[str, Any]]:
+    """`main --cpu-dry-run` with its model builds, dataset and runs stubbed, and a processor
+    comparison whose failures are `compared`: the exit status and gpu-check.json."""
+    import helpers.tiny_qwen_vl as tiny
+
+    import apmbench.harness.suites.apmbench.synth.cache as cache
+
+    monkeypatch.setattr(tiny, "build_tiny_qwen_vl", lambda path, family: path)
+    monkeypatch.setattr(cache, "synthetic_dataset", lambda *args: out / "dataset")
+
+    def compare(models: dict[str, Path], check: Any, required: bool) -> None:
+        assert sorted(models) == ["qwen2_5_vl", "qwen3_vl"] and not required
+        check.failures += compared
+
+    good = {"exit": 0, "device": "cpu float32", "max_video_tokens": 8, "peak_gpu_gib": 0.0,
+            "ttft_mean_s": 0.1, "ttft_p90_s": 0.2, "max_frames": 2, "state_bytes": [1],
+            "wall_s": 1.0}  # fmt: skip
+    monkeypatch.setattr(gpu_check, "compare_processor", compare)
+    monkeypatch.setattr(
+        gpu_check,
+        "run_one",
+        lambda system, family, *args: {"system": system, "family": family, **good, **(row or {})},
+    )
+    monkeypatch.setattr(sys, "argv", [str(SCRIPT), "--cpu-dry-run", "--out", str(out)])
+    code = gpu_check.main()
+    return code, json.loads((out / "gpu-check.json").read_text())
+
+
+def test_a_failed_comparison_fails_the_check_with_a_non_zero_exit(
+    gpu_check: ModuleType,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Every comparison passing: exit 0, no failure recorded.
+    code, results = _main(gpu_check, monkeypatch, tmp_path / "clean", [])
+    assert (code, results["failures"]) == (0, []) and len(results["rows"]) == 10
+    assert "CPU dry run passed" in capsys.readouterr().out
+    # The resize comparison the VLM unit tests leave to this script fails: exit 1, recorded.
+    resize = gpu_check.processor_failures("qwen3_vl", (2, 21, 28), (2, 21, 28), 0.5, (0.5,))
+    code, results = _main(gpu_check, monkeypatch, tmp_path / "resize", resize)
+    assert code == 1 and results["failures"] == resize
+    out = capsys.readouterr().out
+    assert "FAILED qwen3_vl processor: max |patch difference|" in out
+    assert "CPU dry run FAILED (1 failures)" in out
+    # A run's comparison (the model on another device) fails it the same way.
+    code, results = _main(gpu_check, monkeypatch, tmp_path / "run", [], {"device": "cuda:0"})
+    assert code == 1 and len(results["failures"]) == 10
+    assert results["failures"][0].endswith("model loaded on 'cuda:0', not cpu")
+
+
+def test_without_torchvision_the_resize_comparison_fails_where_it_is_required(
+    gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "torchvision", None)  # `import torchvision` fails
+    required, dry = gpu_check.Check(), gpu_check.Check()
+    gpu_check.compare_processor({}, required, True)
+    gpu_check.compare_processor({}, dry, False)
+    assert [f.split(" (")[0] for f in required.failures] == ["processor comparison did not run"]
+    assert dry.failures == []
