@@ -7,7 +7,8 @@ system registry) and waits on its control socket. No system code ever runs in
 it: each start is a double fork, and the start process never returns. Before it loads
 the system, the start process
 
-- drops every descriptor but the log pipe (stdout, stderr) and its status socket;
+- drops every descriptor but the log pipe (stdout, stderr) and its status socket (no
+  stdin, as a fresh start, whose bwrap closes the seccomp pipe it read from stdin);
 - enters new mount, PID, network, IPC, UTS and cgroup namespaces (CAP_SYS_ADMIN in the
   box's user namespace is the template's one capability, for this), so siblings share no
   abstract socket, SysV or POSIX IPC object, and cannot name each other's pids;
@@ -338,15 +339,17 @@ def _spawn(req: dict[str, Any], program: bytes, log_fd: int, status_fd: int) -> 
         os._exit(0)
     try:
         os.setsid()
-        # Out of the way first: any of the two may sit where the others go.
+        # Out of the way first: either may sit where the other goes. Then stdout and
+        # stderr are the log pipe, 4 the status socket, and every other descriptor is
+        # closed, the control socket's and stdin among them: a fresh start's bwrap closes
+        # the seccomp pipe it read from stdin, so its system starts without one too.
         log_fd = fcntl.fcntl(log_fd, fcntl.F_DUPFD, 64)
         status_fd = fcntl.fcntl(status_fd, fcntl.F_DUPFD, 64)
-        os.close(CONTROL_FD)
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
         os.dup2(status_fd, 4)
+        os.closerange(0, 1)
+        os.closerange(3, 4)
         os.closerange(5, os.sysconf("SC_OPEN_MAX"))
         os.write(4, b"up")  # the harness reads this start's host pid off the credentials
         os._exit(_start(req, program, 4))

@@ -573,7 +573,7 @@ TEMPLATE_FACTS = {
         "capabilities": "none (bounding and ambient sets too)",
         "no_new_privs": True,
         "seccomp": "the fresh start's filter",
-        "descriptors": ["stdin /dev/null", "stdout and stderr: its log pipe"],
+        "descriptors": ["stdout and stderr: its log pipe (no stdin, as a fresh start)"],
     },
 }
 STARTS_FILE = "starts.json"
