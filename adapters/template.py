@@ -313,7 +313,9 @@ def _init(req: dict[str, Any], program: bytes) -> int:
 
 def _start(req: dict[str, Any], program: bytes, status_fd: int) -> int:
     """The start process: own namespaces (but its user namespace), then its init."""
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, "die with the template")
+    # No parent-death signal here: its parent is the intermediate fork, which exits at
+    # once. It dies with the template's box (the box's PID namespace) or with the harness's
+    # kill; its init and server die with it (their parent-death signals).
     _unshare(
         CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP,
         "mount, pid, network, ipc, uts, cgroup",

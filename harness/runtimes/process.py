@@ -120,12 +120,14 @@ class ProcessRuntime(Runtime):
         if not sandbox or not sandbox.get("confined"):
             # A process run from before the sandbox existed was unconfined too.
             return {"confined": False, "note": UNCONFINED_NOTE}
-        return {
+        facts = {
             "confined": True,
             "tool": sandbox.get("tool", "bubblewrap"),
             "network": sandbox.get("network", "none"),
-            "start": recorded.get("start", "fresh"),
         }
+        if recorded.get("start") == "template":  # a fresh start's report stays as it was
+            facts["start"] = "template"
+        return facts
 
     def __init__(
         self,

@@ -15,6 +15,7 @@ import errno
 import json
 import os
 import socket
+import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -118,3 +119,32 @@ class SiblingProbe(_Base):
                 "ok" if libc.mount(None, model.encode(), None, flags, None) == 0 else _errname()
             )
         print("probe: " + json.dumps(out), flush=True)
+
+
+class _RunCode(_Base):
+    """Runs the Python code in $APMBENCH_PROBE_<ROLE> as a script with the arguments in
+    $APMBENCH_PROBE_<ROLE>_ARGS (a JSON list), at start-up, then serves (if it returns): the
+    probes a test runs in a bare sandbox, run in a start instead."""
+
+    role = ""
+
+    def __init__(self) -> None:
+        code = os.environ[f"APMBENCH_PROBE_{self.role}"]
+        args = json.loads(os.environ.get(f"APMBENCH_PROBE_{self.role}_ARGS", "[]"))
+        saved, sys.argv = sys.argv, ["probe", *args]
+        try:
+            exec(compile(code, f"probe-{self.role.lower()}", "exec"), {"__name__": "__main__"})
+        finally:
+            sys.argv = saved
+
+
+class RunProbe(_RunCode):
+    role = "CODE"
+
+
+class RunSender(_RunCode):
+    role = "SENDER"
+
+
+class RunReceiver(_RunCode):
+    role = "RECEIVER"
