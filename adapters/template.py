@@ -9,16 +9,17 @@ the system, the start process
 
 - drops every descriptor but the log pipe (stdout, stderr) and its status socket (no
   stdin, as a fresh start, whose bwrap closes the seccomp pipe it read from stdin);
-- enters new mount, PID, network, IPC, UTS and cgroup namespaces (CAP_SYS_ADMIN in the
-  box's user namespace is the template's one capability, for this), so siblings share no
-  abstract socket, SysV or POSIX IPC object, and cannot name each other's pids;
+- enters new mount, PID, IPC, UTS and cgroup namespaces (CAP_SYS_ADMIN in the box's
+  user namespace is the template's capability for this), so siblings share no SysV or
+  POSIX IPC object and cannot name each other's pids;
 - as the new PID namespace's init, mounts its own /proc (the box's read-only covers
   copied), a fresh size-bounded /tmp (HOME in it, read-only binds under /tmp bound
   again), its socket directory as a bounded tmpfs, a fresh /dev/shm and /dev/pts, and
   makes the box's shared /dev read-only;
-- enters a new user namespace (the same uid, no further user namespaces) and a new mount
-  namespace owned by it, so every mount is locked; checks that nothing writable is left
-  but what it mounted itself;
+- enters a new user namespace (uid 65534 on the template's, no further user namespaces),
+  a network namespace of its own (loopback only, up, as bwrap's; no abstract socket
+  shared) and a new mount namespace owned by it, so every mount is locked; checks that
+  nothing writable is left but what it mounted itself;
 - drops every capability (bounding and ambient sets too), sets no_new_privs and installs
   the harness's seccomp filter (the bytes a fresh start's bwrap gets), and checks
   /proc/self/status says so;
@@ -72,6 +73,7 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP = 1, 4, 22
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 24, 38, 47
 PR_CAP_AMBIENT_CLEAR_ALL, SECCOMP_MODE_FILTER = 4, 2
 CAP_VERSION_3 = 0x20080522
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -181,6 +183,13 @@ def _install_filter(program: bytes) -> None:
     )  # fmt: skip
 
 
+def _loopback_up() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        request = struct.pack("16sH14s", b"lo", 0, b"")
+        flags = struct.unpack("16sH", fcntl.ioctl(s, SIOCGIFFLAGS, request)[:18])[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14s", b"lo", flags | IFF_UP, b""))
+
+
 def _status() -> dict[str, str]:
     with open("/proc/self/status") as f:
         return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
@@ -222,6 +231,10 @@ def _confine(req: dict[str, Any], program: bytes) -> None:
     _unshare(CLONE_NEWUSER, "user")
     _map_ids(req["uid"], uid, gid)
     _write("/proc/sys/user/max_user_namespaces", "0")
+    # Its network namespace, owned by the new user namespace, so that it may bring the
+    # loopback up as bwrap does in a fresh box (no other interface: no network).
+    _unshare(CLONE_NEWNET, "network")
+    _loopback_up()
     _unshare(CLONE_NEWNS, "mount")
     for path in covers:  # as bwrap covers the box's /proc
         if os.path.exists(path):
@@ -317,8 +330,8 @@ def _start(req: dict[str, Any], program: bytes, status_fd: int) -> int:
     # once. It dies with the template's box (the box's PID namespace) or with the harness's
     # kill; its init and server die with it (their parent-death signals).
     _unshare(
-        CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP,
-        "mount, pid, network, ipc, uts, cgroup",
+        CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP,
+        "mount, pid, ipc, uts, cgroup",
     )
     _mount(None, "/", None, MS_REC | MS_PRIVATE, None)  # nothing propagates back
     pid = os.fork()

@@ -258,6 +258,13 @@ class ProcessRuntime(Runtime):
             "the path on the command line (its directory becomes readable) and add "
             "--env NAME=VALUE or --env NAME for a variable; --no-sandbox runs it unconfined "
             "(the report then says so)."
+            + (
+                f" It was forked from the start template (--start template; the template's "
+                f"own output is in {self.log_path.parent / TEMPLATE_LOG}): --start fresh "
+                "starts it in a fresh box instead."
+                if self.start_mode == "template"
+                else ""
+            )
         )
 
     def _launch(self, spare: bool) -> _Launch:

@@ -88,6 +88,14 @@ class SiblingProbe(_Base):
         except OSError:
             pass
         status = _status()
+        try:
+            with socket.socket() as server, socket.socket() as client:
+                server.bind(("127.0.0.1", 0))
+                server.listen(1)
+                client.connect(server.getsockname())
+            loopback = "ok"
+        except OSError as e:
+            loopback = errno.errorcode.get(e.errno or 0, str(e))
         pids = sorted(int(x) for x in os.listdir("/proc") if x.isdigit())
         try:
             os.kill(-1, 0)  # every process it may signal but init and itself
@@ -102,6 +110,8 @@ class SiblingProbe(_Base):
             "kill_all": signalled,
             "ptrace": "ok" if ptrace == 0 else _errname(),
             "uid": os.getuid(),
+            "loopback": loopback,
+            "interfaces": sorted(name for _, name in socket.if_nameindex()),
             "status": {k: status.get(k) for k in STATUS_KEYS},
             "fds": sorted(int(x) for x in os.listdir("/proc/self/fd")),
             "fd_targets": _fd_targets(),

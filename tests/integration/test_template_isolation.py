@@ -84,6 +84,7 @@ def test_a_start_reaches_no_sibling_and_holds_nothing_more(
         assert seen["pids"] == [1, 2] and seen["pid"] == 2  # no sibling, no template
         assert seen["kill_all"] == "ESRCH" and seen["ptrace"] == "EPERM"
         assert seen["uid"] == 65534 and seen["unshare_user"] == "EPERM"
+        assert seen["interfaces"] == ["lo"] and seen["loopback"] == "ok"
         status = seen["status"]
         assert all(status[k] == ZERO for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"))
         assert status["NoNewPrivs"] == "1" and status["Seccomp"] == "2"
@@ -107,7 +108,8 @@ def test_the_same_start_as_fresh(tmp_path: Path, tag: str) -> None:
     (tmp_path / "b").mkdir()
     template = probes(tmp_path / "a", tag, "template")[1]
     fresh = probes(tmp_path / "b", tag + "f", "fresh")[1]
-    for key in ("status", "uid", "pids", "pid", "kill_all", "ptrace", "unshare_user"):
+    keys = ("status", "uid", "pids", "pid", "kill_all", "ptrace", "unshare_user", "loopback")
+    for key in (*keys, "interfaces"):
         assert template[key] == fresh[key], key
     assert sorted(template["fd_targets"]) == sorted(fresh["fd_targets"])
     assert template["cmdline"][:5] == fresh["cmdline"][:5]
