@@ -294,8 +294,9 @@ def _wait_for(pid: int, reap_all: bool) -> int:
 def _server(argv: list[str]) -> None:
     """The system's process: what `python -m apmbench.adapters ...` would run."""
     _set_cmdline(argv)
-    for sig in FORWARDED:
+    for sig in FORWARDED:  # as a new interpreter has them
         signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.argv = ["-m", *argv[3:]]  # runpy puts the module's path first, as python -m does
     sys.orig_argv = list(argv)
     runpy.run_module("apmbench.adapters", run_name="__main__", alter_sys=True)

@@ -356,6 +356,8 @@ def settings_of(
         raise click.UsageError("--ray-address: only with --backend ray")
     if fps <= 0:
         raise click.BadParameter("must be positive", param_hint="--fps")
+    if start_mode == "template" and system is None:
+        raise click.UsageError("--start template: only for --system (a sandboxed process)")
     spec = RuntimeSpec(
         system=system,
         endpoint=endpoint,

@@ -333,6 +333,11 @@ class ProcessRuntime(Runtime):
         from apmbench.harness.runtimes.template import Template
 
         assert self.sandbox is not None
+        if cmd[1:3] != ["-m", "apmbench.adapters"]:
+            raise ConfigError(
+                f"--start template runs `python -m apmbench.adapters SYSTEM ...` only, not "
+                f"{' '.join(cmd[:3])} ...: use --start fresh"
+            )
         log = LogSection(
             self.log_path,
             f"start #{self.starts}: serve {self.system}",
