@@ -10,15 +10,19 @@ Unconfined, the second process finds everything the first left (so the probe wor
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from helpers.template_probes import sysv_key
 
@@ -45,6 +49,18 @@ def tag() -> Iterator[str]:
     subprocess.run(["ipcrm", "-M", key, "-Q", key], capture_output=True, check=False)
 
 
+def _wait_serving(pid: int, directory: Path, timeout: float = 60.0) -> None:
+    """Until a process of the tree at `pid` has a socket at `directory`/sock in its root."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with contextlib.suppress(psutil.Error):
+            tree = [pid, *(p.pid for p in psutil.Process(pid).children(recursive=True))]
+            if any(os.path.lexists(f"/proc/{p}/root{directory}/sock") for p in tree):
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"no socket in {directory} after {timeout} s")
+
+
 def probes(tmp_path: Path, tag: str, mode: str) -> list[dict[str, Any]]:
     """The probe lines of a serving start and of the spare started beside it."""
     weights = tmp_path / "weights"
@@ -63,6 +79,8 @@ def probes(tmp_path: Path, tag: str, mode: str) -> list[dict[str, Any]]:
     try:
         rt.start().describe()
         rt.expect_restarts()  # the spares start now, while the first one serves
+        for spare in rt._spares:  # each has probed (and serves) while the first one lives
+            _wait_serving(spare.proc.pid, spare.dir)
         rt.restart().describe()  # the first spare's output reaches the log
     finally:
         rt.stop()
