@@ -481,7 +481,9 @@ class ProcessRuntime(Runtime):
 
     def _top_up(self) -> None:
         if self.spare and self.spares.per_start_bytes is None and self._proc is not None:
-            self.spares.measure(self._proc.pid)
+            # A template start shares most of its pages with the template and its siblings:
+            # counted by proportional share, or three copies of the template would count.
+            self.spares.measure(self._proc.pid, shared=self.start_mode == "template")
         while self.spare and len(self._spares) < self.spares.wanted(self.SPARES):
             # The next restarts' processes start now, while this one works: their
             # interpreter, imports and server set-up overlap with the sessions instead of
@@ -640,16 +642,17 @@ class SparePlan:
             self.gap_s = min(average, gap)
         self._last_restart = now
 
-    def measure(self, pid: int) -> None:
+    def measure(self, pid: int, shared: bool = False) -> None:
         """The serving process tree's resident memory (its model included); and, if it holds
-        a GPU, the cap its GPU memory sets (`gpu_cap`)."""
+        a GPU, the cap its GPU memory sets (`gpu_cap`). `shared`: pages shared with other
+        processes count by their share (PSS), as a template start's are."""
         try:
             root = psutil.Process(pid)
             tree = [root, *root.children(recursive=True)]
             total = 0
             for proc in tree:
                 with contextlib.suppress(psutil.Error):
-                    total += proc.memory_info().rss
+                    total += proc.memory_full_info().pss if shared else proc.memory_info().rss
         except psutil.Error:
             return
         self.per_start_bytes = max(total, 1)
