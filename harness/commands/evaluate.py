@@ -210,6 +210,18 @@ if TYPE_CHECKING:
 @deadline_options(Deadlines())
 @cap_options
 @click.option(
+    "--start",
+    "start_mode",
+    type=click.Choice(["fresh", "template"]),
+    default="fresh",
+    show_default=True,
+    help="How each sandboxed --system start begins: fresh (a new bubblewrap box and "
+    "interpreter) or template (opt-in: a fork of one pre-imported template process per "
+    "run in which no system code runs, given its own namespaces, /proc, /tmp, /dev/shm, "
+    "socket directory, no capabilities and the same seccomp filter before the system "
+    "loads). Recorded in the manifest and stated in every report.",
+)
+@click.option(
     "--no-spare",
     is_flag=True,
     help="In restart mode: do not start the next processes or containers (new, empty, each "
@@ -303,6 +315,7 @@ def settings_of(
     ray_address: str | None,
     ray_gpus: float,
     no_spare: bool,
+    start_mode: str,
     fork_snapshots: bool,
     spare_memory: str | None,
     image: str | None,
@@ -343,6 +356,8 @@ def settings_of(
         raise click.UsageError("--ray-address: only with --backend ray")
     if fps <= 0:
         raise click.BadParameter("must be positive", param_hint="--fps")
+    if start_mode == "template" and system is None:
+        raise click.UsageError("--start template: only for --system (a sandboxed process)")
     spec = RuntimeSpec(
         system=system,
         endpoint=endpoint,
@@ -354,6 +369,7 @@ def settings_of(
         sandbox_net=sandbox_net,
         max_log_bytes=caps.max_log_bytes,
         spare=not no_spare,
+        start=start_mode,
         spare_budget=_spare_budget(spare_memory),
         runtime=runtime,
         runtime_options=_key_values(runtime_option),

@@ -171,6 +171,8 @@ def confinement(runtime: dict[str, Any]) -> dict[str, Any]:
         out["sandbox"] = {
             k: sandbox.get(k) for k in ("confined", "tool", "network", "tmp_size_bytes")
         }
+        if runtime.get("start") == "template":  # a run of fresh starts records as before
+            out["start"] = "template"
     else:
         out["address"] = runtime.get("address")
     return out

@@ -91,6 +91,15 @@ def confinement_lines(report: Mapping[str, Any], manifest: ManifestLike) -> list
             "services on the network.",
             "",
         ]
+    if sandbox is not None and sandbox.get("confined") and sandbox.get("start") == "template":
+        lines += [
+            "Template starts (`--start template`): each system start was forked from one "
+            "pre-imported process per run in which no system code ran, and got its own user, "
+            "mount, PID, network and IPC namespaces, /proc, /tmp, /dev/shm and socket "
+            "directory, no capabilities and the fresh start's seccomp filter before the "
+            "system loaded.",
+            "",
+        ]
     if sandbox is not None and not sandbox.get("confined"):
         lines += [
             f"**{sandbox['note']}**: the system ran with `--no-sandbox`, so it could read the "

@@ -62,6 +62,10 @@ class RuntimeSpec:
     of the four above; it reads its settings from `runtime_options`."""
     runtime_options: tuple[tuple[str, str], ...] = ()
     """`--runtime-option KEY=VALUE` for `runtime`: only the keys it declares (`options`)."""
+    start: str = "fresh"
+    """`--start`: how a sandboxed `system` process starts: "fresh" (a new bubblewrap box
+    and interpreter each time) or "template" (a fork of the run's pre-imported template,
+    confined further before the system loads; harness/runtimes/template.py)."""
 
     @property
     def kind(self) -> str:

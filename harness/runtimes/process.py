@@ -26,12 +26,12 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import psutil
 
 from apmbench.adapters.sdk import errors
-from apmbench.harness.errors import RuntimeStartError
+from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes import owned_dirs
 from apmbench.harness.runtimes.base import Launch, Runtime
@@ -39,8 +39,30 @@ from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, Sandbox, unconfined
 from apmbench.harness.stopping import uninterrupted
 
+START_MODES = ("fresh", "template")
+"""How a sandboxed start begins (`--start`): a fresh bubblewrap box and interpreter, or a
+fork of the run's pre-imported template (harness/runtimes/template.py)."""
+
+
+class ServerProcess(Protocol):
+    """What the runtime uses of a started server: a `subprocess.Popen`, or a
+    `TemplateChild` for a start forked from the template."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def kill(self) -> None: ...
+
+
 if TYPE_CHECKING:
     from apmbench.harness.runtimes import RuntimeSpec
+    from apmbench.harness.runtimes.template import Template
 
 DIR_BASE = "/tmp"
 DIR_PREFIX = "apm-"
@@ -89,6 +111,7 @@ class ProcessRuntime(Runtime):
             max_log_bytes=spec.max_log_bytes,
             spare=wants_spare(spec),
             spare_budget_bytes=spec.spare_budget,
+            start=spec.start,
         )
 
     @classmethod
@@ -97,11 +120,14 @@ class ProcessRuntime(Runtime):
         if not sandbox or not sandbox.get("confined"):
             # A process run from before the sandbox existed was unconfined too.
             return {"confined": False, "note": UNCONFINED_NOTE}
-        return {
+        facts = {
             "confined": True,
             "tool": sandbox.get("tool", "bubblewrap"),
             "network": sandbox.get("network", "none"),
         }
+        if recorded.get("start") == "template":  # a fresh start's report stays as it was
+            facts["start"] = "template"
+        return facts
 
     def __init__(
         self,
@@ -114,7 +140,14 @@ class ProcessRuntime(Runtime):
         max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
         spare: bool = False,
         spare_budget_bytes: int | None = None,
+        start: str = "fresh",
     ) -> None:
+        if start not in START_MODES:
+            raise ValueError(f"start mode {start!r}: one of {', '.join(START_MODES)}")
+        if start == "template" and sandbox is None:
+            raise ValueError("template starts need the sandbox")
+        self.start_mode = start
+        self._template: Template | None = None
         self.system = system
         self.max_log_bytes = max_log_bytes
         self.log_path = log_path
@@ -127,7 +160,7 @@ class ProcessRuntime(Runtime):
         self._root: int | None = None
         """A descriptor of the sandboxed system's root: the socket lies in the box's own
         bounded tmpfs, reached through it (held open, so a reused pid cannot redirect it)."""
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: ServerProcess | None = None
         self._client: SystemClient | None = None
         self._log: LogSection | None = None
         self._pump: threading.Thread | None = None
@@ -139,7 +172,7 @@ class ProcessRuntime(Runtime):
         # uninterrupted step that made it: a stop signal landing after that step but
         # before the launch is kept (start's bookkeeping, a spare's append) would leak
         # them otherwise; stop() removes whatever is still here.
-        self._made: list[tuple[Path, subprocess.Popen[bytes] | None]] = []
+        self._made: list[tuple[Path, ServerProcess | None]] = []
 
     @property
     def can_restart(self) -> bool:
@@ -225,6 +258,13 @@ class ProcessRuntime(Runtime):
             "the path on the command line (its directory becomes readable) and add "
             "--env NAME=VALUE or --env NAME for a variable; --no-sandbox runs it unconfined "
             "(the report then says so)."
+            + (
+                f" It was forked from the start template (--start template; the template's "
+                f"own output is in {self.log_path.parent / TEMPLATE_LOG}): --start fresh "
+                "starts it in a fresh box instead."
+                if self.start_mode == "template"
+                else ""
+            )
         )
 
     def _launch(self, spare: bool) -> _Launch:
@@ -249,6 +289,8 @@ class ProcessRuntime(Runtime):
             cmd = self.argv()  # overridable; it reads `address`, i.e. this launch's directory
         finally:
             self._dir = current
+        if self.start_mode == "template":
+            return self._fork_launch(cmd, directory, spare)
         if self.sandbox is not None:
             cmd = (
                 self.sandbox.wrap(cmd, bounded=[directory])
@@ -280,6 +322,33 @@ class ProcessRuntime(Runtime):
                     os.close(stdin)
             self._made.append((directory, proc))
             assert proc.stdout is not None
+            pump = threading.Thread(
+                target=_pump, args=(proc.stdout, log), name="system-log", daemon=True
+            )
+            pump.start()
+        return _Launch(self.starts, directory, proc, log, pump, time.monotonic())
+
+    def _fork_launch(self, cmd: list[str], directory: Path, spare: bool) -> _Launch:
+        """A start forked from the run's template (started with the first start)."""
+        from apmbench.harness.runtimes.template import Template
+
+        assert self.sandbox is not None
+        if cmd[1:3] != ["-m", "apmbench.adapters"]:
+            raise ConfigError(
+                f"--start template runs `python -m apmbench.adapters SYSTEM ...` only, not "
+                f"{' '.join(cmd[:3])} ...: use --start fresh"
+            )
+        log = LogSection(
+            self.log_path,
+            f"start #{self.starts}: serve {self.system}",
+            self.max_log_bytes,
+            deferred=spare,
+        )
+        with uninterrupted():  # a stop signal now would orphan the child
+            if self._template is None:
+                self._template = Template(self.sandbox, self.log_path.parent / TEMPLATE_LOG)
+            proc = self._template.launch(cmd, directory)
+            self._made.append((directory, proc))
             pump = threading.Thread(
                 target=_pump, args=(proc.stdout, log), name="system-log", daemon=True
             )
@@ -412,7 +481,9 @@ class ProcessRuntime(Runtime):
 
     def _top_up(self) -> None:
         if self.spare and self.spares.per_start_bytes is None and self._proc is not None:
-            self.spares.measure(self._proc.pid)
+            # A template start shares most of its pages with the template and its siblings:
+            # counted by proportional share, or three copies of the template would count.
+            self.spares.measure(self._proc.pid, shared=self.start_mode == "template")
         while self.spare and len(self._spares) < self.spares.wanted(self.SPARES):
             # The next restarts' processes start now, while this one works: their
             # interpreter, imports and server set-up overlap with the sessions instead of
@@ -430,6 +501,9 @@ class ProcessRuntime(Runtime):
                 if proc is not None and proc.poll() is None:
                     _terminate(proc)
                 shutil.rmtree(directory, ignore_errors=True)
+            template, self._template = self._template, None
+            if template is not None:
+                template.stop()
         if self.starts:
             self.spares.write(self.log_path.parent / STARTS_FILE, self.starts)
 
@@ -441,6 +515,8 @@ class ProcessRuntime(Runtime):
             "sandbox": self.sandbox.describe() if self.sandbox is not None else unconfined(),
             "max_log_bytes": self.max_log_bytes,
             "spare": self.spare,
+            "start": self.start_mode,
+            **({"template": TEMPLATE_FACTS} if self.start_mode == "template" else {}),
         }
 
     def log_tail(self, lines: int = 15) -> str:
@@ -453,7 +529,7 @@ class ProcessRuntime(Runtime):
         return "\n".join(last[-lines:])
 
 
-def _terminate(proc: subprocess.Popen[bytes]) -> None:
+def _terminate(proc: ServerProcess) -> None:
     """Stop a server process and everything it started."""
     family: list[psutil.Process] = []
     if proc.poll() is None:
@@ -485,7 +561,7 @@ class _Launch:
 
     number: int
     dir: Path
-    proc: subprocess.Popen[bytes]
+    proc: ServerProcess
     log: LogSection
     pump: threading.Thread
     launched: float
@@ -499,6 +575,23 @@ class _Launch:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+TEMPLATE_LOG = "template.log"
+"""Beside the system's log: the template's own output (never a start's: each has a pipe)."""
+TEMPLATE_FACTS = {
+    "kind": "fork of a pre-imported template (apmbench.adapters.template) in the same box",
+    "template_capabilities": "CAP_SYS_ADMIN and CAP_SETFCAP in its own user namespace; no "
+    "system code runs in it, and no start keeps them",
+    "per_start": {
+        "namespaces": ["user", "mount", "pid", "network", "ipc", "uts", "cgroup"],
+        "fresh": ["/proc", "/tmp", "/dev/shm", "/dev/pts", "socket directory"],
+        "read_only": ["/dev", "every other mount"],
+        "user_namespaces": "none further",
+        "capabilities": "none (bounding and ambient sets too)",
+        "no_new_privs": True,
+        "seccomp": "the fresh start's filter",
+        "descriptors": ["stdout and stderr: its log pipe (no stdin, as a fresh start)"],
+    },
+}
 STARTS_FILE = "starts.json"
 """Beside the system's log: how many starts there were and how long each was waited for."""
 WAITED_S = 0.1
@@ -549,16 +642,17 @@ class SparePlan:
             self.gap_s = min(average, gap)
         self._last_restart = now
 
-    def measure(self, pid: int) -> None:
+    def measure(self, pid: int, shared: bool = False) -> None:
         """The serving process tree's resident memory (its model included); and, if it holds
-        a GPU, the cap its GPU memory sets (`gpu_cap`)."""
+        a GPU, the cap its GPU memory sets (`gpu_cap`). `shared`: pages shared with other
+        processes count by their share (PSS), as a template start's are."""
         try:
             root = psutil.Process(pid)
             tree = [root, *root.children(recursive=True)]
             total = 0
             for proc in tree:
                 with contextlib.suppress(psutil.Error):
-                    total += proc.memory_info().rss
+                    total += proc.memory_full_info().pss if shared else proc.memory_info().rss
         except psutil.Error:
             return
         self.per_start_bytes = max(total, 1)
@@ -676,6 +770,7 @@ def sandboxed_process(
     max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
     spare: bool = False,
     spare_budget_bytes: int | None = None,
+    start: str = "fresh",
 ) -> ProcessRuntime:
     """`--system SPEC` as `evaluate` and `check` start it: in a bubblewrap sandbox that sees
     none of `hidden` (plus the synthetic cache), with only the allowlisted environment and
@@ -691,6 +786,12 @@ def sandboxed_process(
     )
 
     extra = parse_env(env)
+    if start == "template" and not sandbox:
+        raise ConfigError("--start template: a template start is sandboxed; not with --no-sandbox")
+    if start == "template" and share_net:
+        raise ConfigError(
+            "--start template: each start gets its own network namespace; not with --sandbox-net"
+        )
     if not sandbox:
         return ProcessRuntime(
             system,
@@ -715,4 +816,5 @@ def sandboxed_process(
         max_log_bytes=max_log_bytes,
         spare=spare,
         spare_budget_bytes=spare_budget_bytes,
+        start=start,
     )

@@ -221,14 +221,20 @@ class Sandbox:
         """False only in tests that show what the hardening (uid, capabilities, seccomp) stops."""
         self._filter = seccomp.compile_filter()
 
-    def stdin(self) -> int:
+    @property
+    def filter(self) -> bytes:
+        """The seccomp program a system runs under (a template's start installs it itself)."""
+        return self._filter
+
+    def stdin(self, template: bool = False) -> int:
         """A fresh descriptor of the seccomp filter, for the wrapped command's stdin: bwrap
         reads the filter from fd 0 (`--seccomp 0`) before it starts the command, which then
         finds its stdin at end of file. The caller closes it once the process started."""
+        program = seccomp.compile_filter(allow=seccomp.TEMPLATE_NEEDS) if template else self._filter
         read, write = os.pipe()
-        if len(self._filter) > 65536:  # a pipe's buffer: writing more would block here
+        if len(program) > 65536:  # a pipe's buffer: writing more would block here
             raise ConfigError("the seccomp filter is larger than a pipe holds")
-        os.write(write, self._filter)
+        os.write(write, program)
         os.close(write)
         return read
 
@@ -253,17 +259,25 @@ class Sandbox:
             os.close(stdin)
 
     def wrap(
-        self, argv: Sequence[str], writable: Sequence[Path] = (), bounded: Sequence[Path] = ()
+        self,
+        argv: Sequence[str],
+        writable: Sequence[Path] = (),
+        bounded: Sequence[Path] = (),
+        template: bool = False,
     ) -> list[str]:
         """The bwrap argv that runs `argv`; `writable` dirs are bound read-write, `bounded`
         ones (the socket's) become an empty tmpfs of SOCKET_DIR_BYTES at the same path.
-        Run it with `stdin=self.stdin()`: that is where bwrap reads the seccomp filter."""
+        Run it with `stdin=self.stdin()`: that is where bwrap reads the seccomp filter.
+        `template`: the box of a start template (apmbench.adapters.template), which keeps
+        CAP_SYS_ADMIN in its user namespace and may make namespaces (its filter is
+        `stdin(template=True)`'s) so that each start can confine itself further; every start
+        drops both and installs this box's full filter before any system code runs."""
         p = self.policy
         args = [
             self.bwrap,
             "--unshare-all",
             *(["--share-net"] if p.share_net else []),
-            *(self._hardening() if self.harden else []),
+            *(self._template_hardening() if template else self._hardening() if self.harden else []),
             "--die-with-parent",
             "--new-session",
             "--clearenv",
@@ -319,6 +333,31 @@ class Sandbox:
             "--seccomp",
             "0",
         ]
+
+    def _template_hardening(self) -> list[str]:
+        # Uid 0 of its own user namespace (the harness's uid outside): bwrap then makes one
+        # user namespace, which owns the box's mounts, so a start's own mount namespace may
+        # mount its own /proc over them. A start maps SANDBOX_UID onto it before it drops
+        # every capability.
+        return [
+            "--unshare-user",
+            "--uid",
+            "0",
+            "--gid",
+            "0",
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SYS_ADMIN",
+            "--cap-add",
+            "CAP_SETFCAP",  # a start maps its uid onto uid 0: the kernel wants this for it
+            "--seccomp",
+            "0",
+        ]
+
+    def tmp_binds(self) -> list[Path]:
+        """The read-only binds that lie under /tmp (bound again into each fresh /tmp)."""
+        return [q for q in self.policy.read_only if q != TMP and _under(q, TMP)]
 
     def masked(self) -> list[Path]:
         """Hidden paths that lie under a bound path (others are not visible anyway)."""

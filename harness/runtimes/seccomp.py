@@ -148,8 +148,10 @@ def _deny(code: int) -> bytes:
     return _insn(_RET_K, 0, 0, _RET_ERRNO | code)
 
 
-def compile_filter(machine: str | None = None) -> bytes:
-    """The filter as a BPF program (struct sock_filter[]), as bwrap's --seccomp reads it."""
+def compile_filter(machine: str | None = None, allow: frozenset[str] = frozenset()) -> bytes:
+    """The filter as a BPF program (struct sock_filter[]), as bwrap's --seccomp reads it.
+    `allow` leaves calls out (TEMPLATE_NEEDS: the template's own, relaxed filter; "clone"
+    there means clone's CLONE_NEW* flags)."""
     name = machine or platform.machine()
     abi = ABIS.get(name)
     if abi is None:
@@ -167,10 +169,13 @@ def compile_filter(machine: str | None = None) -> bytes:
         out += [_insn(_JGE_K, 0, 1, X32_BIT), _deny(errno.EPERM)]
     simple = [(c, errno.EPERM) for c in DENIED] + [(c, errno.ENOSYS) for c in NOT_IMPLEMENTED]
     simple += [(c, 0) for c in PRETEND_SUCCESS]
+    simple = [(c, code) for c, code in simple if c not in allow]
     for call, code in simple:
         if call in abi.numbers:  # inotify_init does not exist on aarch64
             out += [_insn(_JEQ_K, 0, 1, abi.numbers[call]), _deny(code)]
     for call, (index, values, flags) in BY_ARGUMENT.items():
+        if call in allow:
+            continue
         body = [_insn(_LD_W_ABS, 0, 0, _arg_low(index))]
         for value in values:
             body += [_insn(_JEQ_K, 0, 1, value), _deny(errno.EPERM)]
@@ -247,6 +252,10 @@ BWRAP_NEEDS = (
 )  # fmt: skip
 """What bwrap calls to build a sandbox: the filter above refuses them to the system, so a
 container the harness itself runs in must allow them (with clone's CLONE_NEW* flags)."""
+TEMPLATE_NEEDS = frozenset({"unshare", "mount", "clone"})
+"""What the template's start processes call before they install the full filter (new
+namespaces, their own /proc, /tmp, /dev/shm, /dev/pts, covers): left out of the
+template's own filter, which is stacked under the full one in every start."""
 SHARED_STATE = (
     "mincore", "cachestat", "inotify_init", "inotify_init1", "inotify_add_watch",
     "fanotify_init", "fanotify_mark",

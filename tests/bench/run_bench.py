@@ -25,6 +25,11 @@ Three measurements, each against a baseline measured in the same run:
 6. startup: `import apmbench.adapters.sdk` (target: under 100 ms), and the time
    to health SERVING of `python -m apmbench.adapters null` and of the
    `apmbench/null` container (tests/bench/startup.py). `--only startup`.
+6a. template: fresh sandboxed starts against template starts (`--start template`),
+   alternated: CPU and wall time per restart of a sandboxed `null`, and of `evaluate` on
+   `tiny` and on the first APMBENCH_BENCH_PAPER_TRAJECTORIES (default 2) paper
+   trajectories, CPU counted in a cgroup where one can be made (target: a template
+   restart at most half a fresh one's CPU). See template_bench.py; `--only template`.
 
 7. paper: the paper-scale dry run, `evaluate --synthetic paper --system null` (104
    trajectories, forks and EA replays), wall and CPU time, main-pass frames and queries;
@@ -99,6 +104,7 @@ from helpers.frame_videos import write_indexed_video
 from honesty_bench import bench_honesty
 from paper_bench import bench_paper
 from startup import bench_startup
+from template_bench import bench_template
 
 ECHO_SERVICE = "apmbench.bench.Echo"
 ECHO_METHOD = f"/{ECHO_SERVICE}/Echo"
@@ -815,6 +821,8 @@ def run_all(only: set[str]) -> dict[str, Any]:
             report["sandbox"] = bench_sandbox(tmp)
         if "startup" in only:
             report["startup"] = bench_startup(tmp)
+        if "template" in only:
+            report["template"] = bench_template(tmp)
         if "paper" in only:
             report["paper"] = bench_paper(tmp)
         if "campaign" in only:
@@ -837,7 +845,8 @@ def main(argv: list[str]) -> int:
         echo_server(argv[1])
         return 0
     sections = {
-        "query", "push", "rss", "frames", "sandbox", "startup", "paper", "campaign", "honesty"
+        "query", "push", "rss", "frames", "sandbox", "startup", "template", "paper", "campaign",
+        "honesty",
     }  # fmt: skip
     only = sections
     if len(argv) == 2 and argv[0] == "--only":

@@ -1,5 +1,7 @@
 """The cheater gallery against `--system` processes: each cheat works unconfined
-(`--no-sandbox`, and the run says so) and finds nothing in the sandbox."""
+(`--no-sandbox`, and the run says so) and finds nothing in the sandbox, whether each start
+is a fresh box (`sandboxed`) or a fork of the run's template (`template`, `--start
+template`)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,11 @@ TESTS = REPO / "tests"
 pytestmark = pytest.mark.skipif(
     find_bwrap() is None, reason="bubblewrap is not installed (apt-get install -y bubblewrap)"
 )
-MODES = [pytest.param(True, id="sandboxed"), pytest.param(False, id="unconfined")]
+MODES = [
+    pytest.param("fresh", id="sandboxed"),
+    pytest.param("template", id="template"),
+    pytest.param("unconfined", id="unconfined"),
+]
 
 
 @pytest.fixture
@@ -44,11 +50,14 @@ def tag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def outputs(
     tmp_path: Path,
     system: str,
-    sandbox: bool,
+    mode: str,
     tag: str,
     persistence: Persistence,
     sandbox_net: bool = False,
 ) -> list[dict[str, Any]]:
+    """Its answers in a run of `mode`: "fresh" (sandboxed), "template" or "unconfined"."""
+    sandbox = mode != "unconfined"
+    start = "template" if mode == "template" else "fresh"
     out = tmp_path / "run"
     # With a spare process, as `evaluate` runs by default: the next restart's process is
     # alive while the current one serves.
@@ -58,6 +67,7 @@ def outputs(
         env=(f"APMBENCH_CHEAT_TAG={tag}",),
         sandbox_net=sandbox_net,
         spare=True,
+        start=start,
     )
     evaluate(
         EvaluateOptions(
@@ -69,6 +79,8 @@ def outputs(
     markdown = (out / "report.md").read_text()
     assert manifest["runtime"]["sandbox"]["confined"] is sandbox
     assert report["sandbox"]["confined"] is sandbox
+    assert manifest["runtime"]["start"] == start
+    assert ("Template starts" in markdown) is (mode == "template")
     assert (UNCONFINED_NOTE in markdown) is not sandbox
     rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]
     for row in rows:
@@ -76,20 +88,20 @@ def outputs(
     return rows
 
 
-@pytest.mark.parametrize("sandbox", MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_ground_truth_reader_finds_no_labels(
-    tmp_path: Path, tag: str, sandbox: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tag: str, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `tests.helpers...` from the repository root: the sandbox must bind tests/ (the
     # module's package) yet hide tests/fixtures/mini, the dataset, inside it.
     monkeypatch.chdir(REPO)
     rows = outputs(
-        tmp_path, "tests.helpers.cheaters:GroundTruthReader", sandbox, tag, Persistence.RESET
+        tmp_path, "tests.helpers.cheaters:GroundTruthReader", mode, tag, Persistence.RESET
     )
     mcqa = [r for r in rows if "correct" in r]
     assert len(mcqa) == 10
     found = {r["said"]["label_files"] for r in rows}
-    if sandbox:
+    if mode != "unconfined":
         assert found == {0}
         # Without labels it answers B everywhere: right only where B is the key.
         assert sum(r["correct"] for r in mcqa) == sum(r["correct_option_id"] == "B" for r in mcqa)
@@ -100,16 +112,16 @@ def test_ground_truth_reader_finds_no_labels(
 
 
 @pytest.mark.usefixtures("helper_env")
-@pytest.mark.parametrize("sandbox", MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_disk_stash_loses_its_memory_across_restarts(
-    tmp_path: Path, tag: str, sandbox: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tag: str, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    rows = outputs(tmp_path, "helpers.cheaters:DiskStash", sandbox, tag, Persistence.RESTART)
+    rows = outputs(tmp_path, "helpers.cheaters:DiskStash", mode, tag, Persistence.RESTART)
     recalled = [r["said"]["recalled"] for r in rows]
     written = {w for r in rows for w in r["said"]["written"]}
     assert written  # it did stash somewhere every time
-    if sandbox:
+    if mode != "unconfined":
         assert not any(recalled), "a restarted process found what an earlier one stashed"
         assert not any(w.startswith(str(tmp_path)) for w in written)  # cwd is read-only
     else:
@@ -119,14 +131,14 @@ def test_disk_stash_loses_its_memory_across_restarts(
 
 
 @pytest.mark.usefixtures("helper_env")
-@pytest.mark.parametrize("sandbox", MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_probe_counter_restarts_with_every_process(
-    tmp_path: Path, tag: str, sandbox: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tag: str, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    rows = outputs(tmp_path, "helpers.cheaters:ProbeCounter", sandbox, tag, Persistence.RESTART)
+    rows = outputs(tmp_path, "helpers.cheaters:ProbeCounter", mode, tag, Persistence.RESTART)
     counts = [(r["said"]["local"], r["said"]["total"]) for r in rows]
-    if sandbox:
+    if mode != "unconfined":
         assert all(local == total for local, total in counts)
     else:
         assert max(total for _, total in counts) == len(rows)  # counted across every process
@@ -134,7 +146,7 @@ def test_probe_counter_restarts_with_every_process(
 
 
 @pytest.mark.usefixtures("helper_env")
-@pytest.mark.parametrize("mode", ["sandboxed", "sandbox-net", "unconfined"])
+@pytest.mark.parametrize("mode", ["sandboxed", "template", "sandbox-net", "unconfined"])
 def test_a_spare_process_hears_nothing_from_the_one_serving(
     tmp_path: Path, tag: str, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -143,7 +155,10 @@ def test_a_spare_process_hears_nothing_from_the_one_serving(
     (`--sandbox-net`) would let them, so no spare is started then."""
     monkeypatch.chdir(tmp_path)
     sandbox, net = mode != "unconfined", mode == "sandbox-net"
-    rows = outputs(tmp_path, "helpers.cheaters:LiveHandoff", sandbox, tag, Persistence.RESTART, net)
+    run_mode = {"sandboxed": "fresh", "sandbox-net": "fresh"}.get(mode, mode)
+    rows = outputs(
+        tmp_path, "helpers.cheaters:LiveHandoff", run_mode, tag, Persistence.RESTART, net
+    )
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["runtime"]["spare"] is (mode != "sandbox-net")
     assert sum(r["said"]["seen"] for r in rows) > 0  # it had something to hand over

@@ -29,13 +29,18 @@ LABEL_KEYS = {
 
 
 def run(
-    mini: Path, out: Path, system: str, persistence: Persistence, sandbox: bool = True
+    mini: Path,
+    out: Path,
+    system: str,
+    persistence: Persistence,
+    sandbox: bool = True,
+    start: str = "fresh",
 ) -> list[dict[str, Any]]:
     result = evaluate(
         EvaluateOptions(
             dataset=mini,
             out=out,
-            runtime=RuntimeSpec(system=system, sandbox=sandbox),
+            runtime=RuntimeSpec(system=system, sandbox=sandbox, start=start),
             persistence=persistence,
         )
     )
@@ -130,8 +135,14 @@ def _by_id(instances: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {r["instance_id"]: json.loads(r["raw_output"]) for r in instances}
 
 
-def test_restart_lets_only_exported_state_cross_a_gap(mini: Path, tmp_path: Path) -> None:
-    restart = _by_id(run(mini, tmp_path / "a", "helpers.systems:HiddenState", Persistence.RESTART))
+@pytest.mark.parametrize("start", ["fresh", "template"])
+def test_restart_lets_only_exported_state_cross_a_gap(
+    mini: Path, tmp_path: Path, start: str
+) -> None:
+    restart = _by_id(
+        run(mini, tmp_path / "a", "helpers.systems:HiddenState", Persistence.RESTART,
+            start=start)
+    )  # fmt: skip
     trust = _by_id(run(mini, tmp_path / "b", "helpers.systems:HiddenState", Persistence.TRUST))
     est = "T01-EST-1"  # asked in T01's third session
     assert restart[est]["exported_sessions"] == ["S001", "S002"]

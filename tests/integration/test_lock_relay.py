@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.template_runs import Started, template
 
 from apmbench.harness.runtimes.sandbox import Sandbox, SandboxPolicy, find_bwrap, python_policy
 
@@ -108,4 +109,37 @@ def test_without_the_filter_locks_relay_a_message_between_sandboxes(tmp_path: Pa
 
 def test_the_filter_closes_the_lock_and_residency_channels(tmp_path: Path) -> None:
     seen = _relay(tmp_path, harden=True)
+    assert seen == {"getlk": "EPERM", "flock": "free", "mincore": "EPERM"}
+
+
+@pytest.mark.usefixtures("helper_env")
+def test_template_siblings_relay_nothing(tmp_path: Path) -> None:
+    """Sender and receiver as two starts forked from one template (a serving start and
+    its spare under `--start template`): each installed the full filter itself."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    target = shared / "weights.bin"
+    target.write_bytes(bytes(8192))
+    env = {
+        "APMBENCH_PROBE_SENDER": SENDER,
+        "APMBENCH_PROBE_SENDER_ARGS": json.dumps([str(target), str(MESSAGE), str(BITS)]),
+        "APMBENCH_PROBE_RECEIVER": RECEIVER,
+        "APMBENCH_PROBE_RECEIVER_ARGS": json.dumps([str(target), str(BITS)]),
+    }
+    base = python_policy("helpers.template_probes:RunSender", [], env)
+    policy = SandboxPolicy(
+        read_only=(*base.read_only, shared), hidden=base.hidden, env=base.env, path=base.path,
+        cwd=base.cwd,
+    )  # fmt: skip
+    with template(Sandbox(policy), tmp_path / "template.log") as tpl:
+        sender = Started(tpl, "helpers.template_probes:RunSender")
+        try:
+            sender.line("ready")  # its locks are held from now on
+            receiver = Started(tpl, "helpers.template_probes:RunReceiver")
+            try:
+                seen = json.loads(receiver.line("{"))
+            finally:
+                receiver.stop()
+        finally:
+            sender.stop()
     assert seen == {"getlk": "EPERM", "flock": "free", "mincore": "EPERM"}

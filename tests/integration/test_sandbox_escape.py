@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.template_runs import Started, template
 
 from apmbench.harness.runtimes.sandbox import Sandbox, SandboxPolicy, find_bwrap, python_policy
 
@@ -110,3 +111,37 @@ def test_without_the_hardening_root_breaks_out(
     assert str(module.parent) in seen["remounted"]
     assert seen["unmounted"] and "labels.json" in seen["read_masked"]
     assert seen["written"] == [str(module)] and "PLANTED" in module.read_text()
+
+
+@pytest.mark.usefixtures("helper_env")
+def test_a_template_start_holds_as_the_hardened_box(
+    box: tuple[SandboxPolicy, dict[str, list[str]], Path, Path], tmp_path: Path
+) -> None:
+    """The same probe in a start forked from the template (`--start template`), whose box
+    keeps CAP_SYS_ADMIN for the starts to confine themselves: the start has dropped it,
+    and its bound package (under /tmp, so bound again into the start's fresh /tmp, the
+    dataset's mask with it) stays read-only and masked."""
+    policy, targets, module, _ = box
+    before = module.read_bytes()
+    env = {
+        "APMBENCH_PROBE_CODE": PROBE,
+        "APMBENCH_PROBE_CODE_ARGS": json.dumps([json.dumps(targets)]),
+    }
+    base = python_policy("helpers.template_probes:RunProbe", policy.hidden, env)
+    templated = SandboxPolicy(
+        read_only=(*base.read_only, module.parent),
+        hidden=tuple(sorted({*base.hidden, *policy.hidden})),
+        env=base.env,
+        path=base.path,
+        cwd=base.cwd,
+    )
+    with template(Sandbox(templated), tmp_path / "template.log") as tpl:
+        start = Started(tpl, "helpers.template_probes:RunProbe")
+        try:
+            seen = json.loads(start.line('{"remounted"'))
+        finally:
+            start.stop()
+    assert seen["uid"] == 65534 and seen["cap_eff"] == "0000000000000000"
+    assert seen["remounted"] == [] and seen["unmounted"] == []
+    assert seen["written"] == [] and seen["read_masked"] == []
+    assert module.read_bytes() == before

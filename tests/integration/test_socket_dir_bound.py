@@ -27,13 +27,16 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[ProcessRuntime]:
+def runtime(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ProcessRuntime]:
+    """A fresh start, or one forked from the template (`--start template`), whose socket
+    directory is a bounded tmpfs it mounts itself in its own /tmp."""
     rt = sandboxed_process(
         "helpers.cheaters:SocketDirFiller",
         tmp_path / "system.log",
         Deadlines(),
         120.0,
         sandbox=True,
+        start=getattr(request, "param", "fresh"),
     )
     yield rt
     rt.stop()
@@ -59,6 +62,7 @@ def test_without_the_bound_a_system_fills_the_hosts_tmp(runtime: ProcessRuntime)
     assert _host_bytes(host_dir) == FILL_BYTES  # on the host disk, beside the socket
 
 
+@pytest.mark.parametrize("runtime", ["fresh", "template"], indirect=True)
 def test_the_bound_stops_the_write_and_the_socket_still_serves(runtime: ProcessRuntime) -> None:
     client = runtime.start()
     assert client.describe().name == "socket-dir-filler"  # the socket works

@@ -29,19 +29,24 @@ def spare_of(rt: ProcessRuntime) -> _Launch | None:
     return rt._spares[0] if rt._spares else None
 
 
-def runtime(tmp_path: Path, sandbox: bool) -> ProcessRuntime:
+def runtime(tmp_path: Path, sandbox: bool, start: str = "fresh") -> ProcessRuntime:
     if sandbox and find_bwrap() is None:
         pytest.skip("bubblewrap is not installed (apt-get install -y bubblewrap)")
     return sandboxed_process(
-        "null", tmp_path / "system.log", Deadlines(), 60, sandbox=sandbox, spare=True
-    )
+        "null", tmp_path / "system.log", Deadlines(), 60, sandbox=sandbox, spare=True,
+        start=start,
+    )  # fmt: skip
 
 
-@pytest.mark.parametrize("sandbox", [True, False], ids=["sandboxed", "unconfined"])
+@pytest.mark.parametrize(
+    ("sandbox", "start"),
+    [(True, "fresh"), (True, "template"), (False, "fresh")],
+    ids=["sandboxed", "template", "unconfined"],
+)
 def test_every_start_is_a_new_process_and_nothing_outlives_stop(
-    tmp_path: Path, sandbox: bool
+    tmp_path: Path, sandbox: bool, start: str
 ) -> None:
-    rt = runtime(tmp_path, sandbox)
+    rt = runtime(tmp_path, sandbox, start)
     rt.start()
     assert spare_of(rt) is None  # no restart asked for yet: no spare (reset and trust modes)
     served: list[int] = []
@@ -65,6 +70,7 @@ def test_every_start_is_a_new_process_and_nothing_outlives_stop(
     assert all(w.proc.poll() is not None and not w.dir.exists() for w in unused)
     assert not any(d.exists() for d in dirs)
     assert rt.starts == 1 + 4 + len(unused)  # the first, four restarts, the unused spares
+    assert rt._template is None  # a template's box goes with the runtime
     starts = json.loads((tmp_path / STARTS_FILE).read_text())
     assert starts["starts"] == rt.starts and starts["per_start_bytes"] > 0
 
