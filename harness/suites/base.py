@@ -11,7 +11,7 @@ task.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
@@ -53,6 +53,31 @@ class Headline:
     storage_per_hour_bytes: float | None
 
 
+DatasetT = TypeVar("DatasetT", bound=SuiteDataset)
+"""A suite's loaded dataset type."""
+ItemT = TypeVar("ItemT")
+"""What a suite's `Ask.item` is: the labels one asked instance is graded against."""
+ReportT = TypeVar("ReportT", bound=Mapping[str, object])
+"""A suite's report.json body (a TypedDict of its own)."""
+
+
+@dataclass(frozen=True)
+class DatasetFormat(Generic[DatasetT]):
+    """A suite's dataset format as its own modules implement it: `Suite` reads, splits and
+    generates datasets through these, so a suite names its functions once."""
+
+    load: Callable[[Path, bool], DatasetT]
+    """Read and validate a dataset (with its media when the flag is set), raising
+    DatasetError naming what to fix."""
+    split: Callable[[Path, Path, Path], None] | None = None
+    """`apmbench-grpc split ROOT PUBLIC PRIVATE`; None: the suite cannot split yet."""
+    synthetic: Callable[[str, int], Path] | None = None
+    """The built-in synthetic dataset of a preset and seed, generated into the cache once;
+    None: the suite has no generator."""
+    write_synthetic: Callable[[str, int, Path], dict[str, int]] | None = None
+    """Write a preset's synthetic dataset to a folder; returns item counts by kind."""
+
+
 @dataclass(frozen=True)
 class ComparedRun:
     """One finished run as `compare` hands it to a suite."""
@@ -87,14 +112,6 @@ class ViewBars:
     """Group name -> score (0-100), None when not computed."""
 
 
-DatasetT = TypeVar("DatasetT", bound=SuiteDataset)
-"""A suite's loaded dataset type."""
-ItemT = TypeVar("ItemT")
-"""What a suite's `Ask.item` is: the labels one asked instance is graded against."""
-ReportT = TypeVar("ReportT", bound=Mapping[str, object])
-"""A suite's report.json body (a TypedDict of its own)."""
-
-
 class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
     """One benchmark, generic over its dataset, item and report types: a suite's own
     modules see them precisely, the shared machinery holds an `OpaqueSuite`."""
@@ -121,29 +138,45 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
 
     # -- data and plan -------------------------------------------------------------
 
+    @abstractmethod
+    def dataset_format(self) -> DatasetFormat[DatasetT]:
+        """The suite's dataset functions (imported here, when first used)."""
+
     def synthetic(self, preset: str, seed: int) -> Path:
         """The built-in synthetic dataset, generated once into the cache and reused."""
-        raise ConfigError(f"the {self.title} suite has no synthetic generator")
+        generate = self.dataset_format().synthetic
+        if generate is None:
+            raise ConfigError(f"the {self.title} suite has no synthetic generator")
+        self.check_preset(preset)
+        return generate(preset, seed)
 
     def write_synthetic(self, preset: str, seed: int, out: Path) -> dict[str, int]:
         """Write the synthetic dataset to `out`; returns item counts by kind."""
-        raise ConfigError(f"the {self.title} suite has no synthetic generator")
+        write = self.dataset_format().write_synthetic
+        if write is None:
+            raise ConfigError(f"the {self.title} suite has no synthetic generator")
+        self.check_preset(preset)
+        return write(preset, seed, out)
 
     def check_preset(self, preset: str) -> None:
         if preset not in self.synthetic_presets:
             known = ", ".join(self.synthetic_presets) or "none"
             raise ConfigError(f"{self.title} has no synthetic preset {preset!r} (presets: {known})")
 
-    @abstractmethod
     def load(self, root: Path) -> DatasetT:
         """Read and validate a dataset; raise DatasetError naming what to fix."""
+        return self.dataset_format().load(root, True)
 
     def split(self, root: Path, public: Path, private: Path) -> None:
         """Write what a run needs of `root` to `public` (labels withheld, media kept) and its
         labelled annotations to `private` (`apmbench-grpc split`)."""
-        raise ConfigError(
-            f"the {self.title} suite cannot split its datasets yet: evaluate with labels present"
-        )
+        split = self.dataset_format().split
+        if split is None:
+            raise ConfigError(
+                f"the {self.title} suite cannot split its datasets yet: "
+                "evaluate with labels present"
+            )
+        split(root, public, private)
 
     def blind_instance_ids(self, public: DatasetT, labelled: DatasetT) -> dict[str, str]:
         """A public part's instance ids that differ from the labelled ones (an id that would
@@ -152,7 +185,10 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
 
     def load_labels(self, root: Path) -> DatasetT:
         """A private part's labelled dataset, read without its media (`score --labels`)."""
-        raise ConfigError(f"the {self.title} suite cannot score blind predictions yet")
+        form = self.dataset_format()
+        if form.split is None:
+            raise ConfigError(f"the {self.title} suite cannot score blind predictions yet")
+        return form.load(root, False)
 
     @abstractmethod
     def plan(self, dataset: DatasetT, trajectory: Trajectory, can_import: bool) -> list[Segment]:

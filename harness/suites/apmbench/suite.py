@@ -22,7 +22,14 @@ from apmbench.harness.suites.apmbench import compare, metrics, report, rubric, s
 from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe, load_dataset
 from apmbench.harness.suites.apmbench.plan import plan_trajectory
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
-from apmbench.harness.suites.base import ComparedRun, Headline, Suite, ViewBars, ViewTable
+from apmbench.harness.suites.base import (
+    ComparedRun,
+    DatasetFormat,
+    Headline,
+    Suite,
+    ViewBars,
+    ViewTable,
+)
 
 Item = tuple[Candidate, Probe]
 
@@ -38,28 +45,17 @@ class APMBench(Suite[Dataset, Item, dict[str, Any]]):
 
     synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
 
-    def synthetic(self, preset: str, seed: int) -> Path:
+    def dataset_format(self) -> DatasetFormat[Dataset]:
+        from apmbench.harness.suites.apmbench.split import split
         from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
-
-        self.check_preset(preset)
-        return synthetic_dataset(preset, seed)
-
-    def write_synthetic(self, preset: str, seed: int, out: Path) -> dict[str, int]:
         from apmbench.harness.suites.apmbench.synth.writer import build
 
-        self.check_preset(preset)
-        return build(PRESETS[preset], seed, out)
-
-    def load(self, root: Path) -> Dataset:
-        return load_dataset(root)
-
-    def split(self, root: Path, public: Path, private: Path) -> None:
-        from apmbench.harness.suites.apmbench.split import split
-
-        split(root, public, private)
-
-    def load_labels(self, root: Path) -> Dataset:
-        return load_dataset(root, need_files=False)
+        return DatasetFormat(
+            load_dataset,
+            split,
+            synthetic_dataset,
+            lambda preset, seed, out: build(PRESETS[preset], seed, out),
+        )
 
     def blind_instance_ids(self, public: Dataset, labelled: Dataset) -> dict[str, str]:
         from apmbench.harness.suites.apmbench.split import instance_ids

@@ -17,7 +17,7 @@ from rich.table import Table
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Segment
 from apmbench.harness.scoring.answers import FAILURE
-from apmbench.harness.suites.base import ComparedRun, Headline, Suite
+from apmbench.harness.suites.base import ComparedRun, DatasetFormat, Headline, Suite
 from apmbench.harness.suites.egoprobe import metrics, report
 from apmbench.harness.suites.egoprobe.dataset import Dataset, load_dataset
 from apmbench.harness.suites.egoprobe.plan import Item, items, plan_video
@@ -31,28 +31,16 @@ class EgoProbe(Suite[Dataset, Item, dict[str, Any]]):
 
     synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
 
-    def synthetic(self, preset: str, seed: int) -> Path:
-        from apmbench.harness.suites.egoprobe.synth import synthetic_dataset
-
-        self.check_preset(preset)
-        return synthetic_dataset(preset, seed)
-
-    def write_synthetic(self, preset: str, seed: int, out: Path) -> dict[str, int]:
-        from apmbench.harness.suites.egoprobe.synth import build
-
-        self.check_preset(preset)
-        return build(PRESETS[preset], seed, out)
-
-    def load(self, root: Path) -> Dataset:
-        return load_dataset(root)
-
-    def split(self, root: Path, public: Path, private: Path) -> None:
+    def dataset_format(self) -> DatasetFormat[Dataset]:
         from apmbench.harness.suites.egoprobe.split import split
+        from apmbench.harness.suites.egoprobe.synth import build, synthetic_dataset
 
-        split(root, public, private)
-
-    def load_labels(self, root: Path) -> Dataset:
-        return load_dataset(root, need_files=False)
+        return DatasetFormat(
+            load_dataset,
+            split,
+            synthetic_dataset,
+            lambda preset, seed, out: build(PRESETS[preset], seed, out),
+        )
 
     def plan(self, dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
         return plan_video(dataset, trajectory)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.table import Table
@@ -18,7 +17,7 @@ from rich.table import Table
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Segment
 from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
-from apmbench.harness.suites.base import ComparedRun, Headline, Suite
+from apmbench.harness.suites.base import ComparedRun, DatasetFormat, Headline, Suite
 from apmbench.harness.suites.proactegomem import judging, metrics, prompts, report
 from apmbench.harness.suites.proactegomem.dataset import Dataset, load_dataset
 from apmbench.harness.suites.proactegomem.plan import QAItem, StepItem, items, plan_clip
@@ -35,28 +34,16 @@ class ProactEgoMem(Suite[Dataset, StepItem | QAItem, dict[str, Any]]):
     # Section 5.2: one step per second, each with the frame of that second.
     required_fps: ClassVar[float | None] = 1.0
 
-    def synthetic(self, preset: str, seed: int) -> Path:
-        from apmbench.harness.suites.proactegomem.synth import synthetic_dataset
-
-        self.check_preset(preset)
-        return synthetic_dataset(preset, seed)
-
-    def write_synthetic(self, preset: str, seed: int, out: Path) -> dict[str, int]:
-        from apmbench.harness.suites.proactegomem.synth import build
-
-        self.check_preset(preset)
-        return build(PRESETS[preset], seed, out)
-
-    def load(self, root: Path) -> Dataset:
-        return load_dataset(root)
-
-    def split(self, root: Path, public: Path, private: Path) -> None:
+    def dataset_format(self) -> DatasetFormat[Dataset]:
         from apmbench.harness.suites.proactegomem.split import split
+        from apmbench.harness.suites.proactegomem.synth import build, synthetic_dataset
 
-        split(root, public, private)
-
-    def load_labels(self, root: Path) -> Dataset:
-        return load_dataset(root, need_files=False)
+        return DatasetFormat(
+            load_dataset,
+            split,
+            synthetic_dataset,
+            lambda preset, seed, out: build(PRESETS[preset], seed, out),
+        )
 
     def plan(self, dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
         return plan_clip(dataset, trajectory)
