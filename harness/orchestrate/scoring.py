@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import DatasetError, RunDirError
+from apmbench.harness.json_types import JsonObject
 from apmbench.harness.reports.confinement import mounted_into_system
 from apmbench.harness.reports.head import head_lines, header, with_head
 from apmbench.harness.run import records
@@ -26,21 +27,21 @@ from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
 from apmbench.harness.scoring.judge.cache import ReplyCache
 from apmbench.harness.scoring.judge.judging import judge_requests
 from apmbench.harness.suites import DEFAULT, get_suite
-from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
+from apmbench.harness.suites.base import OpaqueSuite, ScoringRecord, SuiteDataset
 
 CACHE_DIR_NAME = "judge-cache"
 
 
 def scoring_record(
     suite: OpaqueSuite, config: JudgeConfig, backend: ChatBackend | None
-) -> dict[str, Any]:
+) -> ScoringRecord:
     """The judge's identity and settings, for the manifest and the report.
 
     `signature` holds what changes the numbers (the judge model and its reply
     settings, the retry bound, the judge's wording, the scoring schema);
     `compare` refuses runs whose signatures differ.
     """
-    judge = backend.cache_identity if backend is not None else {"kind": "none"}
+    judge: JsonObject = backend.cache_identity if backend is not None else {"kind": "none"}
     return {
         "signature": {
             "scoring_schema": suite.scoring_schema,

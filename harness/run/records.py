@@ -26,6 +26,28 @@ from apmbench.harness.errors import RunDirError
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import load as load_manifest
 
+InstanceRow = TypedDict(
+    "InstanceRow",
+    {
+        "instance_id": str,
+        "pass": str,
+        "segment": str,
+        "session_id": str,
+        "time_ms": int,
+        "raw_output": str,
+        "chunks": int,
+        "ttft_s": float | None,
+        "total_s": float,
+        "prefix_s": float,
+        "ingest_s": float,
+        "rtf": float | None,
+        "lookahead_s": float,
+        "time_to_answer_s": NotRequired[float | None],
+    },
+)
+"""The runner's fields of every instance row (`pass` is a keyword, hence this form); a
+suite's row type extends it with the fields of its asks and its grading."""
+
 
 class SessionRecord(TypedDict):
     """One main-pass session: what was pushed, how long it took, what the export weighed."""

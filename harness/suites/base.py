@@ -14,14 +14,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypedDict, TypeVar, cast
 
 from rich.table import Table
 
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.json_types import JSON, JsonObject
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.plan import Segment
+from apmbench.harness.run.records import SessionRecord
+from apmbench.harness.scoring import measures
 from apmbench.harness.scoring.judge.backend import ChatBackend
 from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
 
@@ -42,6 +45,54 @@ class SuiteDataset(Protocol):
     def trajectories(self) -> Sequence[Trajectory]: ...
 
 
+Row: TypeAlias = Mapping[str, object]
+"""One instance record as the shared machinery holds it: the runner's fields
+(`run.records.InstanceRow`), the fields the suite put in the ask and the suite's grading.
+Only the suite knows the latter two: it narrows rows into its own record type."""
+MutableRow: TypeAlias = dict[str, object]
+"""A row the judging pass may write the judge's outcome into."""
+
+
+class ScoringSignature(TypedDict):
+    """What changes the numbers for the same records; `compare` refuses runs it differs in."""
+
+    scoring_schema: int
+    judge: JsonObject
+    judge_attempts: int | None
+    judge_templates_sha256: str | None
+
+
+class ScoringRecord(TypedDict, total=False):
+    """The judge's identity and settings, handed to `score` and recorded in the report as
+    `scoring` (empty when records are scored without a pipeline, as tests do)."""
+
+    signature: ScoringSignature
+    judge: JsonObject
+    judge_settings: JsonObject
+
+
+class PlottedRun(TypedDict):
+    """What the shared `compare` reads of one run's line of a suite's comparison."""
+
+    label: str
+    plot_y: float | None
+    """The run's utility on the trade-off plot; None: not placed."""
+
+
+class Plotted(TypedDict):
+    """What the shared `compare` and viewer read of a suite's comparison (compare.json)."""
+
+    plot_y_label: str
+    notes: list[str]
+    runs: list[PlottedRun]
+
+
+def plotted(data: Mapping[str, object]) -> Plotted:
+    """A suite's comparison as the shared machinery reads it: `Suite.comparison` must hold
+    these keys."""
+    return cast(Plotted, data)
+
+
 @dataclass(frozen=True)
 class Headline:
     """The numbers a summary row, `compare` and the trade-off plot show for one run."""
@@ -51,6 +102,22 @@ class Headline:
     utility_label: str
     ttft_mean_s: float | None
     storage_per_hour_bytes: float | None
+
+    @classmethod
+    def measured(
+        cls,
+        utility: float | None,
+        utility_label: str,
+        latency: measures.Latency,
+        storage: measures.Storage,
+    ) -> Headline:
+        """A suite's utility beside the latency and storage every suite measures alike."""
+        return cls(
+            utility=utility,
+            utility_label=utility_label,
+            ttft_mean_s=latency["time_to_first_token_s"]["mean"],
+            storage_per_hour_bytes=storage["storage_per_hour_bytes"],
+        )
 
 
 DatasetT = TypeVar("DatasetT", bound=SuiteDataset)
@@ -79,13 +146,14 @@ class DatasetFormat(Generic[DatasetT]):
 
 
 @dataclass(frozen=True)
-class ComparedRun:
-    """One finished run as `compare` hands it to a suite."""
+class ComparedRun(Generic[ReportT]):
+    """One finished run as `compare` hands it to a suite: `report` is the report.json that
+    suite's `score` wrote, so the suite sees it as its own report type."""
 
     root: Path
     label: str
-    manifest: Mapping[str, Any]
-    report: Mapping[str, Any]
+    manifest: Mapping[str, JSON]
+    report: ReportT
 
     @property
     def record(self) -> Manifest:
@@ -197,10 +265,10 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
     # -- grading and judging -------------------------------------------------------
 
     @abstractmethod
-    def grade(self, item: ItemT, text: str) -> Mapping[str, Any]:
+    def grade(self, item: ItemT, text: str) -> Mapping[str, object]:
         """Parse one raw answer and check it against the labels of `item` (an `Ask.item`)."""
 
-    def answer_key(self, graded: Mapping[str, Any]) -> object:
+    def answer_key(self, graded: Mapping[str, object]) -> object:
         """The parsed answer of a grading (None: none), so the runner can time when a
         streamed answer was determined (time to answer). None by default: not timed."""
         return None
@@ -219,13 +287,13 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
         return indexed[1].get(instance_id)
 
     def judge_requests(
-        self, dataset: DatasetT, instances: Sequence[dict[str, Any]]
+        self, dataset: DatasetT, instances: Sequence[MutableRow]
     ) -> list[JudgeRequest]:
         """Mark the rows that need a judge and return what to ask it (none by default)."""
         return []
 
     def apply_verdicts(
-        self, instances: Sequence[dict[str, Any]], outcomes: Mapping[str, JudgeOutcome]
+        self, instances: Sequence[MutableRow], outcomes: Mapping[str, JudgeOutcome]
     ) -> None:
         """Write the judge's outcomes into the rows it was asked about."""
 
@@ -246,9 +314,9 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
     @abstractmethod
     def score(
         self,
-        instances: Sequence[Mapping[str, Any]],
-        sessions: Sequence[Mapping[str, Any]],
-        scoring: Mapping[str, Any],
+        instances: Sequence[Row],
+        sessions: Sequence[SessionRecord],
+        scoring: ScoringRecord,
     ) -> ReportT:
         """report.json from the graded records (judge outcomes included)."""
 
@@ -256,8 +324,8 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
     def headline(self, report: ReportT) -> Headline: ...
 
     @abstractmethod
-    def render(self, report: ReportT, manifest: Mapping[str, Any]) -> str:
-        """report.md."""
+    def render(self, report: ReportT, manifest: Mapping[str, JSON]) -> str:
+        """report.md; `manifest` is manifest.json as read (`Manifest.of` types it)."""
 
     @abstractmethod
     def summary_tables(self, reports: Sequence[ReportT], names: Sequence[str]) -> list[Table]:
@@ -265,7 +333,7 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
 
     # -- the HTML viewer (`apmbench-grpc view`) ------------------------------------
 
-    def view_tables(self, runs: Sequence[ComparedRun]) -> list[ViewTable]:
+    def view_tables(self, runs: Sequence[ComparedRun[ReportT]]) -> list[ViewTable]:
         """The viewer's headline tables, one row per run (none by default)."""
         return []
 
@@ -273,7 +341,7 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
         """The viewer's bar charts for one run (none by default)."""
         return []
 
-    def view_outcome(self, row: Mapping[str, Any]) -> str:
+    def view_outcome(self, row: Row) -> str:
         """One instance's outcome as the viewer filters by it."""
         if row.get("format") == "failure":
             return "format failure"
@@ -284,15 +352,17 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
         return "recorded"
 
     @abstractmethod
-    def comparison(self, runs: Sequence[ComparedRun]) -> dict[str, Any]:
-        """compare.json's content; must hold `plot_y_label`, `notes` and per run `plot_y`."""
+    def comparison(self, runs: Sequence[ComparedRun[ReportT]]) -> Mapping[str, object]:
+        """compare.json's content (a TypedDict of the suite's); must hold `plot_y_label`,
+        `notes` and per run `label` and `plot_y`. The pipeline adds `headers` and hands it
+        back to `write_plots` and `render_comparison`, which narrow it again."""
 
-    def write_plots(self, data: Mapping[str, Any], out: Path) -> None:
+    def write_plots(self, data: Mapping[str, object], out: Path) -> None:
         """Extra plots of the suite's own into the comparison folder (none by default)."""
 
     @abstractmethod
     def render_comparison(
-        self, runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None
+        self, runs: Sequence[ComparedRun[ReportT]], data: Mapping[str, object], plot: str | None
     ) -> str:
         """compare.md."""
 
