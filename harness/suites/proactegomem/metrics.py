@@ -393,7 +393,8 @@ def predictions(
         "tool_calls": sum(a["kind"] == "tool_call" for a in actions),
     }
     if level == NOTIFICATION:
-        spans = [Span(a["time_sec"], a["time_sec"], a["message"]) for a in actions]
+        # At this level every action is a message (never None: a step without one acts not).
+        spans = [Span(a["time_sec"], a["time_sec"], a["message"] or "") for a in actions]
         return spans, counts
     spans = [
         Span(
