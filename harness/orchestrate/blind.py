@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TypedDict, cast
 
 from apmbench.harness.errors import DatasetError, RunDirError
-from apmbench.harness.json_types import JSON, JsonObject
+from apmbench.harness.json_types import JsonObject
 from apmbench.harness.orchestrate.scoring import score_run
 from apmbench.harness.reports.head import RunFacts
 from apmbench.harness.run import records
@@ -112,7 +112,7 @@ def split_dataset(
     return record
 
 
-def _graded_keys(suite: OpaqueSuite, dataset: SuiteDataset, row: Mapping[str, JSON]) -> set[str]:
+def _graded_keys(suite: OpaqueSuite, dataset: SuiteDataset, row: Mapping[str, object]) -> set[str]:
     item = suite.item_of(dataset, str(row["instance_id"]))
     if item is None:
         return set()

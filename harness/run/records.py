@@ -80,7 +80,7 @@ class TrajectoryRecord(TypedDict):
     """
 
     trajectory_id: str
-    instances: list[JsonObject]
+    instances: list[dict[str, object]]
     sessions: list[SessionRecord]
     max_lookahead_s: float
     forks: NotRequired[dict[str, int]]
