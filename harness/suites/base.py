@@ -79,11 +79,23 @@ class PlottedRun(TypedDict):
     """The run's utility on the trade-off plot; None: not placed."""
 
 
-class Plotted(TypedDict):
-    """What the shared `compare` and viewer read of a suite's comparison (compare.json)."""
+class RunLine(PlottedRun):
+    """The start of every suite's line per run in compare.json: which run it is."""
+
+    run_dir: str
+    system: str
+
+
+class ComparisonHead(TypedDict):
+    """What every suite's comparison (compare.json) holds besides its `runs`."""
 
     plot_y_label: str
     notes: list[str]
+
+
+class Plotted(ComparisonHead):
+    """What the shared `compare` and viewer read of a suite's comparison."""
+
     runs: list[PlottedRun]
 
 
@@ -126,6 +138,16 @@ ItemT = TypeVar("ItemT")
 """What a suite's `Ask.item` is: the labels one asked instance is graded against."""
 ReportT = TypeVar("ReportT", bound=Mapping[str, object])
 """A suite's report.json body (a TypedDict of its own)."""
+
+
+PresetT = TypeVar("PresetT")
+
+
+def preset_writer(
+    presets: Mapping[str, PresetT], build: Callable[[PresetT, int, Path], dict[str, int]]
+) -> Callable[[str, int, Path], dict[str, int]]:
+    """`DatasetFormat.write_synthetic` from a generator's presets and its `build`."""
+    return lambda preset, seed, out: build(presets[preset], seed, out)
 
 
 @dataclass(frozen=True)

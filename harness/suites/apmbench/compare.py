@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from statistics import fmean
-from typing import TypedDict, cast
+from typing import cast
 
 from apmbench.harness.reports.confinement import persistence
 from apmbench.harness.reports.format import num, size, table
@@ -23,17 +23,14 @@ from apmbench.harness.suites.apmbench.report import (
     table3_row,
     table4_row,
 )
-from apmbench.harness.suites.base import ComparedRun
+from apmbench.harness.suites.base import ComparedRun, ComparisonHead, RunLine, ScoringSignature
 
 Run = ComparedRun[Report]
 
 
-class ComparedRow(TypedDict):
+class ComparedRow(RunLine):
     """One run's line of compare.json."""
 
-    label: str
-    run_dir: str
-    system: str
     persistence: str
     families: dict[str, float | None]
     overall: float | None
@@ -48,16 +45,13 @@ class ComparedRow(TypedDict):
     storage_per_hour_bytes: float | None
     peak_bytes_mean: float | None
     peak_bytes_max: int | None
-    plot_y: float | None
 
 
-class Comparison(TypedDict):
+class Comparison(ComparisonHead):
     """compare.json of APM-Bench runs (the pipeline adds `headers`)."""
 
     dataset_hash: str | None
-    scoring_signature: object
-    plot_y_label: str
-    notes: list[str]
+    scoring_signature: ScoringSignature | None
     runs: list[ComparedRow]
 
 

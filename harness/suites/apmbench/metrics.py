@@ -24,7 +24,13 @@ from apmbench.harness.json_types import JsonObject
 from apmbench.harness.reports.head import RunFacts
 from apmbench.harness.run.records import InstanceRow
 from apmbench.harness.scoring import measures
-from apmbench.harness.scoring.answers import FAILURE, REPAIRED, parse_choice, parse_decision
+from apmbench.harness.scoring.answers import (
+    FAILURE,
+    REPAIRED,
+    Graded,
+    parse_choice,
+    parse_decision,
+)
 from apmbench.harness.suites.apmbench import tasks
 from apmbench.harness.suites.apmbench.dataset import Candidate, Probe
 from apmbench.harness.suites.base import Row as SharedRow
@@ -36,12 +42,9 @@ NOT_NEEDED = "not_needed"
 NOT_CONFIGURED = "not_configured"
 
 
-class ChoiceGrade(TypedDict):
+class ChoiceGrade(Graded):
     """The grading of a multiple-choice question (the MCQA tasks and Evidence Availability)."""
 
-    answer: str | None
-    format: str
-    format_reason: str
     correct_option_id: str | None
     correct: bool
     evidence_available: bool | None
@@ -54,13 +57,10 @@ class JudgeStatus(TypedDict):
     status: str
 
 
-class DecisionGrade(TypedDict):
+class DecisionGrade(Graded):
     """The grading of an adaptive probe: the decision, and the gate it opens to the judge."""
 
     decision: str | None
-    answer: str | None
-    format: str
-    format_reason: str
     expected_decision: str
     decision_correct: bool
     gate_passed: bool

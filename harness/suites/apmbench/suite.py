@@ -35,6 +35,7 @@ from apmbench.harness.suites.base import (
     Suite,
     ViewBars,
     ViewTable,
+    preset_writer,
 )
 
 Item = tuple[Candidate, Probe]
@@ -56,12 +57,7 @@ class APMBench(Suite[Dataset, Item, Report]):
         from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
         from apmbench.harness.suites.apmbench.synth.writer import build
 
-        return DatasetFormat(
-            load_dataset,
-            split,
-            synthetic_dataset,
-            lambda preset, seed, out: build(PRESETS[preset], seed, out),
-        )
+        return DatasetFormat(load_dataset, split, synthetic_dataset, preset_writer(PRESETS, build))
 
     def blind_instance_ids(self, public: Dataset, labelled: Dataset) -> dict[str, str]:
         from apmbench.harness.suites.apmbench.split import instance_ids

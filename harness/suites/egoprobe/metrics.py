@@ -22,7 +22,13 @@ from typing import NotRequired, TypedDict, cast
 from apmbench.harness.reports.head import RunFacts
 from apmbench.harness.run.records import InstanceRow
 from apmbench.harness.scoring import measures
-from apmbench.harness.scoring.answers import FAILURE, REPAIRED, parse_choice
+from apmbench.harness.scoring.answers import (
+    FAILURE,
+    REPAIRED,
+    ChoiceGraded,
+    Graded,
+    parse_choice,
+)
 from apmbench.harness.suites.base import Row as SharedRow
 from apmbench.harness.suites.base import ScoringRecord
 from apmbench.harness.suites.egoprobe import prompts
@@ -42,24 +48,16 @@ EVENT_GROUPS = ("1", "2", ">=3")
 FINE_EVENT_GROUPS = ("1", "2", "3", "4", ">=5")
 
 
-class YesNoGrade(TypedDict):
+class YesNoGrade(Graded):
     """A dialogue's R1 (is the event as asked?): yes, no or unparsed."""
 
-    answer: str | None
-    format: str
-    format_reason: str
     affirmative: bool | None
     correct: bool
 
 
-class ChoiceGrade(TypedDict):
+class ChoiceGrade(ChoiceGraded):
     """A four-option question (single-turn or a dialogue's R2) and the kind of its error."""
 
-    answer: str | None
-    format: str
-    format_reason: str
-    correct_option_id: str
-    correct: bool
     event_linked_error: bool
     other_error: bool
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypedDict, cast
+from typing import cast
 
 from rich.table import Table
 
 from apmbench.harness.json_types import JSON
 from apmbench.harness.reports.format import num, size, table
 from apmbench.harness.run.manifest import Manifest
-from apmbench.harness.suites.base import ComparedRun
+from apmbench.harness.suites.base import ComparedRun, ComparisonHead, RunLine
 from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES
 from apmbench.harness.suites.egoprobe.metrics import (
     EVENT_GROUPS,
@@ -28,13 +28,9 @@ COMPARE_HEADER = ("System", "Base", "Echo", *BUCKET_NAMES, "R1", "Two-turn")
 Run = ComparedRun[Report]
 
 
-class ComparedRow(TypedDict):
+class ComparedRow(RunLine):
     """One run's line of compare.json."""
 
-    label: str
-    run_dir: str
-    system: str
-    plot_y: float | None
     single_turn: BySubset
     buckets: dict[str, float | None]
     r1_accuracy: float | None
@@ -42,12 +38,10 @@ class ComparedRow(TypedDict):
     share_event_linked: float | None
 
 
-class Comparison(TypedDict):
+class Comparison(ComparisonHead):
     """compare.json of EgoProbe runs (the pipeline adds `headers`)."""
 
     benchmark: str
-    plot_y_label: str
-    notes: list[str]
     runs: list[ComparedRow]
     plots: list[str]
 

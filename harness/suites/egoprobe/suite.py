@@ -26,6 +26,7 @@ from apmbench.harness.suites.base import (
     Row,
     ScoringRecord,
     Suite,
+    preset_writer,
 )
 from apmbench.harness.suites.egoprobe import metrics, report
 from apmbench.harness.suites.egoprobe.dataset import Dataset, load_dataset
@@ -45,12 +46,7 @@ class EgoProbe(Suite[Dataset, Item, Report]):
         from apmbench.harness.suites.egoprobe.split import split
         from apmbench.harness.suites.egoprobe.synth import build, synthetic_dataset
 
-        return DatasetFormat(
-            load_dataset,
-            split,
-            synthetic_dataset,
-            lambda preset, seed, out: build(PRESETS[preset], seed, out),
-        )
+        return DatasetFormat(load_dataset, split, synthetic_dataset, preset_writer(PRESETS, build))
 
     def plan(self, dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
         return plan_video(dataset, trajectory)

@@ -35,7 +35,7 @@ from scipy.optimize import linear_sum_assignment
 from apmbench.harness.reports.head import RunFacts
 from apmbench.harness.run.records import InstanceRow
 from apmbench.harness.scoring import measures
-from apmbench.harness.scoring.answers import parse_choice
+from apmbench.harness.scoring.answers import ChoiceGraded, parse_choice
 from apmbench.harness.suites.base import Row as SharedRow
 from apmbench.harness.suites.base import ScoringRecord
 from apmbench.harness.suites.proactegomem import prompts
@@ -57,14 +57,8 @@ class StepGrade(TypedDict):
     format_reason: str
 
 
-class ChoiceGrade(TypedDict):
-    """A memory question's grading."""
-
-    answer: str | None
-    format: str
-    format_reason: str
-    correct_option_id: str
-    correct: bool
+ChoiceGrade = ChoiceGraded
+"""A memory question's grading."""
 
 
 class Row(InstanceRow):

@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypedDict, cast
+from typing import cast
 
 from rich.table import Table
 
 from apmbench.harness.json_types import JSON
 from apmbench.harness.reports.format import num, size, table
 from apmbench.harness.run.manifest import Manifest
-from apmbench.harness.suites.base import ComparedRun
+from apmbench.harness.suites.base import ComparedRun, ComparisonHead, RunLine
 from apmbench.harness.suites.proactegomem import prompts
 from apmbench.harness.suites.proactegomem.metrics import (
     IOU_TAUS,
@@ -26,23 +26,17 @@ from apmbench.harness.suites.proactegomem.tools import INTERVENTION, LEVELS
 Run = ComparedRun[Report]
 
 
-class ComparedRow(TypedDict):
+class ComparedRow(RunLine):
     """One run's line of compare.json."""
 
-    label: str
-    run_dir: str
-    system: str
-    plot_y: float | None
     cells: list[str]
     """The summary table's cells (`SUMMARY_COLUMNS` after the system)."""
 
 
-class Comparison(TypedDict):
+class Comparison(ComparisonHead):
     """compare.json of ProactEgoMem runs (the pipeline adds `headers`)."""
 
     benchmark: str
-    plot_y_label: str
-    notes: list[str]
     views: list[str]
     runs: list[ComparedRow]
 

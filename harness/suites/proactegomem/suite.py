@@ -27,6 +27,7 @@ from apmbench.harness.suites.base import (
     Row,
     ScoringRecord,
     Suite,
+    preset_writer,
 )
 from apmbench.harness.suites.proactegomem import judging, metrics, prompts, report
 from apmbench.harness.suites.proactegomem.dataset import Dataset, load_dataset
@@ -49,12 +50,7 @@ class ProactEgoMem(Suite[Dataset, StepItem | QAItem, Report]):
         from apmbench.harness.suites.proactegomem.split import split
         from apmbench.harness.suites.proactegomem.synth import build, synthetic_dataset
 
-        return DatasetFormat(
-            load_dataset,
-            split,
-            synthetic_dataset,
-            lambda preset, seed, out: build(PRESETS[preset], seed, out),
-        )
+        return DatasetFormat(load_dataset, split, synthetic_dataset, preset_writer(PRESETS, build))
 
     def plan(self, dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
         return plan_clip(dataset, trajectory)
