@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -142,9 +142,17 @@ def resolve_auto(spec: str | None, reference_available: Callable[[], bool]) -> s
     return "synthetic" if reference_available() else "none"
 
 
-def judge_warnings(report: dict[str, Any]) -> list[str]:
+def _at(value: object, *keys: str) -> Mapping[str, object]:
+    """The JSON object at `keys` under `value` (empty where one is missing: a suite whose
+    report has no judge summary, a run scored without a judge)."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def judge_warnings(report: Mapping[str, object]) -> list[str]:
     """Say plainly when the judge left numbers uncomputed, and how to retry."""
-    by_status = report.get("judge", {}).get("by_status", {})
+    by_status = _at(report, "judge", "by_status")
     out = []
     if by_status.get("invalid"):
         out.append(
@@ -159,17 +167,16 @@ def judge_warnings(report: dict[str, Any]) -> list[str]:
     return out
 
 
-def judge_unreachable(report: dict[str, Any]) -> str | None:
+def judge_unreachable(report: Mapping[str, object]) -> str | None:
     """What to tell the user when a configured judge could not be reached, else None.
 
     A run whose judge was down would otherwise end "successfully" with null
     headline numbers, which a script cannot tell from a finished evaluation.
     """
-    by_status = report.get("judge", {}).get("by_status", {})
-    errors = int(by_status.get("error", 0))
-    if not errors:
+    errors = _at(report, "judge", "by_status").get("error", 0)
+    if not isinstance(errors, int) or not errors:
         return None
-    judge = report.get("scoring", {}).get("judge", {})
+    judge = _at(report, "scoring", "judge")
     where = judge.get("base_url") or judge.get("path") or judge.get("kind", "the judge")
     return (
         f"the judge ({where}) could not be reached for {errors} probes, so the adaptive "

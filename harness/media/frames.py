@@ -14,10 +14,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 import av
+import av.container
 import numpy as np
+import numpy.typing as npt
 
 from apmbench.adapters.sdk.clock import format_ms
 from apmbench.adapters.sdk.types import Frame, FrameEncoding
@@ -29,6 +31,9 @@ from apmbench.harness.media.timeline import Session
 
 # A session may end up to one frame period after the last video frame.
 END_TOLERANCE_MS = 1000
+
+RGB: TypeAlias = npt.NDArray[np.uint8]
+"""An RGB image, height x width x 3 (decoded, or drawn by a renderer)."""
 
 
 @dataclass(frozen=True)
@@ -58,15 +63,18 @@ def _target_size(width: int, height: int, max_side: int) -> tuple[int, int]:
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
-def _encode(frame: Any, time_ms: int, settings: FrameSettings) -> Frame:
+def _encode(frame: av.VideoFrame, time_ms: int, settings: FrameSettings) -> Frame:
     width, height = _target_size(frame.width, frame.height, settings.max_side)
-    return _encode_rgb(
-        frame.to_ndarray(width=width, height=height, format="rgb24"), time_ms, settings
-    )
+    return _encode_rgb(_rgb24(frame, width, height), time_ms, settings)
+
+
+def _rgb24(frame: av.VideoFrame, width: int, height: int) -> RGB:
+    """The frame converted (and resized) to RGB, one byte a channel."""
+    return np.asarray(frame.to_ndarray(width=width, height=height, format="rgb24"), np.uint8)
 
 
 def _encode_rendered(
-    rgb: Any, time_ms: int, settings: FrameSettings, coder: jpeg_rows.RowCoder
+    rgb: RGB, time_ms: int, settings: FrameSettings, coder: jpeg_rows.RowCoder
 ) -> Frame:
     """A rendered RGB frame: PyAV's rgb24-to-rgb24 conversion at the same size is the
     identity (a test checks it on whole sessions), so it is skipped unless the frame must
@@ -76,14 +84,12 @@ def _encode_rendered(
     if _target_size(width, height, settings.max_side) == (width, height):
         return _encode_rgb(rgb, time_ms, settings, coder)
     width, height = _target_size(width, height, settings.max_side)
-    resized = av.VideoFrame.from_ndarray(rgb, format="rgb24").to_ndarray(
-        width=width, height=height, format="rgb24"
-    )
+    resized = _rgb24(av.VideoFrame.from_ndarray(rgb, format="rgb24"), width, height)
     return _encode_rgb(resized, time_ms, settings, coder)
 
 
 def _encode_rgb(
-    rgb: Any, time_ms: int, settings: FrameSettings, coder: jpeg_rows.RowCoder | None = None
+    rgb: RGB, time_ms: int, settings: FrameSettings, coder: jpeg_rows.RowCoder | None = None
 ) -> Frame:
     height, width = rgb.shape[:2]
     if settings.encoding is FrameEncoding.RGB24:
@@ -151,9 +157,11 @@ def decode_session(
         decode_plan = plan(index, limits) if index is not None else None
         tolerance = pts_limit(END_TOLERANCE_MS, time_base)
 
-        def send(k: int, chosen: Any, last_pts: int | None) -> Frame:
-            if chosen.pts == last_pts and limits[k] - chosen.pts > tolerance:
-                last_ms = session.start_ms + int(chosen.pts * time_base * 1000)
+        def send(k: int, chosen: av.VideoFrame, last_pts: int | None) -> Frame:
+            pts = chosen.pts
+            assert pts is not None, "the samplers hand over only frames with a pts"
+            if pts == last_pts and limits[k] - pts > tolerance:
+                last_ms = session.start_ms + int(pts * time_base * 1000)
                 raise VideoError(
                     f"video {video} ends at {format_ms(last_ms)} but session "
                     f"{session.session_id} runs until {format_ms(session.end_ms)}: the video "
@@ -185,7 +193,7 @@ def decode_session(
         raise VideoError(f"cannot decode {video}: {e}") from e
 
 
-def _open(session: Session) -> Any:
+def _open(session: Session) -> av.container.InputContainer:
     try:
         container = av.open(str(session.video))
     except (OSError, av.error.FFmpegError) as e:
@@ -203,7 +211,7 @@ def _run(
     decode_plan: DecodePlan | None,
     sampler: _TargetSampler | _OrderSampler,
     stats: DecodeStats,
-) -> Iterator[tuple[int, Any]]:
+) -> Iterator[tuple[int, av.VideoFrame]]:
     """(sample, frame) pairs from decoding the packets `decode_plan` names, or all of them."""
     with _open(session) as container:
         stream = container.streams.video[0]
@@ -250,7 +258,7 @@ class _OrderSampler:
         self.video = video
         self.first = first
         self.k = 0
-        self.previous: Any = None
+        self.previous: av.VideoFrame | None = None
         self.last_pts: int | None = None
         """Known at the end only: until then no frame is known to be the video's last."""
 
@@ -258,7 +266,7 @@ class _OrderSampler:
     def done(self) -> bool:
         return self.k == len(self.limits)
 
-    def offer(self, decoded: Any) -> Iterator[tuple[int, Any]]:
+    def offer(self, decoded: av.VideoFrame) -> Iterator[tuple[int, av.VideoFrame]]:
         if decoded.pts is None:
             return
         while self.k < len(self.limits) and decoded.pts > self.limits[self.k]:
@@ -267,7 +275,7 @@ class _OrderSampler:
             self.k += 1
         self.previous = decoded
 
-    def finish(self) -> Iterator[tuple[int, Any]]:
+    def finish(self) -> Iterator[tuple[int, av.VideoFrame]]:
         if self.previous is None:
             raise VideoError(f"{self.video} has no decodable frames")
         self.last_pts = self.previous.pts
@@ -290,13 +298,13 @@ class _TargetSampler:
         self.targets = decode_plan.targets
         self.wanted = set(decode_plan.targets)
         self.k = 0
-        self.pending: dict[int, Any] = {}
+        self.pending: dict[int, av.VideoFrame] = {}
 
     @property
     def done(self) -> bool:
         return self.k == len(self.targets)
 
-    def offer(self, decoded: Any) -> Iterator[tuple[int, Any]]:
+    def offer(self, decoded: av.VideoFrame) -> Iterator[tuple[int, av.VideoFrame]]:
         if decoded.pts is None or decoded.pts not in self.wanted or self.done:
             return
         if decoded.pts >= self.targets[self.k]:
@@ -310,7 +318,7 @@ class _TargetSampler:
         if len(self.pending) > self.PENDING_LIMIT:
             raise _TargetLost
 
-    def finish(self) -> Iterator[tuple[int, Any]]:
+    def finish(self) -> Iterator[tuple[int, av.VideoFrame]]:
         if not self.done:
             raise _TargetLost
         yield from ()
@@ -323,8 +331,6 @@ class FrameProducer:
     that end before their session does.
     """
 
-    _DONE = object()
-
     def __init__(
         self,
         session: Session,
@@ -332,14 +338,15 @@ class FrameProducer:
         until_ms: int | None = None,
         depth: int = 64,
     ) -> None:
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
+        self._queue: queue.Queue[Frame | BaseException | None] = queue.Queue(maxsize=depth)
+        """Frames, then None at the end or the exception that stopped the decoding."""
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(session, settings, until_ms), daemon=True, name="decode"
         )
         self._thread.start()
 
-    def _put(self, item: Any) -> bool:
+    def _put(self, item: Frame | BaseException | None) -> bool:
         while not self._stop.is_set():
             try:
                 self._queue.put(item, timeout=0.1)
@@ -356,12 +363,12 @@ class FrameProducer:
         except BaseException as e:  # handed to the consumer, which re-raises it
             self._put(e)
             return
-        self._put(self._DONE)
+        self._put(None)
 
     def __iter__(self) -> Iterator[Frame]:
         while True:
             item = self._queue.get()
-            if item is self._DONE:
+            if item is None:
                 return
             if isinstance(item, BaseException):
                 raise item

@@ -10,15 +10,17 @@ entry-point group, and no other suite changes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from apmbench.adapters.sdk.registry import Registry
 from apmbench.harness.errors import DatasetError
+from apmbench.harness.json_types import JSON
 
-RenderFrames = Callable[[Mapping[str, Any], Sequence[int]], Iterator[npt.NDArray[np.uint8]]]
+RenderFrames = Callable[[Mapping[str, JSON], Sequence[int]], Iterator[npt.NDArray[np.uint8]]]
+"""A renderer: a session's frames at the given times (ms) from its render spec, the JSON
+object a dataset holds (each renderer narrows it into its own spec type)."""
 
 RENDERERS: dict[str, str] = {
     "apmbench-synth": "apmbench.harness.suites.apmbench.synth.live:render_frames",
@@ -30,7 +32,7 @@ RENDERER_REGISTRY: Registry[RenderFrames] = Registry(
 )  # fmt: skip
 
 
-def renderer_for(spec: Mapping[str, Any]) -> RenderFrames:
+def renderer_for(spec: Mapping[str, JSON]) -> RenderFrames:
     name = spec.get("generator")
     if not isinstance(name, str):
         raise DatasetError(f"render spec names no generator (got {name!r})")

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from apmbench.adapters.sdk.types import UserTurnKind
+from apmbench.harness.json_types import JSON
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Session:
     start_ms: int
     end_ms: int
     video: Path | None
-    render: Mapping[str, Any] | None = None
+    render: Mapping[str, JSON] | None = None
     """Instead of a video: a synthetic renderer's spec for this session's frames."""
 
     @property

@@ -18,10 +18,12 @@ import json
 import shutil
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import TypedDict, cast
 
 from apmbench.harness.errors import DatasetError, RunDirError
+from apmbench.harness.json_types import JsonObject
 from apmbench.harness.orchestrate.scoring import score_run
+from apmbench.harness.reports.head import RunFacts
 from apmbench.harness.run import records
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import load as load_manifest
@@ -37,6 +39,34 @@ INSTANCE_IDS = "instance_ids.json"
 """In a private part: public instance id -> labelled instance id, where they differ."""
 
 
+class SplitRecord(TypedDict):
+    """split.json in a private part: which dataset it was split from, and its public part."""
+
+    format: str
+    version: int
+    benchmark: str
+    public_hash: str
+    dataset_hash: str
+    trajectories: int
+
+
+class PredictedTrajectory(TypedDict):
+    trajectory_id: str
+    record: records.TrajectoryRecord
+    """As the run recorded it, less what the stand-in labels graded."""
+
+
+class Predictions(TypedDict):
+    """predictions.json: what a run on a public part hands over to be scored blind."""
+
+    format: str
+    version: int
+    benchmark: str
+    dataset_hash: str | None
+    manifest: JsonObject
+    trajectories: list[PredictedTrajectory]
+
+
 def _empty_or_new(path: Path, what: str) -> None:
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise DatasetError(f"{what} {path} exists and is not empty: choose another path")
@@ -44,7 +74,7 @@ def _empty_or_new(path: Path, what: str) -> None:
 
 def split_dataset(
     root: Path, public: Path, private: Path, benchmark: str | None = None
-) -> dict[str, Any]:
+) -> SplitRecord:
     """Write the two parts; returns the private part's record (split.json)."""
     suite = suite_of_dataset(root, benchmark)
     if withheld.is_public(root):
@@ -70,7 +100,7 @@ def split_dataset(
     renamed = suite.blind_instance_ids(shown, labels)
     if renamed:
         records.atomic_write(Path(private) / INSTANCE_IDS, records.dump(renamed))
-    record = {
+    record: SplitRecord = {
         "format": withheld.LABELS_FORMAT,
         "version": withheld.LABELS_VERSION,
         "benchmark": suite.name,
@@ -82,27 +112,26 @@ def split_dataset(
     return record
 
 
-def _graded_keys(suite: OpaqueSuite, dataset: SuiteDataset, row: Mapping[str, Any]) -> set[str]:
+def _graded_keys(suite: OpaqueSuite, dataset: SuiteDataset, row: Mapping[str, object]) -> set[str]:
     item = suite.item_of(dataset, str(row["instance_id"]))
     if item is None:
         return set()
-    graded: Mapping[str, Any] = suite.grade(item, str(row.get("raw_output") or ""))
+    graded: Mapping[str, object] = suite.grade(item, str(row.get("raw_output") or ""))
     return set(graded.keys())
 
 
 def write_predictions(run: records.RunDir, suite: OpaqueSuite, dataset: SuiteDataset) -> Path:
     """predictions.json: the manifest and the raw records, nothing the stand-ins graded."""
-    trajectories = []
+    trajectories: list[PredictedTrajectory] = []
     for t in dataset.trajectories:
-        rec: dict[str, Any] = dict(run.load_trajectory(t.trajectory_id))
-        rows: list[dict[str, Any]] = rec["instances"]
+        rec = run.load_trajectory(t.trajectory_id)
         rec["instances"] = [
             {k: v for k, v in row.items() if k not in _graded_keys(suite, dataset, row)}
-            for row in rows
+            for row in rec["instances"]
         ]
         trajectories.append({"trajectory_id": t.trajectory_id, "record": rec})
     manifest = load_manifest(run.manifest_path)
-    out = {
+    out: Predictions = {
         "format": PREDICTIONS_FORMAT,
         "version": PREDICTIONS_VERSION,
         "benchmark": suite.name,
@@ -115,7 +144,7 @@ def write_predictions(run: records.RunDir, suite: OpaqueSuite, dataset: SuiteDat
     return path
 
 
-def read_predictions(path: Path) -> dict[str, Any]:
+def read_predictions(path: Path) -> Predictions:
     path = Path(path)
     if path.is_dir():
         path = path / PREDICTIONS_NAME
@@ -130,10 +159,10 @@ def read_predictions(path: Path) -> dict[str, Any]:
         raise RunDirError(f"{path} is not a predictions file (format {PREDICTIONS_FORMAT!r})")
     if doc.get("version") != PREDICTIONS_VERSION:
         raise RunDirError(f"{path}: predictions version {doc.get('version')!r} is not supported")
-    return doc
+    return cast(Predictions, doc)  # its format and version, as `write_predictions` wrote it
 
 
-def read_labels(private: Path) -> dict[str, Any]:
+def read_labels(private: Path) -> SplitRecord:
     path = Path(private) / withheld.SPLIT_RECORD
     try:
         record = json.loads(path.read_text())
@@ -143,10 +172,10 @@ def read_labels(private: Path) -> dict[str, Any]:
         ) from None
     if not isinstance(record, dict) or record.get("format") != withheld.LABELS_FORMAT:
         raise DatasetError(f"{path}: not a split record (format {withheld.LABELS_FORMAT!r})")
-    return record
+    return cast(SplitRecord, record)  # its format, as `split_dataset` wrote it
 
 
-def check_match(predictions: Mapping[str, Any], labels: Mapping[str, Any]) -> None:
+def check_match(predictions: Predictions, labels: SplitRecord) -> None:
     """Predictions are scored only with the labels of the public part they were made on."""
     if predictions.get("benchmark") != labels.get("benchmark"):
         raise DatasetError(
@@ -171,10 +200,10 @@ def _asks(asks: Iterable[Ask]) -> Iterable[Ask]:
 
 def labelled_fields(
     suite: OpaqueSuite, dataset: SuiteDataset, can_import: bool
-) -> dict[tuple[str, str], dict[str, Any]]:
+) -> dict[tuple[str, str], dict[str, object]]:
     """Each planned ask's record fields as the labelled plan has them, by (segment, id): a
     public plan's fields come from stand-ins (a bucket, a subset)."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str], dict[str, object]] = {}
     for t in dataset.trajectories:
         for segment in suite.plan(dataset, t, can_import):
             for ask in _asks(segment.asks):
@@ -182,7 +211,7 @@ def labelled_fields(
     return out
 
 
-def _renamed(obj: Any, ids: Mapping[str, str]) -> Any:
+def _renamed(obj: object, ids: Mapping[str, str]) -> object:
     """`obj` with every string that is a renamed public instance id (an instance's id, the
     name of the fork it ran in) replaced by its labelled id."""
     if isinstance(obj, str):
@@ -200,7 +229,7 @@ def score_predictions(
     out: Path,
     config: JudgeConfig,
     open_backend: Callable[[OpaqueSuite, SuiteDataset], ChatBackend | None],
-) -> dict[str, Any]:
+) -> RunFacts:
     """Rebuild a run directory at `out` from the predictions and score it with the labels."""
     predictions = read_predictions(predictions_path)
     labels = read_labels(private)
@@ -215,8 +244,10 @@ def score_predictions(
     fields = labelled_fields(suite, dataset, bool(caps.get("supports_import", True)))
     ids_path = Path(private) / INSTANCE_IDS
     renamed: dict[str, str] = json.loads(ids_path.read_text()) if ids_path.is_file() else {}
+    # Renaming replaces strings only: each record keeps its shape.
     by_id = {
-        str(t["trajectory_id"]): _renamed(t["record"], renamed) for t in predictions["trajectories"]
+        str(t["trajectory_id"]): cast(records.TrajectoryRecord, _renamed(t["record"], renamed))
+        for t in predictions["trajectories"]
     }
     missing = [t.trajectory_id for t in dataset.trajectories if t.trajectory_id not in by_id]
     if missing:

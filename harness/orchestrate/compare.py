@@ -25,7 +25,7 @@ from apmbench.harness.run import records
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.suites import DEFAULT, get_suite
-from apmbench.harness.suites.base import ComparedRun, OpaqueSuite
+from apmbench.harness.suites.base import ComparedRun, OpaqueSuite, plotted
 
 
 @dataclass(frozen=True)
@@ -109,20 +109,21 @@ def suite_of_runs(runs: Sequence[Run]) -> OpaqueSuite:
 
 def write_comparison(
     runs: Sequence[Run], out: Path, mismatched: Sequence[str] = ()
-) -> tuple[dict[str, Any], Path]:
+) -> tuple[dict[str, object], Path]:
     """compare.json, compare.md and tradeoff.png in `out`; `mismatched`: differences accepted."""
     out.mkdir(parents=True, exist_ok=True)
     suite = suite_of_runs(runs)
     compared = [ComparedRun(r.root, r.label, r.manifest, r.report) for r in runs]
-    data = suite.comparison(compared)
-    data["notes"] += [f"compared despite: {m}" for m in mismatched]
+    data: dict[str, object] = dict(suite.comparison(compared))
+    plot = plotted(data)
+    plot["notes"] += [f"compared despite: {m}" for m in mismatched]
     points: list[Point] = []
-    for run, row in zip(runs, data["runs"], strict=True):
+    for run, row in zip(runs, plot["runs"], strict=True):
         if row["plot_y"] is None:
             continue
         headline = suite.headline(run.report)
         if headline.ttft_mean_s is None:
-            data["notes"].append(f"{row['label']} is not plotted: no query produced output")
+            plot["notes"].append(f"{row['label']} is not plotted: no query produced output")
             continue
         points.append(
             Point(
@@ -130,7 +131,7 @@ def write_comparison(
             )
         )
     plot_path = out / "tradeoff.png"
-    plot_tradeoff(points, data["plot_y_label"] or "no common utility score", plot_path)
+    plot_tradeoff(points, plot["plot_y_label"] or "no common utility score", plot_path)
     suite.write_plots(data, out)
     # Each run's identity and confinement, as at the top of its own report (reports/head.py).
     data["headers"] = {run.label: header(run.report, run.manifest) for run in runs}

@@ -33,6 +33,7 @@ from apmbench.harness.orchestrate.scoring import score_run, scoring_record
 from apmbench.harness.orchestrate.shards import Shard, ShardRunDir, selected
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.protocol.describe import describe_info
+from apmbench.harness.reports.head import RunFacts
 from apmbench.harness.run import records
 from apmbench.harness.run.audits.persistence import (
     caching_obstacle,
@@ -105,7 +106,8 @@ class SyntheticOrigin:
 @dataclass(frozen=True)
 class Evaluation:
     run_dir: Path
-    report: dict[str, Any]
+    report: RunFacts
+    """report.json; empty for a run on a public part (its labels are elsewhere)."""
 
 
 @dataclass

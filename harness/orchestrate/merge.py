@@ -14,7 +14,6 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from apmbench.harness.errors import RunDirError
 from apmbench.harness.orchestrate.scoring import (
@@ -24,6 +23,7 @@ from apmbench.harness.orchestrate.scoring import (
     suite_of_run,
 )
 from apmbench.harness.orchestrate.shards import SHARDS, copy_record, shard_manifests
+from apmbench.harness.reports.head import RunFacts
 from apmbench.harness.run import records
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import merged as merged_manifest
@@ -145,7 +145,7 @@ def sources(parts: Sequence[Part], trajectory_ids: Sequence[str]) -> dict[str, P
     return {tid: hits[0][1] for tid, hits in found.items()}
 
 
-def merge(run_dirs: Sequence[Path], out: Path, dataset: Path | None = None) -> dict[str, Any]:
+def merge(run_dirs: Sequence[Path], out: Path, dataset: Path | None = None) -> RunFacts:
     """Write the merged run directory `out` and return its report."""
     parts = collect(run_dirs)
     check_compatible(parts)

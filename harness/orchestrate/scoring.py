@@ -12,11 +12,12 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from apmbench.harness.errors import DatasetError, RunDirError
+from apmbench.harness.json_types import JSON, JsonObject
 from apmbench.harness.reports.confinement import mounted_into_system
-from apmbench.harness.reports.head import head_lines, header, with_head
+from apmbench.harness.reports.head import RunFacts, head_lines, header, with_head
 from apmbench.harness.run import records
 from apmbench.harness.run.audits.summary import audit_summary
 from apmbench.harness.run.manifest import Manifest
@@ -26,21 +27,29 @@ from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
 from apmbench.harness.scoring.judge.cache import ReplyCache
 from apmbench.harness.scoring.judge.judging import judge_requests
 from apmbench.harness.suites import DEFAULT, get_suite
-from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
+from apmbench.harness.suites.base import MutableRow, OpaqueSuite, ScoringRecord, SuiteDataset
 
 CACHE_DIR_NAME = "judge-cache"
 
 
+class JudgeCalls(TypedDict):
+    """What one judging pass cost: requests, calls to the model, replies from the cache."""
+
+    requests: int
+    model_calls: int
+    cache_hits: int
+
+
 def scoring_record(
     suite: OpaqueSuite, config: JudgeConfig, backend: ChatBackend | None
-) -> dict[str, Any]:
+) -> ScoringRecord:
     """The judge's identity and settings, for the manifest and the report.
 
     `signature` holds what changes the numbers (the judge model and its reply
     settings, the retry bound, the judge's wording, the scoring schema);
     `compare` refuses runs whose signatures differ.
     """
-    judge = backend.cache_identity if backend is not None else {"kind": "none"}
+    judge: JsonObject = backend.cache_identity if backend is not None else {"kind": "none"}
     return {
         "signature": {
             "scoring_schema": suite.scoring_schema,
@@ -55,19 +64,19 @@ def scoring_record(
     }
 
 
-def recorded_judge(manifest: Manifest | Mapping[str, Any]) -> JudgeConfig:
+def recorded_judge(manifest: Manifest | Mapping[str, JSON]) -> JudgeConfig:
     """The judge a run was last scored with (`none` if it never had one)."""
     settings = Manifest.of(manifest).judge_settings
     return JudgeConfig.from_dict(dict(settings)) if settings else JudgeConfig()
 
 
-def suite_of_run(manifest: Manifest | Mapping[str, Any]) -> OpaqueSuite:
+def suite_of_run(manifest: Manifest | Mapping[str, JSON]) -> OpaqueSuite:
     """The suite a run was made with (runs older than suites are APM-Bench runs)."""
     return get_suite(Manifest.of(manifest).benchmark or DEFAULT)
 
 
 def dataset_for_run(
-    suite: OpaqueSuite, manifest: Manifest | Mapping[str, Any], override: Path | None
+    suite: OpaqueSuite, manifest: Manifest | Mapping[str, JSON], override: Path | None
 ) -> SuiteDataset:
     """The run's dataset, re-loaded and checked against the hash the run recorded."""
     record = Manifest.of(manifest)
@@ -92,7 +101,7 @@ def dataset_for_run(
 
 def load_instances(
     run: records.RunDir, suite: OpaqueSuite, dataset: SuiteDataset
-) -> tuple[list[dict[str, Any]], list[records.SessionRecord]]:
+) -> tuple[list[MutableRow], list[records.SessionRecord]]:
     """Every instance and session record, re-graded from its raw output."""
     missing = [t.trajectory_id for t in dataset.trajectories if not run.is_done(t.trajectory_id)]
     if missing:
@@ -101,28 +110,32 @@ def load_instances(
             "finish it with `apmbench-grpc evaluate ... --resume` first"
         )
     recs = [run.load_trajectory(t.trajectory_id) for t in dataset.trajectories]
-    instances: list[dict[str, Any]] = []
+    instances: list[MutableRow] = []
     for rec in recs:
         for row in rec["instances"]:
-            item = suite.item_of(dataset, row["instance_id"])
-            if item is None:
+            instance_id, raw = row.get("instance_id"), row.get("raw_output")
+            if not isinstance(instance_id, str) or not isinstance(raw, str):
                 raise RunDirError(
-                    f"{run.root}: instance {row['instance_id']!r} is not in the dataset"
+                    f"{run.root}: trajectory {rec['trajectory_id']} holds a record without an "
+                    "instance id or a raw output"
                 )
-            instances.append({**row, **suite.grade(item, row["raw_output"])})
+            item = suite.item_of(dataset, instance_id)
+            if item is None:
+                raise RunDirError(f"{run.root}: instance {instance_id!r} is not in the dataset")
+            instances.append({**row, **suite.grade(item, raw)})
     sessions = [s for rec in recs for s in rec["sessions"]]
     return instances, sessions
 
 
 def judge_instances(
-    instances: Sequence[dict[str, Any]],
+    instances: Sequence[MutableRow],
     suite: OpaqueSuite,
     dataset: SuiteDataset,
     config: JudgeConfig,
     backend: ChatBackend | None,
     cache_dir: Path,
     on_judged: Callable[[int, int], None] = lambda done, total: None,
-) -> dict[str, Any]:
+) -> JudgeCalls:
     """Ask the judge what the suite needs judged and hand the outcomes back; call statistics."""
     requests = suite.judge_requests(dataset, instances)
     if backend is None or not requests:
@@ -159,7 +172,7 @@ def score_run(
     config: JudgeConfig,
     backend: ChatBackend | None,
     on_judged: Callable[[int, int], None] = lambda done, total: None,
-) -> dict[str, Any]:
+) -> RunFacts:
     """Re-grade, judge, and write instances.jsonl, sessions.jsonl, report.json and report.md."""
     cache_dir = config.cache_dir or run.root / CACHE_DIR_NAME
     instances, sessions = load_instances(run, suite, dataset)
@@ -169,7 +182,8 @@ def score_run(
     records.atomic_write(run.root / "sessions.jsonl", records.jsonl(sessions))
     # The report holds only what determines the numbers, so equal runs give equal
     # reports; when and how cheaply it was scored goes to the manifest.
-    report = suite.score(instances, sessions, scoring)
+    # The suite's own report type; this pipeline adds what every report holds (RunFacts).
+    report: RunFacts = suite.score(instances, sessions, scoring)
     audits = audit_summary([run.load_trajectory(t.trajectory_id) for t in dataset.trajectories])
     if audits is not None:  # `evaluate --audit`: what the audits saw, flag by flag
         report["audit"] = audits
@@ -191,5 +205,4 @@ def score_run(
     records.atomic_write(run.root / "report.json", records.dump(report))
     markdown = with_head(suite.render(report, manifest.raw), head_lines(report, manifest))
     records.atomic_write(run.root / "report.md", markdown)
-    written: dict[str, Any] = report
-    return written
+    return report

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
+from apmbench.harness.json_types import JsonObject
 from apmbench.harness.reports.confinement import (
     ManifestLike,
     confinement_lines,
@@ -37,6 +38,17 @@ class ReportHeader(TypedDict):
     judge: dict[str, Any]
     confined: bool | None
     notes: list[str]
+
+
+class RunFacts(TypedDict, total=False):
+    """What the scoring pipeline, not the suite, adds to every report.json: the audits'
+    findings (`evaluate --audit`), the user's mounts, the sandbox's facts and the header.
+    Every suite's report type extends it."""
+
+    audit: JsonObject
+    mounted_into_system: list[str]
+    sandbox: JsonObject
+    header: ReportHeader
 
 
 def judge_label(manifest: ManifestLike) -> str:

@@ -37,6 +37,7 @@ from apmbench.adapters.sdk.types import (
     UserTurn,
 )
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.json_types import JsonObject
 from apmbench.harness.media.frame_cache import SessionFrames
 from apmbench.harness.media.frames import FrameProducer, FrameSettings
 from apmbench.harness.media.timeline import Session, Trajectory, Turn
@@ -66,7 +67,7 @@ class RunSettings:
     """Where push calls end besides questions (at random, so sizes announce nothing)."""
     max_chunk_bytes: int = 0
     """State transfer chunk size; 0 = the protocol default (1 MiB)."""
-    audit: dict[str, Any] | None = None
+    audit: JsonObject | None = None
     """The audit settings of `evaluate --audit` (None: no audit), recorded with the run."""
     max_state_bytes: int | None = DEFAULT_MAX_STATE_BYTES
     """Exported state per snapshot at most (`--max-state-size`); None: no cap."""
@@ -80,11 +81,12 @@ class RunSettings:
     question comes at that time, and its state can carry that to the fork, whose ImportState
     (untimed) may then do the question's work: the leak that random push cuts close."""
 
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["persistence"] = self.persistence.value
-        d["frames"]["encoding"] = self.frames.encoding.value
-        return d
+    def as_dict(self) -> JsonObject:
+        return {
+            **asdict(self),
+            "persistence": self.persistence.value,
+            "frames": {**asdict(self.frames), "encoding": self.frames.encoding.value},
+        }
 
 
 def check_settings(settings: RunSettings, info: SystemInfo, runtime: Runtime) -> None:
@@ -174,14 +176,14 @@ def _merge(
         pending = next(frames, None)
 
 
-Grader = Callable[[Ask, str], Mapping[str, Any]]
+Grader = Callable[[Ask, str], Mapping[str, object]]
 """The suite's deterministic grading of one raw answer: fields added to its record."""
-AnswerKey = Callable[[Mapping[str, Any]], object]
+AnswerKey = Callable[[Mapping[str, object]], object]
 """The answer a grading parsed (None: no usable answer), for time-to-answer."""
 
 
 def time_to_answer(
-    result: QueryResult, final: object, grade: Callable[[str], Mapping[str, Any]], key: AnswerKey
+    result: QueryResult, final: object, grade: Callable[[str], Mapping[str, object]], key: AnswerKey
 ) -> float | None:
     """When the streamed prefix first determined the parsed answer: the arrival of the chunk
     from which every longer prefix parses to the final answer. A server cannot buy it with
@@ -244,6 +246,8 @@ class TrajectoryRunner:
         self.work_peak_bytes = 0
         """The most bytes of snapshots this trajectory held on disk at once."""
         self.instances: list[dict[str, Any]] = []
+        """Each asked instance's record: the runner's fields (`InstanceRow`), the ask's and
+        the suite's grading."""
         self.sessions: list[SessionRecord] = []
         # The latest time_ms pushed into the current process since it started: what it may
         # still hold. Only a restart clears it; a Reset is the system's own word.

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from apmbench.adapters.sdk.types import Query
+from apmbench.harness.json_types import JSON
 from apmbench.harness.media.timeline import Turn
 
 
@@ -39,8 +40,9 @@ class Ask:
     session_index: int
     time_ms: int
     query: Query
-    item: Any
-    fields: Mapping[str, Any]
+    item: object
+    """Opaque here: the suite grades the answer against it (its `Suite` item type)."""
+    fields: Mapping[str, JSON]
     follow_up: FollowUp | None = None
     """The next round of this ask's dialogue, asked right after it when its condition holds."""
 
@@ -66,7 +68,7 @@ class FollowUp:
     """
 
     ask: Ask
-    when: Callable[[Mapping[str, Any]], bool]
+    when: Callable[[Mapping[str, object]], bool]
     render: Callable[[Query], Query] | None = None
     """Adapts the follow-up's query once its dialogue is filled in (e.g. quotes the earlier
     turns in the prompt too, for systems that read only the prompt)."""
@@ -78,7 +80,7 @@ class AskState(Protocol):
 
     def render(self, ask: Ask, query: Query) -> Query: ...
 
-    def update(self, ask: Ask, record: dict[str, Any]) -> None:
+    def update(self, ask: Ask, record: dict[str, object]) -> None:
         """Take in one graded record; may add fields to it (what was applied, say)."""
 
 

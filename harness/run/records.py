@@ -20,11 +20,34 @@ import os
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from apmbench.harness.errors import RunDirError
+from apmbench.harness.json_types import JSON, JsonObject
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import load as load_manifest
+
+InstanceRow = TypedDict(
+    "InstanceRow",
+    {
+        "instance_id": str,
+        "pass": str,
+        "segment": str,
+        "session_id": str,
+        "time_ms": int,
+        "raw_output": str,
+        "chunks": int,
+        "ttft_s": float | None,
+        "total_s": float,
+        "prefix_s": float,
+        "ingest_s": float,
+        "rtf": float | None,
+        "lookahead_s": float,
+        "time_to_answer_s": NotRequired[float | None],
+    },
+)
+"""The runner's fields of every instance row (`pass` is a keyword, hence this form); a
+suite's row type extends it with the fields of its asks and its grading."""
 
 
 class SessionRecord(TypedDict):
@@ -52,17 +75,18 @@ class TrajectoryRecord(TypedDict):
     session_id, time_ms, raw_output, chunks, ttft_s, total_s, prefix_s,
     ingest_s, rtf, lookahead_s), the fields its suite put in the ask (task,
     candidate_id, ...) and the suite's grading of the raw output; the suite
-    alone reads the latter two, so rows stay plain dictionaries.
+    alone reads the latter two, so rows stay plain JSON objects here (a suite narrows
+    them into its own row type, which extends `InstanceRow`).
     """
 
     trajectory_id: str
-    instances: list[dict[str, Any]]
+    instances: list[dict[str, object]]
     sessions: list[SessionRecord]
     max_lookahead_s: float
     forks: NotRequired[dict[str, int]]
     """How many forks started from a mid-session snapshot (R14), and the frames they
     therefore did not replay."""
-    audit: NotRequired[dict[str, Any]]
+    audit: NotRequired[JsonObject]
 
 
 # Settings that must match for --resume to continue a run.
@@ -81,15 +105,17 @@ def atomic_write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def dump(obj: Any) -> str:
+def dump(obj: object) -> str:
+    """A record as its file holds it: indented, keys sorted (so equal records are equal bytes)."""
     return json.dumps(obj, indent=2, sort_keys=True) + "\n"
 
 
-def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
+def jsonl(rows: Iterable[Mapping[str, object]]) -> str:
     return "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
 
 
-def _differences(path: str, then: Any, now: Any) -> list[tuple[str, Any, Any]]:
+def _differences(path: str, then: object, now: object) -> list[tuple[str, object, object]]:
+    """Where two recorded values (`Manifest.values`) differ, key path by key path."""
     if isinstance(then, dict) and isinstance(now, dict):
         return [
             d
@@ -143,7 +169,7 @@ class RunDir:
                 f"{self.root} exists and is not an apmbench run directory: choose another --out"
             )
 
-    def prepare(self, manifest: Mapping[str, Any], resume: bool) -> None:
+    def prepare(self, manifest: Mapping[str, JSON], resume: bool) -> None:
         """Create the directory, or check it against `manifest` when resuming."""
         existing = self.manifest_path
         if existing.exists():
@@ -193,6 +219,6 @@ class RunDir:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def update_manifest(self, **fields: Any) -> None:
+    def update_manifest(self, **fields: object) -> None:
         path = self.manifest_path
         atomic_write(path, dump(load_manifest(path).with_fields(**fields)))

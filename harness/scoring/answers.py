@@ -27,11 +27,27 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 CLEAN = "clean"
 REPAIRED = "repaired"
 FAILURE = "failure"
+
+
+class Graded(TypedDict):
+    """What every suite's grading of one raw answer holds: the option it parsed (None:
+    none), how it parsed (`format`: ok, repaired or failure) and why."""
+
+    answer: str | None
+    format: str
+    format_reason: str
+
+
+class ChoiceGraded(Graded):
+    """A multiple-choice answer checked against its correct option."""
+
+    correct_option_id: str
+    correct: bool
 
 
 @dataclass(frozen=True)

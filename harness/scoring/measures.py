@@ -8,14 +8,88 @@ live here once.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from statistics import fmean
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
 
-def summary(values: Sequence[float]) -> dict[str, float | int | None]:
+class Summary(TypedDict):
+    """A distribution: its size, mean and percentiles (None when empty)."""
+
+    n: int
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+
+
+class Timed(TypedDict):
+    """What the latency measures read of an instance row (the runner's timings)."""
+
+    ttft_s: float | None
+    total_s: float
+    rtf: float | None
+    time_to_answer_s: NotRequired[float | None]
+
+
+class Latency(TypedDict):
+    time_to_first_token_s: Summary
+    time_to_answer_s: NotRequired[Summary]
+    """When the streamed prefix first determined the parsed answer (absent in older reports)."""
+    full_response_s: Summary
+    real_time_factor: Summary
+    queries_without_output: int
+
+
+class Ingest(TypedDict):
+    main_pass_ingest_s: float
+    main_pass_frames: int
+    main_pass_frames_per_s: float | None
+
+
+class LatencyAndIngest(Latency, Ingest):
+    """A report's `latency` where all of its queries are timed together."""
+
+
+class Pushed(TypedDict):
+    """What the ingest and storage measures read of a session record."""
+
+    trajectory_id: str
+    index: int
+    duration_s: float
+    frames: int
+    ingest_s: float
+    state_bytes: int
+
+
+class PriorState(TypedDict):
+    bytes: int
+    cumulative_hours: float
+
+
+class TrajectoryStorage(TypedDict):
+    trajectory_id: str
+    B_peak_bytes: int
+    D_peak_hours: float
+    peak_after_session: int
+    bytes_per_hour: float
+    prior_states: list[PriorState]
+
+
+class Storage(TypedDict):
+    trajectories_counted: int
+    storage_per_hour_bytes: float | None
+    storage_per_hour_mib: float | None
+    peak_bytes_mean: float | None
+    peak_bytes_max: int | None
+    peak_rule: str
+    peak_rule_text: str
+    trajectories: list[TrajectoryStorage]
+
+
+def summary(values: Sequence[float]) -> Summary:
     if not values:
         return {"n": 0, "mean": None, "p50": None, "p90": None, "p99": None}
     arr = np.asarray(values, dtype=float)
@@ -28,12 +102,12 @@ def summary(values: Sequence[float]) -> dict[str, float | int | None]:
     }
 
 
-def latency_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def latency_of(rows: Sequence[Timed]) -> Latency:
     return {
         "time_to_first_token_s": summary([r["ttft_s"] for r in rows if r["ttft_s"] is not None]),
         # When the streamed prefix first determined the parsed answer (no cheap first chunk).
         "time_to_answer_s": summary(
-            [r["time_to_answer_s"] for r in rows if r.get("time_to_answer_s") is not None]
+            [t for r in rows if (t := r.get("time_to_answer_s")) is not None]
         ),
         "full_response_s": summary([r["total_s"] for r in rows]),
         "real_time_factor": summary([r["rtf"] for r in rows if r["rtf"] is not None]),
@@ -41,7 +115,7 @@ def latency_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def ingest(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def ingest(sessions: Sequence[Pushed]) -> Ingest:
     """The main pass's frames and ingest time, and the rate they give."""
     frames = sum(s["frames"] for s in sessions)
     seconds = sum(s["ingest_s"] for s in sessions)
@@ -60,7 +134,12 @@ PEAK_RULE_TEXT = (
 )
 
 
-def storage(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def latency_and_ingest(rows: Sequence[Timed], sessions: Sequence[Pushed]) -> LatencyAndIngest:
+    """`latency_of` all the rows and the main pass's `ingest`, in one record."""
+    return {**latency_of(rows), **ingest(sessions)}
+
+
+def storage(sessions: Sequence[Pushed]) -> Storage:
     """Eq. 2 and Table 10.
 
     Per trajectory, the prior-session states are the exports after every
@@ -71,12 +150,12 @@ def storage(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     number can be recomputed under another rule. Trajectories with a single
     session have no prior-session state and are not counted.
     """
-    by_traj: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    by_traj: dict[str, list[Pushed]] = defaultdict(list)
     for s in sessions:
         by_traj[s["trajectory_id"]].append(s)
     rates: list[float] = []
     peaks: list[int] = []
-    per_trajectory: list[dict[str, Any]] = []
+    per_trajectory: list[TrajectoryStorage] = []
     for tid, rows in by_traj.items():
         rows = sorted(rows, key=lambda r: r["index"])
         prior = rows[:-1]
@@ -88,7 +167,7 @@ def storage(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         rates.append(peak / hours)
         peaks.append(peak)
         cumulative = 0.0
-        states = []
+        states: list[PriorState] = []
         for r in prior:
             cumulative += r["duration_s"] / 3600.0
             states.append({"bytes": r["state_bytes"], "cumulative_hours": cumulative})
@@ -111,5 +190,5 @@ def storage(sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "peak_bytes_max": max(peaks) if peaks else None,
         "peak_rule": PEAK_RULE,
         "peak_rule_text": PEAK_RULE_TEXT,
-        "trajectories": sorted(per_trajectory, key=lambda t: str(t["trajectory_id"])),
+        "trajectories": sorted(per_trajectory, key=lambda t: t["trajectory_id"]),
     }

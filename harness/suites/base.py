@@ -11,17 +11,20 @@ task.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypedDict, TypeVar, cast
 
 from rich.table import Table
 
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.json_types import JSON, JsonObject
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.plan import Segment
+from apmbench.harness.run.records import SessionRecord
+from apmbench.harness.scoring import measures
 from apmbench.harness.scoring.judge.backend import ChatBackend
 from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
 
@@ -42,6 +45,66 @@ class SuiteDataset(Protocol):
     def trajectories(self) -> Sequence[Trajectory]: ...
 
 
+Row: TypeAlias = Mapping[str, object]
+"""One instance record as the shared machinery holds it: the runner's fields
+(`run.records.InstanceRow`), the fields the suite put in the ask and the suite's grading.
+Only the suite knows the latter two: it narrows rows into its own record type."""
+MutableRow: TypeAlias = dict[str, object]
+"""A row the judging pass may write the judge's outcome into."""
+
+
+class ScoringSignature(TypedDict):
+    """What changes the numbers for the same records; `compare` refuses runs it differs in."""
+
+    scoring_schema: int
+    judge: JsonObject
+    judge_attempts: int | None
+    judge_templates_sha256: str | None
+
+
+class ScoringRecord(TypedDict, total=False):
+    """The judge's identity and settings, handed to `score` and recorded in the report as
+    `scoring` (empty when records are scored without a pipeline, as tests do)."""
+
+    signature: ScoringSignature
+    judge: JsonObject
+    judge_settings: JsonObject
+
+
+class PlottedRun(TypedDict):
+    """What the shared `compare` reads of one run's line of a suite's comparison."""
+
+    label: str
+    plot_y: float | None
+    """The run's utility on the trade-off plot; None: not placed."""
+
+
+class RunLine(PlottedRun):
+    """The start of every suite's line per run in compare.json: which run it is."""
+
+    run_dir: str
+    system: str
+
+
+class ComparisonHead(TypedDict):
+    """What every suite's comparison (compare.json) holds besides its `runs`."""
+
+    plot_y_label: str
+    notes: list[str]
+
+
+class Plotted(ComparisonHead):
+    """What the shared `compare` and viewer read of a suite's comparison."""
+
+    runs: list[PlottedRun]
+
+
+def plotted(data: Mapping[str, object]) -> Plotted:
+    """A suite's comparison as the shared machinery reads it: `Suite.comparison` must hold
+    these keys."""
+    return cast(Plotted, data)
+
+
 @dataclass(frozen=True)
 class Headline:
     """The numbers a summary row, `compare` and the trade-off plot show for one run."""
@@ -52,15 +115,67 @@ class Headline:
     ttft_mean_s: float | None
     storage_per_hour_bytes: float | None
 
+    @classmethod
+    def measured(
+        cls,
+        utility: float | None,
+        utility_label: str,
+        latency: measures.Latency,
+        storage: measures.Storage,
+    ) -> Headline:
+        """A suite's utility beside the latency and storage every suite measures alike."""
+        return cls(
+            utility=utility,
+            utility_label=utility_label,
+            ttft_mean_s=latency["time_to_first_token_s"]["mean"],
+            storage_per_hour_bytes=storage["storage_per_hour_bytes"],
+        )
+
+
+DatasetT = TypeVar("DatasetT", bound=SuiteDataset)
+"""A suite's loaded dataset type."""
+ItemT = TypeVar("ItemT")
+"""What a suite's `Ask.item` is: the labels one asked instance is graded against."""
+ReportT = TypeVar("ReportT", bound=Mapping[str, object])
+"""A suite's report.json body (a TypedDict of its own)."""
+
+
+PresetT = TypeVar("PresetT")
+
+
+def preset_writer(
+    presets: Mapping[str, PresetT], build: Callable[[PresetT, int, Path], dict[str, int]]
+) -> Callable[[str, int, Path], dict[str, int]]:
+    """`DatasetFormat.write_synthetic` from a generator's presets and its `build`."""
+    return lambda preset, seed, out: build(presets[preset], seed, out)
+
 
 @dataclass(frozen=True)
-class ComparedRun:
-    """One finished run as `compare` hands it to a suite."""
+class DatasetFormat(Generic[DatasetT]):
+    """A suite's dataset format as its own modules implement it: `Suite` reads, splits and
+    generates datasets through these, so a suite names its functions once."""
+
+    load: Callable[[Path, bool], DatasetT]
+    """Read and validate a dataset (with its media when the flag is set), raising
+    DatasetError naming what to fix."""
+    split: Callable[[Path, Path, Path], None] | None = None
+    """`apmbench-grpc split ROOT PUBLIC PRIVATE`; None: the suite cannot split yet."""
+    synthetic: Callable[[str, int], Path] | None = None
+    """The built-in synthetic dataset of a preset and seed, generated into the cache once;
+    None: the suite has no generator."""
+    write_synthetic: Callable[[str, int, Path], dict[str, int]] | None = None
+    """Write a preset's synthetic dataset to a folder; returns item counts by kind."""
+
+
+@dataclass(frozen=True)
+class ComparedRun(Generic[ReportT]):
+    """One finished run as `compare` hands it to a suite: `report` is the report.json that
+    suite's `score` wrote, so the suite sees it as its own report type."""
 
     root: Path
     label: str
-    manifest: Mapping[str, Any]
-    report: Mapping[str, Any]
+    manifest: Mapping[str, JSON]
+    report: ReportT
 
     @property
     def record(self) -> Manifest:
@@ -85,14 +200,6 @@ class ViewBars:
     title: str
     values: Mapping[str, float | None]
     """Group name -> score (0-100), None when not computed."""
-
-
-DatasetT = TypeVar("DatasetT", bound=SuiteDataset)
-"""A suite's loaded dataset type."""
-ItemT = TypeVar("ItemT")
-"""What a suite's `Ask.item` is: the labels one asked instance is graded against."""
-ReportT = TypeVar("ReportT", bound=Mapping[str, object])
-"""A suite's report.json body (a TypedDict of its own)."""
 
 
 class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
@@ -121,29 +228,45 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
 
     # -- data and plan -------------------------------------------------------------
 
+    @abstractmethod
+    def dataset_format(self) -> DatasetFormat[DatasetT]:
+        """The suite's dataset functions (imported here, when first used)."""
+
     def synthetic(self, preset: str, seed: int) -> Path:
         """The built-in synthetic dataset, generated once into the cache and reused."""
-        raise ConfigError(f"the {self.title} suite has no synthetic generator")
+        generate = self.dataset_format().synthetic
+        if generate is None:
+            raise ConfigError(f"the {self.title} suite has no synthetic generator")
+        self.check_preset(preset)
+        return generate(preset, seed)
 
     def write_synthetic(self, preset: str, seed: int, out: Path) -> dict[str, int]:
         """Write the synthetic dataset to `out`; returns item counts by kind."""
-        raise ConfigError(f"the {self.title} suite has no synthetic generator")
+        write = self.dataset_format().write_synthetic
+        if write is None:
+            raise ConfigError(f"the {self.title} suite has no synthetic generator")
+        self.check_preset(preset)
+        return write(preset, seed, out)
 
     def check_preset(self, preset: str) -> None:
         if preset not in self.synthetic_presets:
             known = ", ".join(self.synthetic_presets) or "none"
             raise ConfigError(f"{self.title} has no synthetic preset {preset!r} (presets: {known})")
 
-    @abstractmethod
     def load(self, root: Path) -> DatasetT:
         """Read and validate a dataset; raise DatasetError naming what to fix."""
+        return self.dataset_format().load(root, True)
 
     def split(self, root: Path, public: Path, private: Path) -> None:
         """Write what a run needs of `root` to `public` (labels withheld, media kept) and its
         labelled annotations to `private` (`apmbench-grpc split`)."""
-        raise ConfigError(
-            f"the {self.title} suite cannot split its datasets yet: evaluate with labels present"
-        )
+        split = self.dataset_format().split
+        if split is None:
+            raise ConfigError(
+                f"the {self.title} suite cannot split its datasets yet: "
+                "evaluate with labels present"
+            )
+        split(root, public, private)
 
     def blind_instance_ids(self, public: DatasetT, labelled: DatasetT) -> dict[str, str]:
         """A public part's instance ids that differ from the labelled ones (an id that would
@@ -152,7 +275,10 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
 
     def load_labels(self, root: Path) -> DatasetT:
         """A private part's labelled dataset, read without its media (`score --labels`)."""
-        raise ConfigError(f"the {self.title} suite cannot score blind predictions yet")
+        form = self.dataset_format()
+        if form.split is None:
+            raise ConfigError(f"the {self.title} suite cannot score blind predictions yet")
+        return form.load(root, False)
 
     @abstractmethod
     def plan(self, dataset: DatasetT, trajectory: Trajectory, can_import: bool) -> list[Segment]:
@@ -161,10 +287,10 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
     # -- grading and judging -------------------------------------------------------
 
     @abstractmethod
-    def grade(self, item: ItemT, text: str) -> Mapping[str, Any]:
+    def grade(self, item: ItemT, text: str) -> Mapping[str, object]:
         """Parse one raw answer and check it against the labels of `item` (an `Ask.item`)."""
 
-    def answer_key(self, graded: Mapping[str, Any]) -> object:
+    def answer_key(self, graded: Mapping[str, object]) -> object:
         """The parsed answer of a grading (None: none), so the runner can time when a
         streamed answer was determined (time to answer). None by default: not timed."""
         return None
@@ -183,13 +309,13 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
         return indexed[1].get(instance_id)
 
     def judge_requests(
-        self, dataset: DatasetT, instances: Sequence[dict[str, Any]]
+        self, dataset: DatasetT, instances: Sequence[MutableRow]
     ) -> list[JudgeRequest]:
         """Mark the rows that need a judge and return what to ask it (none by default)."""
         return []
 
     def apply_verdicts(
-        self, instances: Sequence[dict[str, Any]], outcomes: Mapping[str, JudgeOutcome]
+        self, instances: Sequence[MutableRow], outcomes: Mapping[str, JudgeOutcome]
     ) -> None:
         """Write the judge's outcomes into the rows it was asked about."""
 
@@ -210,9 +336,9 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
     @abstractmethod
     def score(
         self,
-        instances: Sequence[Mapping[str, Any]],
-        sessions: Sequence[Mapping[str, Any]],
-        scoring: Mapping[str, Any],
+        instances: Sequence[Row],
+        sessions: Sequence[SessionRecord],
+        scoring: ScoringRecord,
     ) -> ReportT:
         """report.json from the graded records (judge outcomes included)."""
 
@@ -220,8 +346,8 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
     def headline(self, report: ReportT) -> Headline: ...
 
     @abstractmethod
-    def render(self, report: ReportT, manifest: Mapping[str, Any]) -> str:
-        """report.md."""
+    def render(self, report: ReportT, manifest: Mapping[str, JSON]) -> str:
+        """report.md; `manifest` is manifest.json as read (`Manifest.of` types it)."""
 
     @abstractmethod
     def summary_tables(self, reports: Sequence[ReportT], names: Sequence[str]) -> list[Table]:
@@ -229,7 +355,7 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
 
     # -- the HTML viewer (`apmbench-grpc view`) ------------------------------------
 
-    def view_tables(self, runs: Sequence[ComparedRun]) -> list[ViewTable]:
+    def view_tables(self, runs: Sequence[ComparedRun[ReportT]]) -> list[ViewTable]:
         """The viewer's headline tables, one row per run (none by default)."""
         return []
 
@@ -237,7 +363,7 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
         """The viewer's bar charts for one run (none by default)."""
         return []
 
-    def view_outcome(self, row: Mapping[str, Any]) -> str:
+    def view_outcome(self, row: Row) -> str:
         """One instance's outcome as the viewer filters by it."""
         if row.get("format") == "failure":
             return "format failure"
@@ -248,15 +374,17 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
         return "recorded"
 
     @abstractmethod
-    def comparison(self, runs: Sequence[ComparedRun]) -> dict[str, Any]:
-        """compare.json's content; must hold `plot_y_label`, `notes` and per run `plot_y`."""
+    def comparison(self, runs: Sequence[ComparedRun[ReportT]]) -> Mapping[str, object]:
+        """compare.json's content (a TypedDict of the suite's); must hold `plot_y_label`,
+        `notes` and per run `label` and `plot_y`. The pipeline adds `headers` and hands it
+        back to `write_plots` and `render_comparison`, which narrow it again."""
 
-    def write_plots(self, data: Mapping[str, Any], out: Path) -> None:
+    def write_plots(self, data: Mapping[str, object], out: Path) -> None:
         """Extra plots of the suite's own into the comparison folder (none by default)."""
 
     @abstractmethod
     def render_comparison(
-        self, runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None
+        self, runs: Sequence[ComparedRun[ReportT]], data: Mapping[str, object], plot: str | None
     ) -> str:
         """compare.md."""
 

@@ -35,7 +35,7 @@ from apmbench.harness.reports.head import head_lines
 from apmbench.harness.reports.tradeoff_plot import Point
 from apmbench.harness.run import records
 from apmbench.harness.scoring.judge.reference import reference_note
-from apmbench.harness.suites.base import ComparedRun, OpaqueSuite, SuiteDataset
+from apmbench.harness.suites.base import ComparedRun, OpaqueSuite, SuiteDataset, plotted
 
 VIEW_NAME = "report.html"
 COMPARISON_NAME = "compare.html"
@@ -157,7 +157,7 @@ def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
         t.decode()
         images.update(t.images)
     # The plot's utility axis is the one `compare` uses (with its fallback and notes).
-    data = suite.comparison(compared)
+    data = plotted(suite.comparison(compared))
     notes += [n for n in data["notes"] if n not in notes]
     points = []
     for run, row in zip(runs, data["runs"], strict=True):

@@ -10,22 +10,52 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from statistics import fmean
-from typing import Any
+from typing import cast
 
 from apmbench.harness.reports.confinement import persistence
 from apmbench.harness.reports.format import num, size, table
 from apmbench.harness.scoring.judge.reference import LABEL, reference_note
 from apmbench.harness.suites.apmbench import tasks
+from apmbench.harness.suites.apmbench.metrics import EvidenceAvailability, Report
 from apmbench.harness.suites.apmbench.report import (
     TABLE3_HEADER,
     TABLE4_HEADER,
     table3_row,
     table4_row,
 )
-from apmbench.harness.suites.base import ComparedRun
+from apmbench.harness.suites.base import ComparedRun, ComparisonHead, RunLine, ScoringSignature
+
+Run = ComparedRun[Report]
 
 
-def utility_axis(runs: Sequence[ComparedRun]) -> tuple[str, dict[str, float | None], list[str]]:
+class ComparedRow(RunLine):
+    """One run's line of compare.json."""
+
+    persistence: str
+    families: dict[str, float | None]
+    overall: float | None
+    tasks: dict[str, float | None]
+    evidence_availability: EvidenceAvailability
+    decision_accuracy_ba: float | None
+    response_quality_average: float | None
+    format_failures: int
+    ttft_mean_s: float | None
+    ttft_p90_s: float | None
+    rtf_mean: float | None
+    storage_per_hour_bytes: float | None
+    peak_bytes_mean: float | None
+    peak_bytes_max: int | None
+
+
+class Comparison(ComparisonHead):
+    """compare.json of APM-Bench runs (the pipeline adds `headers`)."""
+
+    dataset_hash: str | None
+    scoring_signature: ScoringSignature | None
+    runs: list[ComparedRow]
+
+
+def utility_axis(runs: Sequence[Run]) -> tuple[str, dict[str, float | None], list[str]]:
     """The plot's y values: Overall, or failing that the mean of the commonly scored families."""
     if all(r.report["overall"]["score"] is not None for r in runs):
         overall: dict[str, float | None] = {r.label: r.report["overall"]["score"] for r in runs}
@@ -44,14 +74,14 @@ def utility_axis(runs: Sequence[ComparedRun]) -> tuple[str, dict[str, float | No
     short = ", ".join(tasks.FAMILY_SHORT[f] for f in common)
     label = f"Mean of {short} (not Overall)"
     values: dict[str, float | None] = {
-        r.label: fmean(r.report["families"][f]["score"] for f in common) for r in runs
+        r.label: fmean(r.report["families"][f]["score"] or 0.0 for f in common) for r in runs
     }
     return label, values, [note + f"; every point's y is the mean of {short} instead"]
 
 
-def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
+def comparison(runs: Sequence[Run]) -> Comparison:
     y_label, y_values, notes = utility_axis(runs)
-    rows = []
+    rows: list[ComparedRow] = []
     for r in runs:
         rep = r.report
         rows.append(
@@ -65,9 +95,7 @@ def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
                 "tasks": {t: v["score"] for t, v in rep["tasks"].items()},
                 "evidence_availability": rep["evidence_availability"],
                 "decision_accuracy_ba": rep["decision_accuracy"]["overall"]["BA"],
-                "response_quality_average": rep.get("response_quality", {})
-                .get("average", {})
-                .get("score"),
+                "response_quality_average": _quality(rep),
                 "format_failures": rep["format_failures"]["total"],
                 "ttft_mean_s": rep["latency"]["time_to_first_token_s"]["mean"],
                 "ttft_p90_s": rep["latency"]["time_to_first_token_s"]["p90"],
@@ -87,9 +115,14 @@ def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
     }
 
 
-def render_comparison(
-    runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None
-) -> str:
+def _quality(report: Report) -> float | None:
+    """The average response quality (reports older than it have none)."""
+    quality = report.get("response_quality")
+    return None if quality is None else quality["average"]["score"]
+
+
+def render_comparison(runs: Sequence[Run], data_: Mapping[str, object], plot: str | None) -> str:
+    data = cast(Comparison, data_)  # what `comparison` returned, with the pipeline's headers
     lines = [
         "# APM-Bench comparison",
         "",
@@ -144,7 +177,7 @@ def render_comparison(
     return "\n".join(lines) + "\n"
 
 
-def _reference_notes(runs: Sequence[ComparedRun]) -> list[str]:
+def _reference_notes(runs: Sequence[Run]) -> list[str]:
     judged = [r.label for r in runs if reference_note(r.report) is not None]
     if not judged:
         return []

@@ -11,13 +11,15 @@ shared with `compare`, which puts several systems in the same tables.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from apmbench.harness.json_types import JSON
 from apmbench.harness.reports.confinement import storage_verified
 from apmbench.harness.reports.format import NOT_COMPUTED, num, size, table
 from apmbench.harness.run.manifest import Manifest
+from apmbench.harness.scoring import measures
 from apmbench.harness.scoring.judge.reference import reference_note
 from apmbench.harness.suites.apmbench import tasks
+from apmbench.harness.suites.apmbench.metrics import Latency, Report
 
 TABLE3_HEADER = (
     "Method",
@@ -38,7 +40,7 @@ def _yes(flag: object) -> str:
     return "yes" if flag else "no"
 
 
-def table3_row(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
+def table3_row(report: Report, manifest: Mapping[str, JSON]) -> list[str]:
     fam = report["families"]
     record = Manifest.of(manifest)
     caps = record.capabilities
@@ -58,14 +60,14 @@ def table3_row(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[s
     ]
 
 
-def _storage_cell(storage: int | None, manifest: Mapping[str, Any]) -> str:
+def _storage_cell(storage: float | None, manifest: Mapping[str, JSON]) -> str:
     if storage is None:
         return NOT_COMPUTED
     cell = size(storage) + "/hr"
     return cell if storage_verified(manifest) else cell + " (unverified)"
 
 
-def table4_row(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
+def table4_row(report: Report, manifest: Mapping[str, JSON]) -> list[str]:
     ea = report["evidence_availability"]
     return [
         Manifest.of(manifest).system_name,
@@ -76,7 +78,7 @@ def table4_row(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[s
     ]
 
 
-def _reasons(report: Mapping[str, Any]) -> list[str]:
+def _reasons(report: Report) -> list[str]:
     """One line per uncomputed headline number, so the Markdown alone explains every n/c."""
     out: list[str] = []
     for name, entry in (*report["tasks"].items(), *report["families"].items()):
@@ -87,7 +89,7 @@ def _reasons(report: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _judge_lines(report: Mapping[str, Any]) -> list[str]:
+def _judge_lines(report: Report) -> list[str]:
     judge = report.get("scoring", {}).get("judge", {"kind": "none"})
     summary = report.get("judge", {})
     described = ", ".join(f"{k}={v}" for k, v in judge.items() if k != "kind")
@@ -106,31 +108,31 @@ def _judge_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _reference_lines(report: Mapping[str, Any]) -> list[str]:
+def _reference_lines(report: Report) -> list[str]:
     note = reference_note(report)
     if note is None:
         return []
     return [f"**Adaptive Response, its tasks and Overall: {note}.**", ""]
 
 
-def _ea_latency_lines(lat: Mapping[str, Any]) -> list[str]:
-    ea = lat.get("evidence_availability")
-    if ea is None:
-        return []
-    rows = []
-    for label, key in (
-        ("EA time to first token (s)", "time_to_first_token_s"),
-        ("EA full response (s)", "full_response_s"),
-        ("EA real-time factor", "real_time_factor"),
-    ):
-        row = ea[key]
-        rows.append(
-            [label, str(row["n"])] + [num(row[k], 4) for k in ("mean", "p50", "p90", "p99")]
+def _latency_table(lat: measures.Latency, prefix: str = "") -> list[str]:
+    rows = [
+        [prefix + label, str(row["n"]), *(num(row[k], 4) for k in ("mean", "p50", "p90", "p99"))]
+        for label, row in (
+            ("time to first token (s)", lat["time_to_first_token_s"]),
+            ("full response (s)", lat["full_response_s"]),
+            ("real-time factor", lat["real_time_factor"]),
         )
+    ]
     return table(("Measure", "n", "mean", "p50", "p90", "p99"), rows)
 
 
-def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+def _ea_latency_lines(lat: Latency) -> list[str]:
+    ea = lat.get("evidence_availability")
+    return [] if ea is None else _latency_table(ea, "EA ")
+
+
+def render_markdown(report: Report, manifest: Mapping[str, JSON]) -> str:
     record = Manifest.of(manifest)
     system = record.system_name
     lat = report["latency"]
@@ -219,18 +221,8 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         "## Latency (appendix B.3, Tables 8 and 9)",
         "",
     ]
-    latency_rows = []
-    for label, key in (
-        ("time to first token (s)", "time_to_first_token_s"),
-        ("full response (s)", "full_response_s"),
-        ("real-time factor", "real_time_factor"),
-    ):
-        row = lat[key]
-        latency_rows.append(
-            [label, str(row["n"])] + [num(row[k], 4) for k in ("mean", "p50", "p90", "p99")]
-        )
     lines += [
-        *table(("Measure", "n", "mean", "p50", "p90", "p99"), latency_rows),
+        *_latency_table(lat),
         "",
         f"Queries without any output: {lat['queries_without_output']}. Means are over the "
         "probes of the twelve tasks; Evidence Availability replays (two sessions of history) "

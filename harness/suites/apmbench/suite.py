@@ -9,20 +9,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.table import Table
 
+from apmbench.harness.json_types import JSON
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Segment
+from apmbench.harness.run.records import SessionRecord
 from apmbench.harness.scoring.answers import FAILURE
 from apmbench.harness.scoring.judge.backend import ChatBackend
 from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
 from apmbench.harness.suites.apmbench import compare, metrics, report, rubric, summary, tasks
 from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe, load_dataset
+from apmbench.harness.suites.apmbench.metrics import Report
 from apmbench.harness.suites.apmbench.plan import plan_trajectory
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
-from apmbench.harness.suites.base import ComparedRun, Headline, Suite, ViewBars, ViewTable
+from apmbench.harness.suites.base import (
+    ComparedRun,
+    DatasetFormat,
+    Headline,
+    MutableRow,
+    Row,
+    ScoringRecord,
+    Suite,
+    ViewBars,
+    ViewTable,
+    preset_writer,
+)
 
 Item = tuple[Candidate, Probe]
 
@@ -31,35 +45,19 @@ def _items(dataset: Dataset) -> dict[str, Item]:
     return {p.probe_id: (c, p) for c in dataset.candidates for p in c.probes}
 
 
-class APMBench(Suite[Dataset, Item, dict[str, Any]]):
+class APMBench(Suite[Dataset, Item, Report]):
     name: ClassVar[str] = "apmbench"
     title: ClassVar[str] = "APM-Bench"
     scoring_schema: ClassVar[int] = metrics.SCHEMA_VERSION
 
     synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
 
-    def synthetic(self, preset: str, seed: int) -> Path:
+    def dataset_format(self) -> DatasetFormat[Dataset]:
+        from apmbench.harness.suites.apmbench.split import split
         from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
-
-        self.check_preset(preset)
-        return synthetic_dataset(preset, seed)
-
-    def write_synthetic(self, preset: str, seed: int, out: Path) -> dict[str, int]:
         from apmbench.harness.suites.apmbench.synth.writer import build
 
-        self.check_preset(preset)
-        return build(PRESETS[preset], seed, out)
-
-    def load(self, root: Path) -> Dataset:
-        return load_dataset(root)
-
-    def split(self, root: Path, public: Path, private: Path) -> None:
-        from apmbench.harness.suites.apmbench.split import split
-
-        split(root, public, private)
-
-    def load_labels(self, root: Path) -> Dataset:
-        return load_dataset(root, need_files=False)
+        return DatasetFormat(load_dataset, split, synthetic_dataset, preset_writer(PRESETS, build))
 
     def blind_instance_ids(self, public: Dataset, labelled: Dataset) -> dict[str, str]:
         from apmbench.harness.suites.apmbench.split import instance_ids
@@ -69,10 +67,10 @@ class APMBench(Suite[Dataset, Item, dict[str, Any]]):
     def plan(self, dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
         return plan_trajectory(dataset, trajectory, can_import)
 
-    def grade(self, item: Item, text: str) -> Mapping[str, Any]:
+    def grade(self, item: Item, text: str) -> metrics.ChoiceGrade | metrics.DecisionGrade:
         return metrics.grade_instance(item[0], item[1], text)
 
-    def answer_key(self, graded: Mapping[str, Any]) -> object:
+    def answer_key(self, graded: Mapping[str, object]) -> object:
         if graded.get("format") == FAILURE:
             return None
         return (graded.get("decision"), graded.get("answer"))
@@ -81,10 +79,10 @@ class APMBench(Suite[Dataset, Item, dict[str, Any]]):
         return _items(dataset)
 
     def judge_requests(
-        self, dataset: Dataset, instances: Sequence[dict[str, Any]]
+        self, dataset: Dataset, instances: Sequence[MutableRow]
     ) -> list[JudgeRequest]:
         requests = []
-        for row in instances:
+        for row in metrics.rows(instances):
             if tasks.spec(row["task"]).metric is not tasks.Metric.GATED_JUDGE:
                 continue
             row["judge_score"] = None
@@ -101,9 +99,9 @@ class APMBench(Suite[Dataset, Item, dict[str, Any]]):
         return requests
 
     def apply_verdicts(
-        self, instances: Sequence[dict[str, Any]], outcomes: Mapping[str, JudgeOutcome]
+        self, instances: Sequence[MutableRow], outcomes: Mapping[str, JudgeOutcome]
     ) -> None:
-        for row in instances:
+        for row in metrics.rows(instances):
             outcome = outcomes.get(row["instance_id"])
             if outcome is not None:
                 row["judge"] = outcome.as_dict()
@@ -118,43 +116,35 @@ class APMBench(Suite[Dataset, Item, dict[str, Any]]):
         return rubric.templates_sha256()
 
     def score(
-        self,
-        instances: Sequence[Mapping[str, Any]],
-        sessions: Sequence[Mapping[str, Any]],
-        scoring: Mapping[str, Any],
-    ) -> dict[str, Any]:
+        self, instances: Sequence[Row], sessions: Sequence[SessionRecord], scoring: ScoringRecord
+    ) -> Report:
         return metrics.score(instances, sessions, scoring)
 
-    def headline(self, report: Mapping[str, Any]) -> Headline:
-        return Headline(
-            utility=report["overall"]["score"],
-            utility_label="Overall",
-            ttft_mean_s=report["latency"]["time_to_first_token_s"]["mean"],
-            storage_per_hour_bytes=report["storage"]["storage_per_hour_bytes"],
+    def headline(self, report: Report) -> Headline:
+        return Headline.measured(
+            report["overall"]["score"], "Overall", report["latency"], report["storage"]
         )
 
-    def render(self, report_: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+    def render(self, report_: Report, manifest: Mapping[str, JSON]) -> str:
         return report.render_markdown(report_, manifest)
 
-    def summary_tables(
-        self, reports: Sequence[Mapping[str, Any]], names: Sequence[str]
-    ) -> list[Table]:
+    def summary_tables(self, reports: Sequence[Report], names: Sequence[str]) -> list[Table]:
         return summary.summary_tables(reports, names)
 
-    def view_tables(self, runs: Sequence[ComparedRun]) -> list[ViewTable]:
+    def view_tables(self, runs: Sequence[ComparedRun[Report]]) -> list[ViewTable]:
         from apmbench.harness.suites.apmbench import view
 
         return view.view_tables(runs)
 
-    def view_bars(self, report_: Mapping[str, Any]) -> list[ViewBars]:
+    def view_bars(self, report_: Report) -> list[ViewBars]:
         from apmbench.harness.suites.apmbench import view
 
         return view.view_bars(report_)
 
-    def comparison(self, runs: Sequence[ComparedRun]) -> dict[str, Any]:
+    def comparison(self, runs: Sequence[ComparedRun[Report]]) -> compare.Comparison:
         return compare.comparison(runs)
 
     def render_comparison(
-        self, runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None
+        self, runs: Sequence[ComparedRun[Report]], data: Mapping[str, object], plot: str | None
     ) -> str:
         return compare.render_comparison(runs, data, plot)

@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from rich.table import Table
 
 from apmbench.harness.reports.format import num, size
 from apmbench.harness.scoring.judge.reference import reference_note
 from apmbench.harness.suites.apmbench import tasks
+from apmbench.harness.suites.apmbench.metrics import Report
 
 
 def _pct(value: float | None) -> str:
     return num(value, 1)
 
 
-def _reference_caption(reports: Sequence[Mapping[str, Any]]) -> str | None:
+def _reference_caption(reports: Sequence[Report]) -> str | None:
     notes = {n for r in reports if (n := reference_note(r)) is not None}
     return f"AR and Overall: {' / '.join(sorted(notes))}" if notes else None
 
 
-def summary_tables(reports: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[Table]:
+def summary_tables(reports: Sequence[Report], names: Sequence[str]) -> list[Table]:
     """Utility, latency and storage per system (Table 3), then task scores (Table 4)."""
     main = Table(
         title="Utility, latency and storage (n/c = not computed)",

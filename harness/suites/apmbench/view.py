@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from apmbench.harness.reports.format import num
 from apmbench.harness.scoring.judge.reference import reference_note
 from apmbench.harness.suites.apmbench import tasks
+from apmbench.harness.suites.apmbench.metrics import Report
 from apmbench.harness.suites.apmbench.report import (
     TABLE3_HEADER,
     TABLE4_HEADER,
@@ -22,7 +22,7 @@ def _labelled(row: list[str], label: str) -> list[str]:
     return [label, *row[1:]]
 
 
-def _not_computed(runs: Sequence[ComparedRun]) -> tuple[str, ...]:
+def _not_computed(runs: Sequence[ComparedRun[Report]]) -> tuple[str, ...]:
     notes: list[str] = []
     for run in runs:
         r = run.report
@@ -34,7 +34,7 @@ def _not_computed(runs: Sequence[ComparedRun]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(notes))
 
 
-def view_tables(runs: Sequence[ComparedRun]) -> list[ViewTable]:
+def view_tables(runs: Sequence[ComparedRun[Report]]) -> list[ViewTable]:
     adaptive = tasks.ADAPTIVE_TASKS
     notes = _not_computed(runs)
     decision = []
@@ -86,7 +86,7 @@ def view_tables(runs: Sequence[ComparedRun]) -> list[ViewTable]:
     ]
 
 
-def view_bars(report: Mapping[str, Any]) -> list[ViewBars]:
+def view_bars(report: Report) -> list[ViewBars]:
     families = {tasks.FAMILY_SHORT[f]: report["families"][f]["score"] for f in tasks.FAMILIES}
     families["Overall"] = report["overall"]["score"]
     per_task: dict[str, float | None] = {

@@ -16,22 +16,159 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import NotRequired, TypedDict, cast
 
+from apmbench.harness.reports.head import RunFacts
+from apmbench.harness.run.records import InstanceRow
 from apmbench.harness.scoring import measures
-from apmbench.harness.scoring.answers import FAILURE, REPAIRED, parse_choice
+from apmbench.harness.scoring.answers import (
+    FAILURE,
+    REPAIRED,
+    ChoiceGraded,
+    Graded,
+    parse_choice,
+)
+from apmbench.harness.suites.base import Row as SharedRow
+from apmbench.harness.suites.base import ScoringRecord
 from apmbench.harness.suites.egoprobe import prompts
 from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES, QUESTION_TYPES
 from apmbench.harness.suites.egoprobe.plan import R1, R2, SINGLE, Item
 
+
+class Chance(TypedDict):
+    single_turn: float
+    r1: float
+    two_turn: float
+
+
 SCHEMA_VERSION = 2
-CHANCE = {"single_turn": 25.0, "r1": 50.0, "two_turn": 12.5}
+CHANCE: Chance = {"single_turn": 25.0, "r1": 50.0, "two_turn": 12.5}
 EVENT_GROUPS = ("1", "2", ">=3")
 FINE_EVENT_GROUPS = ("1", "2", "3", "4", ">=5")
 
 
-def grade(item: Item, text: str) -> dict[str, Any]:
+class YesNoGrade(Graded):
+    """A dialogue's R1 (is the event as asked?): yes, no or unparsed."""
+
+    affirmative: bool | None
+    correct: bool
+
+
+class ChoiceGrade(ChoiceGraded):
+    """A four-option question (single-turn or a dialogue's R2) and the kind of its error."""
+
+    event_linked_error: bool
+    other_error: bool
+
+
+class Row(InstanceRow):
+    """One EgoProbe instance row: the runner's fields, the ask's (`plan._fields`) and a
+    `YesNoGrade` (R1) or `ChoiceGrade` (the others)."""
+
+    video_id: str
+    trajectory_id: str
+    round: str
+    question_id: str
+    dialogue_id: str | None
+    subset: str
+    bucket: str
+    recall_s: float
+    event_distractors: int
+    event_count: int
+    question_type: NotRequired[str]
+    answer: str | None
+    format: str
+    format_reason: str
+    correct: bool
+    affirmative: NotRequired[bool | None]
+    correct_option_id: NotRequired[str]
+    event_linked_error: NotRequired[bool]
+    other_error: NotRequired[bool]
+
+
+def rows(instances: Sequence[SharedRow]) -> list[Row]:
+    """The shared machinery's rows as this suite's: each was built from one of its asks
+    (`plan._fields`) and graded by `grade`."""
+    return [cast(Row, r) for r in instances]
+
+
+class Accuracy(TypedDict):
+    n: int
+    accuracy: float | None
+
+
+class BySubset(TypedDict):
+    all: Accuracy
+    base: Accuracy
+    echo: Accuracy
+
+
+class RandomChoice(TypedDict):
+    accuracy: float | None
+    event_error: float | None
+    other_error: float | None
+
+
+class EventGroup(TypedDict):
+    n: int
+    accuracy: float | None
+    event_error: float | None
+    other_error: float | None
+    random: RandomChoice
+    """What a uniform guess would score on the group."""
+
+
+class EventLinked(TypedDict):
+    by_event_count: dict[str, EventGroup]
+    by_event_count_fine: NotRequired[dict[str, EventGroup]]
+    """Table 8's finer groups (absent in older reports)."""
+    wrong_answers: int
+    wrong_echo_answers: int
+    share_event_linked: float | None
+    share_other: float | None
+
+
+class Outcomes(TypedDict):
+    r1_wrong: float | None
+    r1_right_r2_wrong: float | None
+    both_right: float | None
+
+
+class Dialogues(TypedDict):
+    n: int
+    r1_accuracy: float | None
+    two_turn_accuracy: float | None
+    reached_r2: int
+    outcomes: Outcomes
+
+
+class FormatFailures(TypedDict):
+    total: int
+    repaired: int
+    queries: int
+    by_round: dict[str, int]
+
+
+class Report(RunFacts):
+    """report.json of an EgoProbe run."""
+
+    schema_version: int
+    benchmark: str
+    scoring: ScoringRecord
+    single_turn: BySubset
+    buckets: dict[str, BySubset]
+    question_types: NotRequired[dict[str, BySubset]]
+    """By the question types the dataset names (absent in older reports)."""
+    dialogues: Dialogues
+    event_linked: EventLinked
+    chance: Chance
+    format_failures: FormatFailures
+    latency: measures.LatencyAndIngest
+    storage: measures.Storage
+
+
+def grade(item: Item, text: str) -> YesNoGrade | ChoiceGrade:
     q = item.question
     if item.round == R1:
         parsed = parse_choice(text, [(c.option_id, c.text) for c in prompts.YES_NO])
@@ -61,7 +198,7 @@ def _pct(hits: int, n: int) -> float | None:
     return 100.0 * hits / n if n else None
 
 
-def accuracy(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def accuracy(rows: Iterable[Row]) -> Accuracy:
     rows = list(rows)
     return {"n": len(rows), "accuracy": _pct(sum(bool(r["correct"]) for r in rows), len(rows))}
 
@@ -71,14 +208,14 @@ def _group(n_events: int, fine: bool) -> str:
     return f">={cap}" if n_events >= cap else str(n_events)
 
 
-def _groups(echo: Sequence[Mapping[str, Any]], names: Sequence[str], fine: bool) -> dict[str, Any]:
+def _groups(echo: Sequence[Row], names: Sequence[str], fine: bool) -> dict[str, EventGroup]:
     """Echo questions grouped by the number of related events supporting an alternative
     answer (section 4.4's key, not the number of distinct distractors k): accuracy, both
     error rates, and the random-choice row. A uniform guess picks each option with
     probability 1/4, so over a group of N questions where question i offers k_i
     event-grounded options it expects 25 % accuracy, 100 * sum(k_i) / (4N) % event-linked
     errors and the rest, 75 % minus that, other errors."""
-    out: dict[str, Any] = {}
+    out: dict[str, EventGroup] = {}
     for name in names:
         rows = [r for r in echo if _group(int(r["event_count"]), fine) == name]
         n = len(rows)
@@ -97,7 +234,7 @@ def _groups(echo: Sequence[Mapping[str, Any]], names: Sequence[str], fine: bool)
     return out
 
 
-def event_linked(singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def event_linked(singles: Sequence[Row]) -> EventLinked:
     echo = [r for r in singles if r["subset"] == "echo"]
     wrong = [r for r in singles if not r["correct"]]
     wrong_echo = [r for r in echo if not r["correct"]]
@@ -115,12 +252,12 @@ def event_linked(singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def dialogues(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def dialogues(instances: Sequence[Row]) -> Dialogues:
     firsts = [r for r in instances if r["round"] == R1]
     seconds = {r["dialogue_id"]: r for r in instances if r["round"] == R2}
     n = len(firsts)
     r1_right = [r for r in firsts if r["correct"]]
-    both = [r for r in r1_right if seconds.get(r["dialogue_id"], {}).get("correct")]
+    both = [r for r in r1_right if (r2 := seconds.get(r["dialogue_id"])) and r2["correct"]]
     reached = sum(r["dialogue_id"] in seconds for r in firsts)
     return {
         "n": n,
@@ -135,33 +272,30 @@ def dialogues(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def buckets(singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for b in BUCKET_NAMES:
-        rows = [r for r in singles if r["bucket"] == b]
-        out[b] = {
-            "all": accuracy(rows),
-            "base": accuracy(r for r in rows if r["subset"] == "base"),
-            "echo": accuracy(r for r in rows if r["subset"] == "echo"),
-        }
-    return out
+def by_subset(rows: Sequence[Row]) -> BySubset:
+    """Accuracy over all the rows, and over those of each subset (Base, Echo)."""
+    return {
+        "all": accuracy(rows),
+        "base": accuracy(r for r in rows if r["subset"] == "base"),
+        "echo": accuracy(r for r in rows if r["subset"] == "echo"),
+    }
 
 
-def question_types(singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def buckets(singles: Sequence[Row]) -> dict[str, BySubset]:
+    return {b: by_subset([r for r in singles if r["bucket"] == b]) for b in BUCKET_NAMES}
+
+
+def question_types(singles: Sequence[Row]) -> dict[str, BySubset]:
     """Single-turn accuracy per question type the dataset names (section 3.4's kinds)."""
-    out: dict[str, Any] = {}
+    out: dict[str, BySubset] = {}
     for t in QUESTION_TYPES:
         rows = [r for r in singles if r.get("question_type") == t]
         if rows:
-            out[t] = {
-                "all": accuracy(rows),
-                "base": accuracy(r for r in rows if r["subset"] == "base"),
-                "echo": accuracy(r for r in rows if r["subset"] == "echo"),
-            }
+            out[t] = by_subset(rows)
     return out
 
 
-def format_failures(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def format_failures(instances: Sequence[Row]) -> FormatFailures:
     return {
         "total": sum(r["format"] == FAILURE for r in instances),
         "repaired": sum(r["format"] == REPAIRED for r in instances),
@@ -174,26 +308,23 @@ def format_failures(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def score(
-    instances: Sequence[Mapping[str, Any]],
-    sessions: Sequence[Mapping[str, Any]],
-    scoring: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    instances_: Sequence[SharedRow],
+    sessions: Sequence[measures.Pushed],
+    scoring: ScoringRecord | None = None,
+) -> Report:
+    instances = rows(instances_)
     singles = [r for r in instances if r["round"] == SINGLE]
     return {
         "schema_version": SCHEMA_VERSION,
         "benchmark": "egoprobe",
-        "scoring": dict(scoring or {}),
-        "single_turn": {
-            "all": accuracy(singles),
-            "base": accuracy(r for r in singles if r["subset"] == "base"),
-            "echo": accuracy(r for r in singles if r["subset"] == "echo"),
-        },
+        "scoring": (scoring or {}).copy(),
+        "single_turn": by_subset(singles),
         "buckets": buckets(singles),
         "question_types": question_types(singles),
         "dialogues": dialogues(instances),
         "event_linked": event_linked(singles),
-        "chance": CHANCE,
+        "chance": CHANCE.copy(),
         "format_failures": format_failures(instances),
-        "latency": {**measures.latency_of(instances), **measures.ingest(sessions)},
+        "latency": measures.latency_and_ingest(instances, sessions),
         "storage": measures.storage(sessions),
     }

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from apmbench.adapters.sdk.types import Choice, Query, QueryKind
+from apmbench.harness.json_types import JsonObject
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Ask, FollowUp, Segment, sorted_asks
 from apmbench.harness.suites.egoprobe import prompts
@@ -35,7 +35,7 @@ def _choices(q: Question) -> tuple[Choice, ...]:
     return tuple(Choice(o, text) for o, text in q.options)
 
 
-def _fields(item: Item) -> dict[str, Any]:
+def _fields(item: Item) -> JsonObject:
     q = item.question
     return {
         "video_id": q.video_id,
@@ -71,7 +71,7 @@ def single_ask(q: Question) -> Ask:
     return _ask(q.question_id, Item(SINGLE, q), query)
 
 
-def affirmative(graded: Mapping[str, Any]) -> bool:
+def affirmative(graded: Mapping[str, object]) -> bool:
     """R2 follows only a parsed "yes"; a "no" or an unparsable R1 ends the dialogue."""
     return graded.get("affirmative") is True
 

@@ -4,29 +4,57 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from rich.table import Table
 
+from apmbench.harness.json_types import JSON
 from apmbench.harness.reports.format import num, size, table
 from apmbench.harness.run.manifest import Manifest
-from apmbench.harness.suites.base import ComparedRun
+from apmbench.harness.suites.base import ComparedRun, ComparisonHead, RunLine
 from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES
-from apmbench.harness.suites.egoprobe.metrics import EVENT_GROUPS, FINE_EVENT_GROUPS
+from apmbench.harness.suites.egoprobe.metrics import (
+    EVENT_GROUPS,
+    FINE_EVENT_GROUPS,
+    Accuracy,
+    BySubset,
+    EventGroup,
+    Report,
+)
 
 BUCKET_PLOT = "accuracy_by_bucket.png"
 COMPARE_HEADER = ("System", "Base", "Echo", *BUCKET_NAMES, "R1", "Two-turn")
+
+Run = ComparedRun[Report]
+
+
+class ComparedRow(RunLine):
+    """One run's line of compare.json."""
+
+    single_turn: BySubset
+    buckets: dict[str, float | None]
+    r1_accuracy: float | None
+    two_turn_accuracy: float | None
+    share_event_linked: float | None
+
+
+class Comparison(ComparisonHead):
+    """compare.json of EgoProbe runs (the pipeline adds `headers`)."""
+
+    benchmark: str
+    runs: list[ComparedRow]
+    plots: list[str]
 
 
 def _p(value: float | None) -> str:
     return num(value, 1)
 
 
-def _acc(cell: Mapping[str, Any]) -> str:
+def _acc(cell: Accuracy) -> str:
     return f"{_p(cell['accuracy'])} (n={cell['n']})"
 
 
-def bucket_table(report: Mapping[str, Any]) -> list[str]:
+def bucket_table(report: Report) -> list[str]:
     rows = [
         [b, _acc(report["buckets"][b]["base"]), _acc(report["buckets"][b]["echo"]),
          _acc(report["buckets"][b]["all"])]
@@ -35,7 +63,7 @@ def bucket_table(report: Mapping[str, Any]) -> list[str]:
     return table(["Recall bucket", "Base", "Echo", "All"], rows)
 
 
-def type_table(report: Mapping[str, Any]) -> list[str]:
+def type_table(report: Report) -> list[str]:
     types = report.get("question_types") or {}
     if not types:
         return ["(the dataset names no question types)"]
@@ -43,7 +71,7 @@ def type_table(report: Mapping[str, Any]) -> list[str]:
     return table(["Question type", "Base", "Echo", "All"], rows)
 
 
-def two_turn_table(report: Mapping[str, Any]) -> list[str]:
+def two_turn_table(report: Report) -> list[str]:
     d = report["dialogues"]
     o = d["outcomes"]
     return table(
@@ -53,7 +81,7 @@ def two_turn_table(report: Mapping[str, Any]) -> list[str]:
     )  # fmt: skip
 
 
-def _event_rows(groups: Mapping[str, Any], names: Sequence[str]) -> list[list[str]]:
+def _event_rows(groups: Mapping[str, EventGroup], names: Sequence[str]) -> list[list[str]]:
     rows = []
     for k in names:
         g = groups[k]
@@ -66,17 +94,17 @@ def _event_rows(groups: Mapping[str, Any], names: Sequence[str]) -> list[list[st
     return rows
 
 
-def event_table(report: Mapping[str, Any]) -> list[str]:
+def event_table(report: Report) -> list[str]:
     linked = report["event_linked"]
     header = ["Echo group", "n", "Acc.", "Event err.", "Other err."]
     lines = table(header, _event_rows(linked["by_event_count"], EVENT_GROUPS))
-    if "by_event_count_fine" in linked:
+    if (fine := linked.get("by_event_count_fine")) is not None:
         lines += ["", "Table 8's finer groups:", ""]
-        lines += table(header, _event_rows(linked["by_event_count_fine"], FINE_EVENT_GROUPS))
+        lines += table(header, _event_rows(fine, FINE_EVENT_GROUPS))
     return lines
 
 
-def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+def render_markdown(report: Report, manifest: Mapping[str, JSON]) -> str:
     st = report["single_turn"]
     lat = report["latency"]["time_to_first_token_s"]
     linked = report["event_linked"]
@@ -131,7 +159,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
     return "\n".join(lines)
 
 
-def summary_tables(reports: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[Table]:
+def summary_tables(reports: Sequence[Report], names: Sequence[str]) -> list[Table]:
     main = Table(title="EgoProbe accuracy (%)")
     columns = ("System", "Base", "Echo", *BUCKET_NAMES, "R1", "Two-turn", "Event err.",
                "TTFT mean (s)", "Storage/hr")  # fmt: skip
@@ -141,7 +169,7 @@ def summary_tables(reports: Sequence[Mapping[str, Any]], names: Sequence[str]) -
         ttft = r["latency"]["time_to_first_token_s"]["mean"]
         events = [g for g in r["event_linked"]["by_event_count"].values() if g["n"]]
         n = sum(g["n"] for g in events)
-        event_err = sum(g["event_error"] * g["n"] for g in events) / n if n else None
+        event_err = sum((g["event_error"] or 0.0) * g["n"] for g in events) / n if n else None
         main.add_row(
             name,
             _p(r["single_turn"]["base"]["accuracy"]),
@@ -156,8 +184,8 @@ def summary_tables(reports: Sequence[Mapping[str, Any]], names: Sequence[str]) -
     return [main]
 
 
-def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
-    rows = []
+def comparison(runs: Sequence[Run]) -> Comparison:
+    rows: list[ComparedRow] = []
     for r in runs:
         rep = r.report
         rows.append(
@@ -182,8 +210,9 @@ def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
     }
 
 
-def plot_buckets(data: Mapping[str, Any], path: Path) -> None:
+def plot_buckets(data_: Mapping[str, object], path: Path) -> None:
     """Accuracy by recall bucket, one line per system, with the 25 % chance line."""
+    data = cast(Comparison, data_)  # what `comparison` returned
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -207,9 +236,8 @@ def plot_buckets(data: Mapping[str, Any], path: Path) -> None:
     fig.savefig(str(path))
 
 
-def render_comparison(
-    runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None
-) -> str:
+def render_comparison(runs: Sequence[Run], data_: Mapping[str, object], plot: str | None) -> str:
+    data = cast(Comparison, data_)  # what `comparison` returned, with the pipeline's headers
     rows = [
         [r["label"], _p(r["single_turn"]["base"]["accuracy"]),
          _p(r["single_turn"]["echo"]["accuracy"]), *(_p(r["buckets"][b]) for b in BUCKET_NAMES),

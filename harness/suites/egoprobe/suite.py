@@ -10,93 +10,82 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.table import Table
 
+from apmbench.harness.json_types import JSON
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Segment
+from apmbench.harness.run.records import SessionRecord
 from apmbench.harness.scoring.answers import FAILURE
-from apmbench.harness.suites.base import ComparedRun, Headline, Suite
+from apmbench.harness.suites.base import (
+    ComparedRun,
+    DatasetFormat,
+    Headline,
+    Row,
+    ScoringRecord,
+    Suite,
+    preset_writer,
+)
 from apmbench.harness.suites.egoprobe import metrics, report
 from apmbench.harness.suites.egoprobe.dataset import Dataset, load_dataset
+from apmbench.harness.suites.egoprobe.metrics import Report
 from apmbench.harness.suites.egoprobe.plan import Item, items, plan_video
 from apmbench.harness.suites.egoprobe.synth import PRESETS
 
 
-class EgoProbe(Suite[Dataset, Item, dict[str, Any]]):
+class EgoProbe(Suite[Dataset, Item, Report]):
     name: ClassVar[str] = "egoprobe"
     title: ClassVar[str] = "EgoProbe"
     scoring_schema: ClassVar[int] = metrics.SCHEMA_VERSION
 
     synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
 
-    def synthetic(self, preset: str, seed: int) -> Path:
-        from apmbench.harness.suites.egoprobe.synth import synthetic_dataset
-
-        self.check_preset(preset)
-        return synthetic_dataset(preset, seed)
-
-    def write_synthetic(self, preset: str, seed: int, out: Path) -> dict[str, int]:
-        from apmbench.harness.suites.egoprobe.synth import build
-
-        self.check_preset(preset)
-        return build(PRESETS[preset], seed, out)
-
-    def load(self, root: Path) -> Dataset:
-        return load_dataset(root)
-
-    def split(self, root: Path, public: Path, private: Path) -> None:
+    def dataset_format(self) -> DatasetFormat[Dataset]:
         from apmbench.harness.suites.egoprobe.split import split
+        from apmbench.harness.suites.egoprobe.synth import build, synthetic_dataset
 
-        split(root, public, private)
-
-    def load_labels(self, root: Path) -> Dataset:
-        return load_dataset(root, need_files=False)
+        return DatasetFormat(load_dataset, split, synthetic_dataset, preset_writer(PRESETS, build))
 
     def plan(self, dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
         return plan_video(dataset, trajectory)
 
-    def grade(self, item: Item, text: str) -> Mapping[str, Any]:
+    def grade(self, item: Item, text: str) -> metrics.YesNoGrade | metrics.ChoiceGrade:
         return metrics.grade(item, text)
 
-    def answer_key(self, graded: Mapping[str, Any]) -> object:
+    def answer_key(self, graded: Mapping[str, object]) -> object:
         return None if graded.get("format") == FAILURE else graded.get("answer")
 
     def items(self, dataset: Dataset) -> dict[str, Item]:
         return items(dataset)
 
     def score(
-        self,
-        instances: Sequence[Mapping[str, Any]],
-        sessions: Sequence[Mapping[str, Any]],
-        scoring: Mapping[str, Any],
-    ) -> dict[str, Any]:
+        self, instances: Sequence[Row], sessions: Sequence[SessionRecord], scoring: ScoringRecord
+    ) -> Report:
         return metrics.score(instances, sessions, scoring)
 
-    def headline(self, report_: Mapping[str, Any]) -> Headline:
-        return Headline(
-            utility=report_["single_turn"]["all"]["accuracy"],
-            utility_label="Single-turn accuracy",
-            ttft_mean_s=report_["latency"]["time_to_first_token_s"]["mean"],
-            storage_per_hour_bytes=report_["storage"]["storage_per_hour_bytes"],
+    def headline(self, report_: Report) -> Headline:
+        return Headline.measured(
+            report_["single_turn"]["all"]["accuracy"],
+            "Single-turn accuracy",
+            report_["latency"],
+            report_["storage"],
         )
 
-    def render(self, report_: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+    def render(self, report_: Report, manifest: Mapping[str, JSON]) -> str:
         return report.render_markdown(report_, manifest)
 
-    def summary_tables(
-        self, reports: Sequence[Mapping[str, Any]], names: Sequence[str]
-    ) -> list[Table]:
+    def summary_tables(self, reports: Sequence[Report], names: Sequence[str]) -> list[Table]:
         return report.summary_tables(reports, names)
 
-    def comparison(self, runs: Sequence[ComparedRun]) -> dict[str, Any]:
+    def comparison(self, runs: Sequence[ComparedRun[Report]]) -> report.Comparison:
         return report.comparison(runs)
 
-    def write_plots(self, data: Mapping[str, Any], out: Path) -> None:
+    def write_plots(self, data: Mapping[str, object], out: Path) -> None:
         report.plot_buckets(data, out / report.BUCKET_PLOT)
 
     def render_comparison(
-        self, runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None
+        self, runs: Sequence[ComparedRun[Report]], data: Mapping[str, object], plot: str | None
     ) -> str:
         return report.render_comparison(runs, data, plot)

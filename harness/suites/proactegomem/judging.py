@@ -15,18 +15,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
 
 from apmbench.harness.errors import JudgeReplyError
 from apmbench.harness.scoring.judge.judging import SCORED, JudgeOutcome, JudgeRequest
+from apmbench.harness.suites.base import MutableRow
 from apmbench.harness.suites.proactegomem import prompts
 from apmbench.harness.suites.proactegomem.metrics import (
     DEFAULT,
     Params,
+    Row,
     Span,
     clip_groups,
     gated,
     predictions,
+    rows,
     truths,
 )
 from apmbench.harness.suites.proactegomem.tools import INTERVENTION
@@ -38,7 +40,7 @@ CORRECTION = (
 )
 
 
-def read_similarity(reply: str) -> dict[str, Any]:
+def read_similarity(reply: str) -> dict[str, float]:
     text = reply.strip()
     try:
         value = float(text)
@@ -49,13 +51,11 @@ def read_similarity(reply: str) -> dict[str, Any]:
     return {"similarity": value}
 
 
-def _pairs(
-    instances: Sequence[Mapping[str, Any]], params: Params
-) -> Iterator[tuple[str, Mapping[str, Any], str, Span, Span]]:
+def _pairs(instances: Sequence[Row], params: Params) -> Iterator[tuple[str, Row, str, Span, Span]]:
     """(request id, the group's first row, level, truth, prediction) for every gated pair."""
-    for (level, clip), rows in clip_groups(instances).items():
-        head = rows[0]
-        steps = [(r["step_index"], r["time_ms"] / 1000.0, r["raw_output"]) for r in rows]
+    for (level, clip), group in clip_groups(instances).items():
+        head = group[0]
+        steps = [(r["step_index"], r["time_ms"] / 1000.0, r["raw_output"]) for r in group]
         preds, _ = predictions(level, head["task"], steps, head["clip_end_s"])
         gts = truths(level, head["task"], head["ground_truth"])
         for i, p in enumerate(preds):
@@ -69,9 +69,9 @@ def _request(key: str, instruction: str, ref: str, cand: str) -> JudgeRequest:
     return JudgeRequest(key, [{"role": "user", "content": content}], CORRECTION, read_similarity)
 
 
-def requests(instances: Sequence[dict[str, Any]], params: Params = DEFAULT) -> list[JudgeRequest]:
+def requests(instances: Sequence[MutableRow], params: Params = DEFAULT) -> list[JudgeRequest]:
     out = []
-    for key, head, level, truth, pred in _pairs(instances, params):
+    for key, head, level, truth, pred in _pairs(rows(instances), params):
         if level == INTERVENTION:
             out.append(_request(key, prompts.JUDGE_INTERVENTION, truth.text, pred.text))
             if pred.closing:
@@ -85,15 +85,16 @@ def requests(instances: Sequence[dict[str, Any]], params: Params = DEFAULT) -> l
     return out
 
 
-def apply(instances: Sequence[dict[str, Any]], outcomes: Mapping[str, JudgeOutcome]) -> None:
+def apply(instances: Sequence[MutableRow], outcomes: Mapping[str, JudgeOutcome]) -> None:
     """Each group's first row gets {"i,j": similarity or None (unjudged)} for its gated pairs."""
-    heads = {(lv, clip): rows[0] for (lv, clip), rows in clip_groups(instances).items()}
+    heads = {(lv, clip): group[0] for (lv, clip), group in clip_groups(rows(instances)).items()}
     for key, outcome in outcomes.items():
-        table = "closing" if key.startswith(CLOSE) else "similarity"
         level, clip, i, j = key.removeprefix(CLOSE).split("|")
         head = heads[(level, clip)]
-        assert isinstance(head, dict)
         value = None
         if outcome.status == SCORED and outcome.verdict is not None:
             value = float(outcome.verdict["similarity"])
-        head.setdefault(table, {})[f"{i},{j}"] = value
+        if key.startswith(CLOSE):
+            head.setdefault("closing", {})[f"{i},{j}"] = value
+        else:
+            head.setdefault("similarity", {})[f"{i},{j}"] = value

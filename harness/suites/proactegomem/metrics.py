@@ -25,15 +25,19 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired, TypedDict, cast
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from apmbench.harness.reports.head import RunFacts
+from apmbench.harness.run.records import InstanceRow
 from apmbench.harness.scoring import measures
-from apmbench.harness.scoring.answers import parse_choice
+from apmbench.harness.scoring.answers import ChoiceGraded, parse_choice
+from apmbench.harness.suites.base import Row as SharedRow
+from apmbench.harness.suites.base import ScoringRecord
 from apmbench.harness.suites.proactegomem import prompts
 from apmbench.harness.suites.proactegomem.dataset import TASKS
 from apmbench.harness.suites.proactegomem.tools import INTERVENTION, NOTIFICATION, replay
@@ -41,6 +45,146 @@ from apmbench.harness.suites.proactegomem.tools import INTERVENTION, NOTIFICATIO
 SCHEMA_VERSION = 1
 START_TAUS = (0.2, 0.5, 1.0, 2.0)
 IOU_TAUS = (0.3, 0.5, 0.7)
+
+Similarities = dict[str, float | None]
+"""A group's judged pairs: "prediction,truth" index -> similarity (None: unjudged)."""
+
+
+class StepGrade(TypedDict):
+    """A step's grading: whether it parsed (its effect is replayed by `score`)."""
+
+    format: str
+    format_reason: str
+
+
+ChoiceGrade = ChoiceGraded
+"""A memory question's grading."""
+
+
+class Row(InstanceRow):
+    """One ProactEgoMem instance row: the runner's fields, the ask's (`plan.plan_clip`: a
+    step's or a memory question's, by `role`) and its grading. The judging pass writes
+    the similarities of a group's pairs into the group's first step row."""
+
+    role: str
+    trajectory_id: str
+    task: str
+    format: str
+    format_reason: str
+    labels_withheld: NotRequired[bool]
+    # A step's:
+    level: NotRequired[str]
+    step_index: NotRequired[int]
+    clip_end_s: NotRequired[float]
+    ground_truth: NotRequired[str]
+    """The clip's events as JSON (what `truths` reads)."""
+    synthetic: NotRequired[bool]
+    track: NotRequired[str]
+    similarity: NotRequired[Similarities]
+    closing: NotRequired[Similarities]
+    # A memory question's:
+    condition: NotRequired[str]
+    question_id: NotRequired[str]
+    category: NotRequired[str]
+    answer: NotRequired[str | None]
+    correct_option_id: NotRequired[str]
+    correct: NotRequired[bool]
+
+
+def rows(instances: Sequence[SharedRow]) -> list[Row]:
+    """The shared machinery's rows as this suite's: each was built from one of its asks
+    (`plan.plan_clip`) and graded by `ProactEgoMem.grade`."""
+    return [cast(Row, r) for r in instances]
+
+
+class SignedErrors(TypedDict):
+    """The signed start errors of matched pairs: quartiles and the sorted values."""
+
+    n: int
+    median: float | None
+    q1: float | None
+    q3: float | None
+    values: list[float]
+
+
+class ClosingCell(TypedDict):
+    matched: int
+    correct: int
+    share: float | None
+
+
+class Metrics(TypedDict):
+    """One level's metric groups over some clips (`summarize`); every number the matching
+    decides is None when it is not computed (real data without a judge)."""
+
+    predictions: int
+    ground_truth: int
+    matched: int | None
+    start_at: dict[str, float] | None
+    abs_error_s: float | None
+    abs_error_sd_s: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    start_error_s: SignedErrors | None
+    late_share: float | None
+    miou: NotRequired[float | None]
+    """Intervention Level only, as are `iou_at` and `closing_message`."""
+    iou_at: NotRequired[dict[str, float] | None]
+    closing_message: NotRequired[ClosingCell | None]
+
+
+class ToolCounts(TypedDict):
+    invalid_calls: int
+    unparseable: int
+    tool_calls: int
+
+
+class StepCounts(ToolCounts):
+    steps: int
+
+
+class Level(Metrics, StepCounts):
+    """A level pooled over every clip, with its counts, per task and per clip."""
+
+    by_task: dict[str, Metrics]
+    clips: dict[str, Metrics]
+
+
+class TaskAccuracy(TypedDict):
+    n: int
+    accuracy: float
+
+
+class QACell(TypedDict):
+    """Memory QA accuracy under one memory condition."""
+
+    n: int
+    accuracy: float | None
+    by_category: dict[str, float]
+    by_task: dict[str, TaskAccuracy]
+    not_run: NotRequired[str]
+
+
+class View(TypedDict):
+    name: str
+    text: str
+
+
+class Report(RunFacts):
+    """report.json of a ProactEgoMem run."""
+
+    schema_version: int
+    benchmark: str
+    scoring: ScoringRecord
+    similarity: str
+    per_step_view: View
+    track: str | None
+    matching: dict[str, float]
+    levels: dict[str, Level]
+    qa: dict[str, QACell]
+    latency: measures.LatencyAndIngest
+    storage: measures.Storage
 
 
 @dataclass(frozen=True)
@@ -138,7 +282,7 @@ def match(
     return sorted(pairs, key=lambda q: q.truth)
 
 
-def _signed(pairs: Sequence[Pair]) -> dict[str, Any]:
+def _signed(pairs: Sequence[Pair]) -> SignedErrors:
     """The distribution of Δ = predicted - true start over matched pairs: quartiles and the
     sorted values themselves (a plot reads them)."""
     deltas = sorted(q.delta for q in pairs)
@@ -154,14 +298,14 @@ def _signed(pairs: Sequence[Pair]) -> dict[str, Any]:
     }
 
 
-def summarize(pairs: Sequence[Pair], n_pred: int, n_truth: int, level: str) -> dict[str, Any]:
+def summarize(pairs: Sequence[Pair], n_pred: int, n_truth: int, level: str) -> Metrics:
     """The metric groups of one level, pooled over whatever `pairs` cover."""
     matched = len(pairs)
     errors = [abs(q.delta) for q in pairs]
     precision = matched / n_pred if n_pred else 0.0
     recall = matched / n_truth if n_truth else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    out: dict[str, Any] = {
+    out: Metrics = {
         "predictions": n_pred,
         "ground_truth": n_truth,
         "matched": matched,
@@ -218,7 +362,7 @@ def word_match(truth: Span, pred: Span) -> float:
 # -- grading --------------------------------------------------------------------------------
 
 
-def grade_qa(choices: Sequence[tuple[str, str]], answer: str, text: str) -> dict[str, Any]:
+def grade_qa(choices: Sequence[tuple[str, str]], answer: str, text: str) -> ChoiceGrade:
     parsed = parse_choice(text, list(choices))
     return {
         "answer": parsed.option,
@@ -234,16 +378,17 @@ def grade_qa(choices: Sequence[tuple[str, str]], answer: str, text: str) -> dict
 
 def predictions(
     level: str, task: str, steps: Iterable[tuple[int, float, str]], end_s: float
-) -> tuple[list[Span], dict[str, int]]:
+) -> tuple[list[Span], ToolCounts]:
     """A clip's predictions at one level from its recorded raw answers, replayed."""
     state, actions = replay(task, level, steps)
-    counts = {
+    counts: ToolCounts = {
         "invalid_calls": state.invalid_calls,
         "unparseable": state.unparseable,
         "tool_calls": sum(a["kind"] == "tool_call" for a in actions),
     }
     if level == NOTIFICATION:
-        spans = [Span(a["time_sec"], a["time_sec"], a["message"]) for a in actions]
+        # At this level every action is a message (never None: a step without one acts not).
+        spans = [Span(a["time_sec"], a["time_sec"], a["message"] or "") for a in actions]
         return spans, counts
     spans = [
         Span(
@@ -265,11 +410,9 @@ def truths(level: str, task: str, ground_truth: str) -> list[Span]:
     return [Span(e["start_s"], e["start_s"], e["object"]) for e in events]
 
 
-def clip_groups(
-    instances: Sequence[Mapping[str, Any]],
-) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+def clip_groups(instances: Sequence[Row]) -> dict[tuple[str, str], list[Row]]:
     """Step rows by (level, clip), each group in step order."""
-    clips: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    clips: dict[tuple[str, str], list[Row]] = {}
     for r in instances:
         if r.get("role") == "step":
             clips.setdefault((r["level"], r["trajectory_id"]), []).append(r)
@@ -277,10 +420,9 @@ def clip_groups(
 
 
 def _judged(
-    head: Mapping[str, Any], preds: Sequence[Span], gts: Sequence[Span]
+    table: Similarities, preds: Sequence[Span], gts: Sequence[Span]
 ) -> Callable[[Span, Span], float]:
     """The judge's similarities of one group (an unjudged pair: 0, no edge)."""
-    table = head["similarity"]
     index = {id(p): i for i, p in enumerate(preds)} | {id(t): j for j, t in enumerate(gts)}
 
     def sim(truth: Span, pred: Span) -> float:
@@ -290,14 +432,14 @@ def _judged(
     return sim
 
 
-def _closing(pairs: Sequence[Pair], table: Mapping[str, Any] | None) -> tuple[int, int]:
+def _closing(pairs: Sequence[Pair], table: Similarities | None) -> tuple[int, int]:
     """(matched pairs, those whose closing message the judge accepted: >= 0.5)."""
     table = table or {}
     good = sum(float(table.get(f"{q.pred},{q.truth}") or 0.0) >= 0.5 for q in pairs)
     return len(pairs), good
 
 
-def _closing_cell(counts: Sequence[int] | None) -> dict[str, Any] | None:
+def _closing_cell(counts: Sequence[int] | None) -> ClosingCell | None:
     if counts is None:
         return None
     n, good = counts
@@ -309,21 +451,21 @@ def _share(k: int, n: int) -> float | None:
 
 
 def score_levels(
-    instances: Sequence[Mapping[str, Any]],
+    instances: Sequence[Row],
     sim: Callable[[Span, Span], float] = word_match,
     params: Params = Params(),
     closing_judged: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, Level]:
     """Per level: the metrics pooled, per task and per clip; at the Intervention Level with
     `closing_judged`, the share of matched trackers whose closing message the judge accepted
     (section 5.6: explanations conditioned on true positives)."""
     clips = clip_groups(instances)
-    out: dict[str, Any] = {}
+    out: dict[str, Level] = {}
     for level in (INTERVENTION, NOTIFICATION):
         pooled: list[Pair] = []
         n_pred = n_truth = 0
-        counts = {"invalid_calls": 0, "unparseable": 0, "tool_calls": 0, "steps": 0}
-        per_clip: dict[str, Any] = {}
+        counts: StepCounts = {"invalid_calls": 0, "unparseable": 0, "tool_calls": 0, "steps": 0}
+        per_clip: dict[str, Metrics] = {}
         # The paper reports each task (IC, ST, LT) on its own: pooled per task as well.
         tasks: dict[str, tuple[list[Pair], list[int]]] = {}
         closing = [0, 0]
@@ -335,7 +477,8 @@ def score_levels(
             steps = [(r["step_index"], r["time_ms"] / 1000.0, r["raw_output"]) for r in rows]
             preds, c = predictions(level, head["task"], steps, head["clip_end_s"])
             gts = truths(level, head["task"], head["ground_truth"])
-            group_sim = _judged(head, preds, gts) if "similarity" in head else sim
+            judged = head.get("similarity")
+            group_sim = sim if judged is None else _judged(judged, preds, gts)
             pairs = match(preds, gts, group_sim, level, params)
             if level == INTERVENTION:
                 n_ok = _closing(pairs, head.get("closing"))
@@ -351,8 +494,9 @@ def score_levels(
             task_pairs += pairs
             task_counts[0] += len(preds)
             task_counts[1] += len(gts)
-            for k, v in c.items():
-                counts[k] += v
+            counts["invalid_calls"] += c["invalid_calls"]
+            counts["unparseable"] += c["unparseable"]
+            counts["tool_calls"] += c["tool_calls"]
             counts["steps"] += len(rows)
             per_clip[clip] = summarize(pairs, len(preds), len(gts), level)
         if not per_clip:
@@ -369,10 +513,11 @@ def score_levels(
             "clips": per_clip,
         }
         if level == INTERVENTION:
-            judged = closing_judged
-            out[level]["closing_message"] = _closing_cell(closing if judged else None)
+            out[level]["closing_message"] = _closing_cell(closing if closing_judged else None)
             for t, cell in by_task.items():
-                cell["closing_message"] = _closing_cell(closing_by_task[t] if judged else None)
+                cell["closing_message"] = _closing_cell(
+                    closing_by_task[t] if closing_judged else None
+                )
     return out
 
 
@@ -381,11 +526,11 @@ ORACLE_WITHHELD = "labels withheld at evaluation: the Oracle Memory condition sh
 condition lists the ground-truth events to the system, which the public part must not hold."""
 
 
-def qa_accuracy(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def qa_accuracy(instances: Sequence[Row]) -> dict[str, QACell]:
     """Accuracy per memory condition; on a run whose labels were withheld the Oracle Memory
     cell says it was not run (`not_run`), with n 0 and no accuracy."""
     withheld = any(r.get("labels_withheld") for r in instances)
-    out: dict[str, Any] = {}
+    out: dict[str, QACell] = {}
     for condition in prompts.CONDITIONS:
         rows = [r for r in instances if r.get("role") == "qa" and r["condition"] == condition]
         hits = sum(bool(r["correct"]) for r in rows)
@@ -410,7 +555,7 @@ def qa_accuracy(instances: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-PER_STEP_VIEW = {
+PER_STEP_VIEW: View = {
     "name": "streamed",
     "text": (
         "streamed: every frame once, in order, to one stateful system per pass; each step's "
@@ -424,31 +569,48 @@ PER_STEP_VIEW = {
 of 10 frames per step; this harness measures memory systems, which see the stream)."""
 
 
-def _not_computed(cell: dict[str, Any]) -> None:
+def _blank(cell: Metrics) -> None:
+    """Blank every number of `cell` the matching decides (`JUDGED`; counts stay)."""
+    cell["matched"] = None
+    cell["start_at"] = None
+    cell["abs_error_s"] = None
+    cell["abs_error_sd_s"] = None
+    cell["precision"] = None
+    cell["recall"] = None
+    cell["f1"] = None
+    cell["start_error_s"] = None
+    cell["late_share"] = None
+    if "miou" in cell:
+        cell["miou"] = None
+    if "iou_at" in cell:
+        cell["iou_at"] = None
+    if "closing_message" in cell:
+        cell["closing_message"] = None
+
+
+def _not_computed(cell: Level) -> None:
     """Blank every matched number of a level cell, its tasks and clips (counts stay)."""
-    for key in JUDGED:
-        if key in cell:
-            cell[key] = None
-    for nested in ("by_task", "clips"):
-        for sub in cell.get(nested, {}).values():
-            _not_computed(sub)
+    _blank(cell)
+    for sub in (*cell["by_task"].values(), *cell["clips"].values()):
+        _blank(sub)
 
 
 def _unjudged(truth: Span, pred: Span) -> float:
     return 0.0
 
 
-def _track(steps: Sequence[Mapping[str, Any]]) -> str | None:
+def _track(steps: Sequence[Row]) -> str | None:
     """The dataset's track (the paper's Daily or Sci), when it names one."""
     tracks = {str(r["track"]) for r in steps if r.get("track")}
     return ", ".join(sorted(tracks)) or None
 
 
 def score(
-    instances: Sequence[Mapping[str, Any]],
-    sessions: Sequence[Mapping[str, Any]],
-    scoring: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    instances_: Sequence[SharedRow],
+    sessions: Sequence[measures.Pushed],
+    scoring: ScoringRecord | None = None,
+) -> Report:
+    instances = rows(instances_)
     params = Params()
     judged = [r["similarity"] for r in instances if "similarity" in r]
     judge_kind = str(((scoring or {}).get("judge") or {}).get("kind", "none"))
@@ -469,13 +631,13 @@ def score(
     return {
         "schema_version": SCHEMA_VERSION,
         "benchmark": "proactegomem",
-        "scoring": dict(scoring or {}),
+        "scoring": (scoring or {}).copy(),
         "similarity": similarity,
         "per_step_view": PER_STEP_VIEW,
         "track": _track(steps),
         "matching": params.as_dict(),
         "levels": levels,
         "qa": qa_accuracy(instances),
-        "latency": {**measures.latency_of(instances), **measures.ingest(sessions)},
+        "latency": measures.latency_and_ingest(instances, sessions),
         "storage": measures.storage(sessions),
     }

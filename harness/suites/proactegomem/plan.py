@@ -25,9 +25,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from apmbench.adapters.sdk.types import Choice, Query, QueryKind
+from apmbench.harness.json_types import JsonObject
 from apmbench.harness.media.frames import frame_times
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Ask, AskState, Segment
@@ -61,7 +61,7 @@ class QAItem:
 
 def step_schema(level: str, task: str) -> str:
     if level == NOTIFICATION:
-        schema: dict[str, Any] = {
+        schema: JsonObject = {
             "type": "object",
             "properties": {"message": {"type": ["string", "null"]}},
             "required": ["message"],
@@ -185,12 +185,10 @@ class _Steps:
         window = frame_window(self.run.frame_secs, now)
         return replace(query, prompt=render_step(self.prompt, self.state.context(now), window))
 
-    def update(self, ask: Ask, record: dict[str, Any]) -> None:
-        item = ask.item
-        assert isinstance(item, StepItem)
-        record["actions"] = self.state.apply(
-            item.step_index, ask.time_ms / 1000.0, record["raw_output"]
-        )
+    def update(self, ask: Ask, record: dict[str, object]) -> None:
+        item, raw = ask.item, record["raw_output"]
+        assert isinstance(item, StepItem) and isinstance(raw, str)
+        record["actions"] = self.state.apply(item.step_index, ask.time_ms / 1000.0, raw)
 
 
 class _Questions:
@@ -213,7 +211,7 @@ class _Questions:
         )
         return replace(query, prompt=prompt)
 
-    def update(self, ask: Ask, record: dict[str, Any]) -> None:
+    def update(self, ask: Ask, record: dict[str, object]) -> None:
         record["memory"] = self.run.memory(self.condition)
 
 
@@ -271,7 +269,7 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
         ]
     )
     # Survives `score --labels`, which replaces only the fields the labelled plan has.
-    marked = {"labels_withheld": True} if dataset.labels_withheld else {}
+    marked: JsonObject = {"labels_withheld": True} if dataset.labels_withheld else {}
     segments: list[Segment] = []
     for n, level in enumerate(dataset.levels):
         schema = step_schema(level, clip.task)
@@ -279,7 +277,7 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
         for k, t in enumerate(times):
             # The prompt is rendered from the tool state just before the step is asked.
             query = Query("", t, QueryKind.DECISION, "", "", answer_schema=schema)
-            fields = {
+            fields: JsonObject = {
                 "role": "step",
                 "trajectory_id": clip.clip_id,
                 "level": level,
@@ -334,7 +332,7 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
                 choices,
                 answer_schema=qa_schema(),
             )
-            fields = {
+            qa_fields: JsonObject = {
                 "role": "qa",
                 "trajectory_id": clip.clip_id,
                 "condition": condition,
@@ -344,7 +342,7 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
                 **marked,
             }
             iid = qa_instance(q.question_id, condition)
-            asks.append(Ask(iid, 0, session.end_ms, query, QAItem(q, condition), fields))
+            asks.append(Ask(iid, 0, session.end_ms, query, QAItem(q, condition), qa_fields))
         segments.append(
             Segment(
                 kind="after",

@@ -4,16 +4,42 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import cast
 
 from rich.table import Table
 
+from apmbench.harness.json_types import JSON
 from apmbench.harness.reports.format import num, size, table
 from apmbench.harness.run.manifest import Manifest
-from apmbench.harness.suites.base import ComparedRun
+from apmbench.harness.suites.base import ComparedRun, ComparisonHead, RunLine
 from apmbench.harness.suites.proactegomem import prompts
-from apmbench.harness.suites.proactegomem.metrics import IOU_TAUS, START_TAUS
+from apmbench.harness.suites.proactegomem.metrics import (
+    IOU_TAUS,
+    START_TAUS,
+    Level,
+    Metrics,
+    QACell,
+    Report,
+)
 from apmbench.harness.suites.proactegomem.tools import INTERVENTION, LEVELS
+
+Run = ComparedRun[Report]
+
+
+class ComparedRow(RunLine):
+    """One run's line of compare.json."""
+
+    cells: list[str]
+    """The summary table's cells (`SUMMARY_COLUMNS` after the system)."""
+
+
+class Comparison(ComparisonHead):
+    """compare.json of ProactEgoMem runs (the pipeline adds `headers`)."""
+
+    benchmark: str
+    views: list[str]
+    runs: list[ComparedRow]
+
 
 LEVEL_HEADER = ("Level", "Start@0.2", "Abs Δs (s)", "σ (s)", "Prec", "Recall", "F1", "mIoU")
 
@@ -22,15 +48,13 @@ def _p(value: float | None) -> str:
     return num(value, 1)
 
 
-def start_at(cell: Mapping[str, Any] | None, tau: str = "0.2") -> float | None:
+def start_at(cell: Metrics | None, tau: str = "0.2") -> float | None:
     """Start@tau of a level cell; None when not computed (no judge on real data)."""
-    if cell is None or cell.get("start_at") is None:
-        return None
-    value: float = cell["start_at"][tau]
-    return value
+    taus = None if cell is None else cell.get("start_at")
+    return None if taus is None else taus[tau]
 
 
-def level_row(name: str, cell: Mapping[str, Any] | None) -> list[str]:
+def level_row(name: str, cell: Metrics | None) -> list[str]:
     if cell is None:
         return [name, *("n/a" for _ in LEVEL_HEADER[1:])]
     return [
@@ -49,17 +73,18 @@ PAPER_ORDER = ("IC", "ST", "LT")
 """The paper's order of its tasks in its tables."""
 
 
-def _level_rows(levels: Mapping[str, Any]) -> list[list[str]]:
+def _level_rows(levels: Mapping[str, Level]) -> list[list[str]]:
     """Each level's totals, then one row per task it played (the paper reports each task)."""
     rows = []
     for lv in LEVELS:
-        rows.append(level_row(lv, levels.get(lv)))
-        by_task = (levels.get(lv) or {}).get("by_task", {})
+        cell = levels.get(lv)
+        rows.append(level_row(lv, cell))
+        by_task = {} if cell is None else cell.get("by_task", {})
         rows += [level_row(f"{lv} · {t}", by_task[t]) for t in PAPER_ORDER if t in by_task]
     return rows
 
 
-def _matching(params: Mapping[str, Any]) -> str:
+def _matching(params: Mapping[str, float]) -> str:
     """The matcher's parameters as report.json names them ("min_sim 0.5, alpha 0.5, ..."),
     not a Python dict."""
     return ", ".join(
@@ -67,7 +92,7 @@ def _matching(params: Mapping[str, Any]) -> str:
     )
 
 
-def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+def render_markdown(report: Report, manifest: Mapping[str, JSON]) -> str:
     levels = report["levels"]
     lines = [
         f"# ProactEgoMem report: {Manifest.of(manifest).system_name}",
@@ -117,7 +142,8 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
         if cell["matched"] is None:
             continue
         if lv == INTERVENTION:
-            ious = ", ".join(f"IoU@{t:g} {_p(cell['iou_at'][f'{t:g}'])}" for t in IOU_TAUS)
+            at = cell.get("iou_at") or {}
+            ious = ", ".join(f"IoU@{t:g} {_p(at.get(f'{t:g}'))}" for t in IOU_TAUS)
             lines.append(f"  {ious}.")
     qa = report["qa"]
     present = [t for t in PAPER_ORDER if any(t in qa[c].get("by_task", {}) for c in qa)]
@@ -132,7 +158,7 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
                     c,
                     "not run" if "not_run" in qa[c] else str(qa[c]["n"]),
                     _p(qa[c]["accuracy"]),
-                    *(_p(qa[c].get("by_task", {}).get(t, {}).get("accuracy")) for t in present),
+                    *(_p(_task_accuracy(qa[c], t)) for t in present),
                 ]
                 for c in prompts.CONDITIONS
             ],
@@ -149,17 +175,22 @@ def render_markdown(report: Mapping[str, Any], manifest: Mapping[str, Any]) -> s
     return "\n".join(lines)
 
 
-def _track(report: Mapping[str, Any]) -> str:
+def _task_accuracy(cell: QACell, task: str) -> float | None:
+    entry = cell.get("by_task", {}).get(task)
+    return None if entry is None else entry["accuracy"]
+
+
+def _track(report: Report) -> str:
     track = report.get("track")
     return f"Track: {track}. " if track else ""
 
 
-def _view(report: Mapping[str, Any]) -> str:
+def _view(report: Report) -> str:
     view = report.get("per_step_view")
     return str(view["text"]) if view else "streamed (recorded before the view was named)"
 
 
-def _cells(r: Mapping[str, Any]) -> list[str]:
+def _cells(r: Report) -> list[str]:
     iv = r["levels"].get(INTERVENTION)
     nt = r["levels"].get("notification")
     qa = r["qa"]
@@ -188,7 +219,7 @@ SUMMARY_COLUMNS = (
 )
 
 
-def summary_tables(reports: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[Table]:
+def summary_tables(reports: Sequence[Report], names: Sequence[str]) -> list[Table]:
     main = Table(title="ProactEgoMem (%; errors in s)")
     for column in SUMMARY_COLUMNS:
         main.add_column(column, justify="left" if column == "System" else "right")
@@ -197,8 +228,8 @@ def summary_tables(reports: Sequence[Mapping[str, Any]], names: Sequence[str]) -
     return [main]
 
 
-def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
-    rows = []
+def comparison(runs: Sequence[Run]) -> Comparison:
+    rows: list[ComparedRow] = []
     for r in runs:
         iv = r.report["levels"].get(INTERVENTION)
         rows.append(
@@ -219,9 +250,8 @@ def comparison(runs: Sequence[ComparedRun]) -> dict[str, Any]:
     }
 
 
-def render_comparison(
-    runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None
-) -> str:
+def render_comparison(runs: Sequence[Run], data_: Mapping[str, object], plot: str | None) -> str:
+    data = cast(Comparison, data_)  # what `comparison` returned, with the pipeline's headers
     rows = [[r["label"], *r["cells"]] for r in data["runs"]]
     lines = ["# ProactEgoMem comparison", "", *table(list(SUMMARY_COLUMNS), rows), ""]
     if plot:

@@ -10,23 +10,34 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.table import Table
 
+from apmbench.harness.json_types import JSON
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Segment
+from apmbench.harness.run.records import SessionRecord
 from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
-from apmbench.harness.suites.base import ComparedRun, Headline, Suite
+from apmbench.harness.suites.base import (
+    ComparedRun,
+    DatasetFormat,
+    Headline,
+    MutableRow,
+    Row,
+    ScoringRecord,
+    Suite,
+    preset_writer,
+)
 from apmbench.harness.suites.proactegomem import judging, metrics, prompts, report
 from apmbench.harness.suites.proactegomem.dataset import Dataset, load_dataset
+from apmbench.harness.suites.proactegomem.metrics import Report
 from apmbench.harness.suites.proactegomem.plan import QAItem, StepItem, items, plan_clip
 from apmbench.harness.suites.proactegomem.synth import PRESETS
 from apmbench.harness.suites.proactegomem.tools import parse_step
 
 
-class ProactEgoMem(Suite[Dataset, StepItem | QAItem, dict[str, Any]]):
+class ProactEgoMem(Suite[Dataset, StepItem | QAItem, Report]):
     name: ClassVar[str] = "proactegomem"
     title: ClassVar[str] = "ProactEgoMem"
     scoring_schema: ClassVar[int] = metrics.SCHEMA_VERSION
@@ -35,33 +46,16 @@ class ProactEgoMem(Suite[Dataset, StepItem | QAItem, dict[str, Any]]):
     # Section 5.2: one step per second, each with the frame of that second.
     required_fps: ClassVar[float | None] = 1.0
 
-    def synthetic(self, preset: str, seed: int) -> Path:
-        from apmbench.harness.suites.proactegomem.synth import synthetic_dataset
-
-        self.check_preset(preset)
-        return synthetic_dataset(preset, seed)
-
-    def write_synthetic(self, preset: str, seed: int, out: Path) -> dict[str, int]:
-        from apmbench.harness.suites.proactegomem.synth import build
-
-        self.check_preset(preset)
-        return build(PRESETS[preset], seed, out)
-
-    def load(self, root: Path) -> Dataset:
-        return load_dataset(root)
-
-    def split(self, root: Path, public: Path, private: Path) -> None:
+    def dataset_format(self) -> DatasetFormat[Dataset]:
         from apmbench.harness.suites.proactegomem.split import split
+        from apmbench.harness.suites.proactegomem.synth import build, synthetic_dataset
 
-        split(root, public, private)
-
-    def load_labels(self, root: Path) -> Dataset:
-        return load_dataset(root, need_files=False)
+        return DatasetFormat(load_dataset, split, synthetic_dataset, preset_writer(PRESETS, build))
 
     def plan(self, dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
         return plan_clip(dataset, trajectory)
 
-    def grade(self, item: StepItem | QAItem, text: str) -> Mapping[str, Any]:
+    def grade(self, item: StepItem | QAItem, text: str) -> metrics.ChoiceGrade | metrics.StepGrade:
         if isinstance(item, QAItem):
             q = item.question
             return metrics.grade_qa(q.choices, q.answer, text)
@@ -73,12 +67,12 @@ class ProactEgoMem(Suite[Dataset, StepItem | QAItem, dict[str, Any]]):
         return items(dataset)
 
     def judge_requests(
-        self, dataset: Dataset, instances: Sequence[dict[str, Any]]
+        self, dataset: Dataset, instances: Sequence[MutableRow]
     ) -> list[JudgeRequest]:
         return judging.requests(instances)
 
     def apply_verdicts(
-        self, instances: Sequence[dict[str, Any]], outcomes: Mapping[str, JudgeOutcome]
+        self, instances: Sequence[MutableRow], outcomes: Mapping[str, JudgeOutcome]
     ) -> None:
         judging.apply(instances, outcomes)
 
@@ -91,34 +85,28 @@ class ProactEgoMem(Suite[Dataset, StepItem | QAItem, dict[str, Any]]):
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def score(
-        self,
-        instances: Sequence[Mapping[str, Any]],
-        sessions: Sequence[Mapping[str, Any]],
-        scoring: Mapping[str, Any],
-    ) -> dict[str, Any]:
+        self, instances: Sequence[Row], sessions: Sequence[SessionRecord], scoring: ScoringRecord
+    ) -> Report:
         return metrics.score(instances, sessions, scoring)
 
-    def headline(self, report_: Mapping[str, Any]) -> Headline:
-        iv = report_["levels"].get("intervention")
-        return Headline(
-            utility=report.start_at(iv),
-            utility_label="Intervention Start@0.2",
-            ttft_mean_s=report_["latency"]["time_to_first_token_s"]["mean"],
-            storage_per_hour_bytes=report_["storage"]["storage_per_hour_bytes"],
+    def headline(self, report_: Report) -> Headline:
+        return Headline.measured(
+            report.start_at(report_["levels"].get("intervention")),
+            "Intervention Start@0.2",
+            report_["latency"],
+            report_["storage"],
         )
 
-    def render(self, report_: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+    def render(self, report_: Report, manifest: Mapping[str, JSON]) -> str:
         return report.render_markdown(report_, manifest)
 
-    def summary_tables(
-        self, reports: Sequence[Mapping[str, Any]], names: Sequence[str]
-    ) -> list[Table]:
+    def summary_tables(self, reports: Sequence[Report], names: Sequence[str]) -> list[Table]:
         return report.summary_tables(reports, names)
 
-    def comparison(self, runs: Sequence[ComparedRun]) -> dict[str, Any]:
+    def comparison(self, runs: Sequence[ComparedRun[Report]]) -> report.Comparison:
         return report.comparison(runs)
 
     def render_comparison(
-        self, runs: Sequence[ComparedRun], data: Mapping[str, Any], plot: str | None
+        self, runs: Sequence[ComparedRun[Report]], data: Mapping[str, object], plot: str | None
     ) -> str:
         return report.render_comparison(runs, data, plot)

@@ -30,7 +30,7 @@ import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -48,6 +48,7 @@ from apmbench.adapters.systems.proact_world import (
     SURFACES,
 )
 from apmbench.harness.errors import ConfigError, DatasetError
+from apmbench.harness.json_types import JSON
 from apmbench.harness.paths import cached_dataset
 from apmbench.harness.suites.proactegomem.dataset import BENCHMARK, FORMAT_VERSION, OPTION_IDS
 
@@ -93,6 +94,86 @@ PRESETS = {
 }
 
 
+class QuestionDoc(TypedDict):
+    """A memory question as dataset.json holds it."""
+
+    question_id: str
+    question: str
+    choices: dict[str, str]
+    answer: str
+    category: str
+
+
+class EventDoc(TypedDict):
+    """A ground-truth event as dataset.json holds it (ST names a state, LT a location)."""
+
+    event_id: str
+    object: str
+    start_s: float
+    end_s: float
+    state: NotRequired[str]
+    location: NotRequired[str]
+
+
+class DeviceSpec(TypedDict):
+    name: str
+    slot: list[int]
+    on: list[list[int]]
+    """[start, end) seconds of each switch-on."""
+
+
+class SurfaceSpec(TypedDict):
+    name: str
+    slot: list[int]
+
+
+class ObjectSpec(TypedDict):
+    name: str
+    index: int
+    placed: list[tuple[int, int, str]]
+    """[start, end) seconds of each placement, and the surface."""
+
+
+class PanelSpec(TypedDict):
+    name: str
+    shown: list[int]
+    number: str
+
+
+class Scene(TypedDict, total=False):
+    """What a clip shows: devices (ST), surfaces and objects (LT) or panels (IC)."""
+
+    devices: list[DeviceSpec]
+    surfaces: list[SurfaceSpec]
+    objects: list[ObjectSpec]
+    panels: list[PanelSpec]
+
+
+class RenderSpec(Scene):
+    """A clip's `render` in dataset.json: the generator, its version and the scene."""
+
+    generator: str
+    version: int
+    texture_seed: int
+
+
+class ClipDoc(TypedDict):
+    """A clip as dataset.json holds it."""
+
+    clip_id: str
+    task: str
+    duration_s: int
+    render: RenderSpec
+    events: list[EventDoc]
+    questions: list[QuestionDoc]
+
+
+class Made(TypedDict):
+    events: list[EventDoc]
+    questions: list[QuestionDoc]
+    render: Scene
+
+
 def _spans(
     rng: random.Random, count: int, duration: int, longest: int = 6
 ) -> list[tuple[int, int]]:
@@ -124,10 +205,10 @@ def _count_choices(rng: random.Random, count: int) -> tuple[dict[str, str], str]
 
 def _questions(
     rng: random.Random, cid: str, spans: Mapping[str, list[tuple[int, int]]]
-) -> list[dict[str, Any]]:
+) -> list[QuestionDoc]:
     names = sorted(spans)
     others = [n for n in PALETTE if n not in names]
-    out: list[dict[str, Any]] = []
+    out: list[QuestionDoc] = []
     for name in names:
         ch, ans = _count_choices(rng, len(spans[name]))
         q = f"How many times was the {name} turned on?"
@@ -149,7 +230,7 @@ def _questions(
     return out
 
 
-def _q(qid: str, question: str, choices: dict[str, str], answer: str, cat: str) -> dict[str, Any]:
+def _q(qid: str, question: str, choices: dict[str, str], answer: str, cat: str) -> QuestionDoc:
     return {
         "question_id": qid,
         "question": question,
@@ -159,11 +240,11 @@ def _q(qid: str, question: str, choices: dict[str, str], answer: str, cat: str) 
     }
 
 
-def _st_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
+def _st_clip(rng: random.Random, preset: Preset, cid: str) -> Made:
     names = rng.sample(sorted(PALETTE), preset.devices)
     slots = rng.sample(range(len(SLOTS)), preset.devices)
     spans = {n: _spans(rng, rng.randint(*preset.spans), preset.duration_s) for n in names}
-    evs = [
+    evs: list[EventDoc] = [
         {
             "event_id": f"{cid}-{n}-{k}",
             "object": n,
@@ -174,7 +255,7 @@ def _st_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
         for n in names
         for k, (s, e) in enumerate(spans[n])
     ]
-    render = {
+    render: Scene = {
         "devices": [
             {"name": n, "slot": list(SLOTS[s]), "on": [list(x) for x in spans[n]]}
             for n, s in zip(names, slots, strict=True)
@@ -183,12 +264,12 @@ def _st_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
     return {"events": evs, "questions": _questions(rng, cid, spans), "render": render}
 
 
-def _lt_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
+def _lt_clip(rng: random.Random, preset: Preset, cid: str) -> Made:
     names = rng.sample(sorted(OBJECTS), preset.devices)
     places = rng.sample(sorted(SURFACES), len(SURFACES))
-    objects: list[dict[str, Any]] = []
-    evs: list[dict[str, Any]] = []
-    qs: list[dict[str, Any]] = []
+    objects: list[ObjectSpec] = []
+    evs: list[EventDoc] = []
+    qs: list[QuestionDoc] = []
     for index, name in enumerate(names):
         spans = _spans(rng, rng.randint(*preset.spans), preset.duration_s)
         where: list[str] = []
@@ -196,7 +277,7 @@ def _lt_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
             # Each placement moves the object somewhere other than where it just was.
             where.append(rng.choice([p for p in places if not where or p != where[-1]]))
         placed = [(s, e, w) for (s, e), w in zip(spans, where, strict=True)]
-        objects.append({"name": name, "index": index, "placed": [list(p) for p in placed]})
+        objects.append({"name": name, "index": index, "placed": placed})
         evs += [
             {
                 "event_id": f"{cid}-{name}-{k}",
@@ -218,22 +299,22 @@ def _lt_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
             ch, ans = _choices(rng, where[0], rng.sample(places, len(places)))
             q = f"Where {be} the {name} first placed?"
             qs.append(_q(f"{cid}-first-{name}", q, ch, ans, "original"))
-    render = {
+    render: Scene = {
         "surfaces": [{"name": p, "slot": list(SURFACE_SLOTS[k])} for k, p in enumerate(places)],
         "objects": objects,
     }
     return {"events": evs, "questions": qs, "render": render}
 
 
-def _ic_clip(rng: random.Random, preset: Preset, cid: str) -> dict[str, Any]:
+def _ic_clip(rng: random.Random, preset: Preset, cid: str) -> Made:
     count = preset.devices + 1
     names = rng.sample(sorted(PANELS), count)
     # Panels never overlap: the paper's IC keeps a single recording at a time. They are
     # brief (1-3 s), as transient information is: 40 uniform frames can miss one.
     spans = _spans(rng, count, preset.duration_s, longest=3)
-    panels: list[dict[str, Any]] = []
-    evs: list[dict[str, Any]] = []
-    qs: list[dict[str, Any]] = []
+    panels: list[PanelSpec] = []
+    evs: list[EventDoc] = []
+    qs: list[QuestionDoc] = []
     for name, (s, e) in zip(names, spans, strict=True):
         number = str(rng.randint(100, 999))
         panels.append({"name": name, "shown": [s, e], "number": number})
@@ -251,13 +332,13 @@ CLIP_MAKERS = {"ST": _st_clip, "LT": _lt_clip, "IC": _ic_clip}
 
 def build(preset: Preset, seed: int, out: Path) -> dict[str, int]:
     rng = random.Random(f"{GENERATOR}/{preset.name}/{seed}")
-    clips: list[dict[str, Any]] = []
+    clips: list[ClipDoc] = []
     events = questions = 0
     for c, task in enumerate(preset.tasks):
         cid = f"pem-{preset.name}-{c:02d}"
         made = CLIP_MAKERS[task](rng, preset, cid)
         evs = sorted(made["events"], key=lambda e: (e["start_s"], e["object"]))
-        render = {
+        render: RenderSpec = {
             "generator": GENERATOR,
             "version": GENERATOR_VERSION,
             "texture_seed": rng.randrange(1 << 30),
@@ -306,11 +387,11 @@ def synthetic_dataset(preset: str, seed: int, root: Path | None = None) -> Path:
     )
 
 
-def _is_on(device: Mapping[str, Any], t_s: float) -> bool:
+def _is_on(device: DeviceSpec, t_s: float) -> bool:
     return any(s <= t_s < e for s, e in device["on"])
 
 
-def _draw_device(frame: npt.NDArray[np.uint8], device: Mapping[str, Any], t_s: float) -> None:
+def _draw_device(frame: npt.NDArray[np.uint8], device: DeviceSpec, t_s: float) -> None:
     x, y = device["slot"]
     color = np.array(PALETTE[device["name"]], dtype=np.uint16)
     if _is_on(device, t_s):
@@ -325,21 +406,21 @@ def object_corner(slot: Sequence[int], index: int) -> tuple[int, int]:
     return slot[0] + 6 + 30 * index, slot[1] + 24
 
 
-def _draw_surfaces(frame: npt.NDArray[np.uint8], spec: Mapping[str, Any], t_s: float) -> None:
+def _draw_surfaces(frame: npt.NDArray[np.uint8], spec: Scene, t_s: float) -> None:
     slots = {}
-    for surface in spec["surfaces"]:
+    for surface in spec.get("surfaces", ()):
         x, y = surface["slot"]
         slots[surface["name"]] = (x, y)
         frame[y : y + SURFACE_H, x : x + SURFACE_W] = SURFACES[surface["name"]]
-    for obj in spec["objects"]:
+    for obj in spec.get("objects", ()):
         for s, e, where in obj["placed"]:
             if s <= t_s < e:
                 x, y = object_corner(slots[where], obj["index"])
                 frame[y : y + OBJECT_SIDE, x : x + OBJECT_SIDE] = OBJECTS[obj["name"]]
 
 
-def _draw_panels(frame: npt.NDArray[np.uint8], spec: Mapping[str, Any], t_s: float) -> None:
-    for panel in spec["panels"]:
+def _draw_panels(frame: npt.NDArray[np.uint8], spec: Scene, t_s: float) -> None:
+    for panel in spec.get("panels", ()):
         s, e = panel["shown"]
         if not s <= t_s < e:
             continue
@@ -355,12 +436,15 @@ def _draw_panels(frame: npt.NDArray[np.uint8], spec: Mapping[str, Any], t_s: flo
                         frame[cy : cy + DIGIT_CELL, cx : cx + DIGIT_CELL] = INK
 
 
-def render_frames(spec: Mapping[str, Any], times: Sequence[int]) -> Iterator[npt.NDArray[np.uint8]]:
+def render_frames(
+    spec_: Mapping[str, JSON], times: Sequence[int]
+) -> Iterator[npt.NDArray[np.uint8]]:
     """The frame at each time (ms on the clip clock) of the clip `spec` describes."""
-    if spec.get("generator") != GENERATOR or spec.get("version") != GENERATOR_VERSION:
+    if spec_.get("generator") != GENERATOR or spec_.get("version") != GENERATOR_VERSION:
         raise DatasetError(
             f"render spec needs {GENERATOR} version {GENERATOR_VERSION}: regenerate the dataset"
         )
+    spec = cast(RenderSpec, spec_)  # this generator's and version's, which `build` wrote
     rng = np.random.default_rng(int(spec["texture_seed"]))
     wall = rng.integers(70, 110, size=(HEIGHT, WIDTH, 1), dtype=np.uint8).repeat(3, axis=2)
     for t in times:

@@ -11,9 +11,11 @@ answers), so a re-score sees exactly the state the system saw.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NotRequired, TypedDict
+
+from apmbench.harness.json_types import JSON
 
 INTERVENTION, NOTIFICATION = "intervention", "notification"
 LEVELS = (INTERVENTION, NOTIFICATION)
@@ -39,7 +41,8 @@ class Parsed:
 
     ok: bool
     message: str | None
-    tool_calls: tuple[Any, ...]
+    tool_calls: tuple[JSON, ...]
+    """As the answer wrote them: each is checked when applied (`ToolState.apply`)."""
     error: str = ""
 
 
@@ -67,7 +70,61 @@ class Instance:
     instance_id: str
     tool_name: str
     started_at_sec: float
-    arguments: dict[str, Any]
+    arguments: dict[str, JSON]
+
+
+class Interval(TypedDict):
+    """A tracker from its start to its stop (or the clip's end: `end_tool_name` "")."""
+
+    instance_id: str
+    start_tool_name: str
+    end_tool_name: str
+    started_at_sec: float
+    ended_at_sec: float
+    arguments: dict[str, JSON]
+
+
+class Message(TypedDict):
+    timestamp_sec: float
+    step_index: int
+    message: str
+
+
+class Action(TypedDict):
+    """One applied action, as a step's row records it (`actions`): a message, or a tool
+    call, valid or not (`error` says why not)."""
+
+    kind: str
+    """"message" or "tool_call"."""
+    time_sec: float
+    message: str | None
+    tool: NotRequired[str]
+    arguments: NotRequired[dict[str, JSON]]
+    instance_id: NotRequired[str]
+    valid: NotRequired[bool]
+    error: NotRequired[str]
+
+
+class ActiveTool(TypedDict):
+    instance_id: str
+    tool_name: str
+    started_at_sec: float
+    arguments: dict[str, JSON]
+
+
+class NotificationContext(TypedDict):
+    current_time_sec: float
+    recent_messages: list[Message]
+
+
+class InterventionContext(TypedDict):
+    current_time_sec: float
+    active_tools: list[ActiveTool]
+    completed_tool_intervals: list[Interval]
+
+
+Context = NotificationContext | InterventionContext
+"""The tool state a step's prompt shows the system (appendix K's context JSON)."""
 
 
 @dataclass
@@ -77,8 +134,8 @@ class ToolState:
     task: str
     level: str
     active: list[Instance] = field(default_factory=list)
-    completed: list[dict[str, Any]] = field(default_factory=list)
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    completed: list[Interval] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
     closing: dict[str, str | None] = field(default_factory=dict)
     """Instance id -> the message of the step that stopped it (the closing-message judge
     reads it; the context the system sees does not list it)."""
@@ -86,7 +143,7 @@ class ToolState:
     unparseable: int = 0
     next_id: int = 1
 
-    def context(self, now_sec: float) -> dict[str, Any]:
+    def context(self, now_sec: float) -> Context:
         if self.level == NOTIFICATION:
             return {"current_time_sec": now_sec, "recent_messages": self.messages[-RECENT:]}
         return {
@@ -103,7 +160,7 @@ class ToolState:
             "completed_tool_intervals": self.completed[-RECENT:],
         }
 
-    def apply(self, step_index: int, now_sec: float, text: str) -> list[dict[str, Any]]:
+    def apply(self, step_index: int, now_sec: float, text: str) -> list[Action]:
         """Apply one step's raw answer; returns the actions it produced (valid or not)."""
         parsed = parse_step(text, self.level)
         if not parsed.ok:
@@ -112,19 +169,24 @@ class ToolState:
         if self.level == NOTIFICATION:
             if parsed.message is None:
                 return []
-            entry = {"timestamp_sec": now_sec, "step_index": step_index, "message": parsed.message}
+            entry: Message = {
+                "timestamp_sec": now_sec,
+                "step_index": step_index,
+                "message": parsed.message,
+            }
             self.messages.append(entry)
             return [{"kind": "message", "time_sec": now_sec, "message": parsed.message}]
         return [self._call(now_sec, call, parsed.message) for call in parsed.tool_calls]
 
-    def _call(self, now: float, call: object, message: str | None) -> dict[str, Any]:
+    def _call(self, now: float, call: JSON, message: str | None) -> Action:
         start, stop = tool_names(self.task)
-        action: dict[str, Any] = {"kind": "tool_call", "time_sec": now, "message": message}
-        problem = _malformed(call)
-        if problem is None:
-            assert isinstance(call, dict)
-            name, args = call["name"], call["arguments"]
-            action.update(tool=name, arguments=args)
+        action: Action = {"kind": "tool_call", "time_sec": now, "message": message}
+        read = _read_call(call)
+        problem = read if isinstance(read, str) else None
+        if not isinstance(read, str):
+            name, args = read
+            action["tool"] = name
+            action["arguments"] = args
             if name == start:
                 key = argument_key(self.task)
                 if not _text(args.get("name")) or (key and not _text(args.get(key))):
@@ -152,17 +214,18 @@ class ToolState:
                     self.active.remove(hit[0])
                     self.completed.append(_interval(hit[0], stop, now))
                     self.closing[hit[0].instance_id] = message
-                    action["instance_id"] = target
+                    action["instance_id"] = hit[0].instance_id  # the id the call named
             else:
                 problem = f"unknown tool {name!r} (tools: {start}, {stop})"
         if problem is not None:
             self.invalid_calls += 1
-            action.update(valid=False, error=problem)
+            action["valid"] = False
+            action["error"] = problem
         else:
             action["valid"] = True
         return action
 
-    def intervals(self, end_sec: float) -> list[dict[str, Any]]:
+    def intervals(self, end_sec: float) -> list[Interval]:
         """Every tracker of the clip; one still active at the end closes at the clip's end."""
         still = [_interval(i, "", end_sec) for i in self.active]
         return sorted(self.completed + still, key=lambda r: (r["started_at_sec"], r["instance_id"]))
@@ -172,17 +235,19 @@ def _text(value: object) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _malformed(call: object) -> str | None:
+def _read_call(call: JSON) -> tuple[str, dict[str, JSON]] | str:
+    """A tool call's name and arguments, or what is wrong with it."""
     if not isinstance(call, dict) or set(call) != {"name", "arguments"}:
         return "a tool call must be an object with exactly `name` and `arguments`"
-    if not isinstance(call["name"], str):
+    name, args = call["name"], call["arguments"]
+    if not isinstance(name, str):
         return "a tool call's `name` must be a string"
-    if not isinstance(call["arguments"], dict):
+    if not isinstance(args, dict):
         return "a tool call's `arguments` must be a JSON object"
-    return None
+    return name, args
 
 
-def _interval(instance: Instance, end_tool: str, ended: float) -> dict[str, Any]:
+def _interval(instance: Instance, end_tool: str, ended: float) -> Interval:
     return {
         "instance_id": instance.instance_id,
         "start_tool_name": instance.tool_name,
@@ -195,10 +260,10 @@ def _interval(instance: Instance, end_tool: str, ended: float) -> dict[str, Any]
 
 def replay(
     task: str, level: str, steps: Iterable[tuple[int, float, str]]
-) -> tuple[ToolState, list[dict[str, Any]]]:
+) -> tuple[ToolState, list[Action]]:
     """Re-apply recorded (step_index, time_sec, raw answer) in order: the live state, again."""
     state = ToolState(task, level)
-    actions: list[dict[str, Any]] = []
+    actions: list[Action] = []
     for index, now, text in sorted(steps):
         actions += state.apply(index, now, text)
     return state, actions
@@ -211,5 +276,5 @@ def frame_window(times_sec: Sequence[float], now_sec: float, size: int = 10) -> 
     return "\n".join(lines)
 
 
-def render_step(prompt: str, context: Mapping[str, Any], window: str) -> str:
+def render_step(prompt: str, context: Context, window: str) -> str:
     return f"{prompt}\n\n{json.dumps(context, ensure_ascii=False)}\n\n{window}"

@@ -16,12 +16,13 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from apmbench.harness.errors import DatasetError
+from apmbench.harness.json_types import JSON
 from apmbench.harness.suites.apmbench import tasks
 from apmbench.harness.suites.apmbench.synth.candidates import Candidate, TrajectoryFacts, generate
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
@@ -134,7 +135,18 @@ def trajectory_plan(preset: str, seed: int, trajectory: int) -> tuple[SessionPla
     return trajectory_world(preset, seed, trajectory)[0]
 
 
-def session_spec(preset: str, seed: int, trajectory: int, session: int) -> dict[str, Any]:
+class SessionSpec(TypedDict):
+    """A synthetic session's `render` in dataset.json: which simulated session to draw."""
+
+    generator: str
+    version: int
+    preset: str
+    seed: int
+    trajectory: int
+    session: int
+
+
+def session_spec(preset: str, seed: int, trajectory: int, session: int) -> SessionSpec:
     return {
         "generator": GENERATOR,
         "version": GENERATOR_VERSION,
@@ -145,16 +157,19 @@ def session_spec(preset: str, seed: int, trajectory: int, session: int) -> dict[
     }
 
 
-def render_frames(spec: Mapping[str, Any], times: Sequence[int]) -> Iterator[npt.NDArray[np.uint8]]:
+def render_frames(
+    spec_: Mapping[str, JSON], times: Sequence[int]
+) -> Iterator[npt.NDArray[np.uint8]]:
     """The frame at each time (ms on the trajectory clock) of the session `spec` names."""
-    if spec.get("generator") != GENERATOR or spec.get("version") != GENERATOR_VERSION:
+    if spec_.get("generator") != GENERATOR or spec_.get("version") != GENERATOR_VERSION:
         raise DatasetError(
-            f"render spec {dict(spec)} needs {GENERATOR} version {GENERATOR_VERSION}: "
+            f"render spec {dict(spec_)} needs {GENERATOR} version {GENERATOR_VERSION}: "
             "regenerate the dataset with this harness"
         )
-    if spec.get("preset") not in PRESETS:
-        raise DatasetError(f"render spec names unknown preset {spec.get('preset')!r}")
-    plans = trajectory_plan(str(spec["preset"]), int(spec["seed"]), int(spec["trajectory"]))
+    if spec_.get("preset") not in PRESETS:
+        raise DatasetError(f"render spec names unknown preset {spec_.get('preset')!r}")
+    spec = cast(SessionSpec, spec_)  # this generator's and version's, as `session_spec` wrote
+    plans = trajectory_plan(spec["preset"], int(spec["seed"]), int(spec["trajectory"]))
     plan = plans[int(spec["session"])]
     state = plan.opening.copy()
     pending = list(plan.events)

@@ -13,13 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
 from apmbench.adapters.sdk.types import UserTurnKind
 from apmbench.harness.suites.apmbench import tasks
-from apmbench.harness.suites.apmbench.dataset import Dataset
+from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe
 from apmbench.harness.suites.apmbench.plan import plan_trajectory
 
 Matrix = npt.NDArray[np.float64]
@@ -65,7 +66,7 @@ def decision_table(dataset: Dataset) -> Table:
                 continue
             previous: int | None = None
             for rank, ask in enumerate(segment.asks):
-                c, p = ask.item
+                c, p = cast(tuple[Candidate, Probe], ask.item)  # what plan_trajectory asks
                 session = trajectory.sessions[p.session_index]
                 seen = [t for t in segment.turns if t.time_ms <= p.time_ms]
                 regs = [t for t in seen if t.kind is UserTurnKind.REGISTRATION]
