@@ -9,11 +9,15 @@ and what a report must say of its confinement (`confinement_facts`).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 
@@ -90,3 +94,35 @@ class Runtime(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class ServerProcess(Protocol):
+    """What the runtime uses of a started server: a `subprocess.Popen`, or a
+    `TemplateChild` for a start forked from the template."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def kill(self) -> None: ...
+
+
+def reap_group(proc: ServerProcess, timeout_s: float = 5.0) -> None:
+    """Wait up to `timeout_s` for a stopping server (killed after that), then SIGKILL its
+    process group: it started its own session (group = its pid), so whatever it forked
+    and left behind goes with it. 5 s is as long as a container gets
+    (DockerRuntime.stop_timeout_s): a system that hangs in a call ignores the graceful
+    stop, and every fault would cost more."""
+    if proc.poll() is None:
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)

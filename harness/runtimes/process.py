@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any
 
 import psutil
 
@@ -34,7 +34,7 @@ from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes import owned_dirs
-from apmbench.harness.runtimes.base import Launch, Runtime
+from apmbench.harness.runtimes.base import Launch, Runtime, ServerProcess, reap_group
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, Sandbox, unconfined
 from apmbench.harness.stopping import uninterrupted
@@ -42,22 +42,6 @@ from apmbench.harness.stopping import uninterrupted
 START_MODES = ("fresh", "template")
 """How a sandboxed start begins (`--start`): a fresh bubblewrap box and interpreter, or a
 fork of the run's pre-imported template (harness/runtimes/template.py)."""
-
-
-class ServerProcess(Protocol):
-    """What the runtime uses of a started server: a `subprocess.Popen`, or a
-    `TemplateChild` for a start forked from the template."""
-
-    @property
-    def pid(self) -> int: ...
-
-    def poll(self) -> int | None: ...
-
-    def wait(self, timeout: float | None = None) -> int: ...
-
-    def send_signal(self, sig: int) -> None: ...
-
-    def kill(self) -> None: ...
 
 
 if TYPE_CHECKING:
@@ -539,17 +523,7 @@ def _terminate(proc: ServerProcess) -> None:
         with contextlib.suppress(psutil.Error):
             family = psutil.Process(proc.pid).children(recursive=True)
         proc.send_signal(signal.SIGTERM)
-        try:
-            # As long as a container gets (DockerRuntime.stop_timeout_s): a system that
-            # hangs in a call ignores the graceful stop, and every fault would cost more.
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    # The system started its own session (group = its pid): whatever it forked and
-    # left behind goes with it.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    reap_group(proc)
     for member in family:
         with contextlib.suppress(psutil.Error):
             member.kill()

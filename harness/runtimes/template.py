@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO
 
 from apmbench.harness.errors import RuntimeStartError
+from apmbench.harness.runtimes.base import reap_group
 from apmbench.harness.runtimes.sandbox import (
     SANDBOX_HOME,
     SANDBOX_UID,
@@ -206,10 +207,4 @@ class Template:
             control.close()  # the template exits at end of file
         proc, self._proc = self._proc, None
         if proc is not None:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            reap_group(proc)
