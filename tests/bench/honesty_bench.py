@@ -8,6 +8,13 @@ restart/reset, the starts of the restart run and how many of them the harness wa
 (logs/starts.json: a start it waited more than 0.1 s for, i.e. no spare was ready). Target:
 restart/reset at most 1.15 for each.
 
+By default the six runs go side by side (`APMBENCH_BENCH_HONESTY_SIDE_BY_SIDE` [1]; 0 runs
+them one after another, alternated): a model's time is asleep (the accelerator's, not the
+host's), so six runs leave a 2-core host mostly idle, and a restart run and its reset run
+see the same load at the same moments, which alternation only approximates. The machine's
+load is sampled every 5 s while they run and printed with the result. At the full setting
+one after another is some four hours; side by side, the longest run.
+
 Settings (environment, defaults of the issue that asked for it in brackets):
 APMBENCH_BENCH_HONESTY_TRAJECTORIES [8], APMBENCH_BENCH_HONESTY_LOAD_S [10],
 APMBENCH_BENCH_HONESTY_FRAME_MS [20], APMBENCH_BENCH_HONESTY_QUERY_MS [1000],
@@ -25,6 +32,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -101,21 +109,60 @@ def _command(runtime: str, dataset: Path, out: Path, mode: str, weights: Path) -
     ]  # fmt: skip
 
 
-def _run(runtime: str, dataset: Path, tmp: Path, mode: str, weights: Path) -> dict[str, Any]:
-    out = tmp / f"honesty-{runtime}-{mode}"
-    log = tmp / f"honesty-{runtime}-{mode}.log"
-    load = round(os.getloadavg()[0], 2)
-    started = time.perf_counter()
-    with log.open("wb") as f:
-        done = subprocess.run(_command(runtime, dataset, out, mode, weights), stdout=f, stderr=f)
-    wall = round(time.perf_counter() - started, 1)
-    if done.returncode != 0:
-        raise RuntimeError(f"honesty {runtime} {mode} exited {done.returncode}:\n"
-                           + log.read_text(errors="replace")[-3000:])  # fmt: skip
-    starts = json.loads((out / "logs" / "starts.json").read_text())
-    _log(f"honesty: {runtime} {mode} {wall} s, {starts}")
-    return {"wall_s": wall, "load_before": load, "load_after": round(os.getloadavg()[0], 2),
-            **starts}  # fmt: skip
+class _Run:
+    """One `evaluate` of the bench, started at construction; `result()` waits for it."""
+
+    def __init__(self, runtime: str, dataset: Path, tmp: Path, mode: str, weights: Path) -> None:
+        self.name = f"{runtime} {mode}"
+        self.out = tmp / f"honesty-{runtime}-{mode}"
+        self.log = tmp / f"honesty-{runtime}-{mode}.log"
+        self.load = round(os.getloadavg()[0], 2)
+        self.started = time.perf_counter()
+        with self.log.open("wb") as f:
+            self.proc = subprocess.Popen(
+                _command(runtime, dataset, self.out, mode, weights), stdout=f, stderr=f
+            )
+        # Its own waiter: side by side, each run's end is taken when it ends, not when
+        # result() comes to it.
+        self._waiter = threading.Thread(target=self._wait, daemon=True)
+        self._waiter.start()
+
+    def _wait(self) -> None:
+        self.proc.wait()
+        self.ended = time.perf_counter()
+        self.load_after = round(os.getloadavg()[0], 2)
+
+    def result(self) -> dict[str, Any]:
+        self._waiter.join()
+        code = self.proc.returncode
+        wall = round(self.ended - self.started, 1)
+        if code != 0:
+            raise RuntimeError(f"honesty {self.name} exited {code}:\n"
+                               + self.log.read_text(errors="replace")[-3000:])  # fmt: skip
+        starts = json.loads((self.out / "logs" / "starts.json").read_text())
+        _log(f"honesty: {self.name} {wall} s, {starts}")
+        return {"wall_s": wall, "load_before": self.load,
+                "load_after": self.load_after, **starts}  # fmt: skip
+
+
+class _LoadSampler:
+    """The 1-minute load average every 5 s while the runs go (a thread, stopped by stop())."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(5.0):
+            self.samples.append(os.getloadavg()[0])
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        s = self.samples or [os.getloadavg()[0]]
+        return {"mean": round(sum(s) / len(s), 2), "max": round(max(s), 2)}
 
 
 def bench_honesty(tmp: Path) -> dict[str, Any]:
@@ -135,13 +182,37 @@ def bench_honesty(tmp: Path) -> dict[str, Any]:
     weights = tmp / "weights"
     prepare_weights(weights, int(sim["APMBENCH_SIM_WEIGHTS_MB"]))
     (weights / "serve.py").write_text(SERVE)
+    side_by_side = os.environ.get("APMBENCH_BENCH_HONESTY_SIDE_BY_SIDE", "1") != "0"
     rows: dict[str, Any] = {}
-    for number, runtime in enumerate(runtimes.split(",")):
+    chosen = []
+    for runtime in runtimes.split(","):
         if runtime == "image" and build_image() is None:
             rows[runtime] = {"skipped": "no Docker engine or no apmbench/text-log image"}
-            continue
-        order = ("restart", "reset") if number % 2 == 0 else ("reset", "restart")
-        runs = {mode: _run(runtime, dataset, tmp, mode, weights) for mode in order}
+        else:
+            chosen.append(runtime)
+    sampler = _LoadSampler()
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    if side_by_side:
+        started = {
+            runtime: {mode: _Run(runtime, dataset, tmp, mode, weights)
+                      for mode in ("restart", "reset")}
+            for runtime in chosen
+        }  # fmt: skip
+        try:
+            results = {r: {m: run.result() for m, run in modes.items()}
+                       for r, modes in started.items()}  # fmt: skip
+        finally:  # one run failed: the others are not left running
+            for modes in started.values():
+                for run in modes.values():
+                    if run.proc.poll() is None:
+                        run.proc.terminate()
+                        run.proc.wait()
+    else:
+        for number, runtime in enumerate(chosen):
+            order = ("restart", "reset") if number % 2 == 0 else ("reset", "restart")
+            results[runtime] = {m: _Run(runtime, dataset, tmp, m, weights).result() for m in order}
+    load = sampler.stop()
+    for runtime, runs in results.items():
         ratio = runs["restart"]["wall_s"] / runs["reset"]["wall_s"]
         rows[runtime] = {
             "restart_s": runs["restart"]["wall_s"],
@@ -158,6 +229,8 @@ def bench_honesty(tmp: Path) -> dict[str, Any]:
     return {
         "trajectories": count,
         "model_sim": sim,
+        "side_by_side": side_by_side,
+        "load_average_during": load,
         **rows,
         "target": f"restart / reset <= {TARGET} for each runtime",
         "met": bool(ratios) and len(ratios) == len(rows) and max(ratios) <= TARGET,
