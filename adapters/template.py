@@ -47,9 +47,19 @@ from typing import Any
 
 # What `python -m apmbench.adapters` imports before it loads a system: imported here
 # once, so a start skips them. Nothing else (no system module) is imported.
+import concurrent.futures.thread  # noqa: F401 - what grpc.server()'s pool imports lazily
+import grpc._server  # noqa: F401 - what grpc.server() imports lazily
+
 import apmbench.adapters.sdk.errors
 import apmbench.adapters.sdk.server
-import apmbench.adapters.systems  # noqa: F401
+import apmbench.adapters.systems
+
+# The installed distributions' system entry points, read once here: `load_system` reads
+# them before it resolves any name (a plugin may not shadow a built-in), and reading
+# them (importlib.metadata and every dist-info directory) was half of a null start's
+# CPU. Reading metadata imports nothing of those distributions, and the box is the same
+# read-only tree a start sees, so a start finds exactly what it would have read itself.
+apmbench.adapters.systems.SYSTEM_REGISTRY.names()
 
 CONTROL_FD = -1
 """The control socket's descriptor (`--control FD`)."""

@@ -34,6 +34,12 @@ MAX_EVENTS = 8
 CONTENT_TYPE = "text/x-apmbench-text-log"
 
 
+def _token(text: str) -> str:
+    """A field of a log line: one space separates fields, so a space in what perception
+    read (a real video's OCR) becomes "_"; an empty field stays empty."""
+    return "_".join(text.split())
+
+
 class TextLog(PerceivingSystem):
     name = "text-log"
 
@@ -62,9 +68,10 @@ class TextLog(PerceivingSystem):
         lines = [f"SESSION {self.session_index} DAY{self.day + 1}"]
         actions = [e for e in derive_events(self.current) if e.kind in ACTIONS]
         for e in actions[:MAX_EVENTS]:
-            lines.append(f"EVENT {e.kind} {e.place} {e.subject} {e.before or '-'} {e.after or '-'}")
+            fields = (e.kind, e.place, e.subject, e.before or "-", e.after or "-")
+            lines.append("EVENT " + " ".join(_token(f) for f in fields))
         for obj, (place, _) in sorted(last_seen(self.current).items()):
-            lines.append(f"AT {obj} {place}")
+            lines.append(f"AT {_token(obj)} {_token(place)}")
         for t in self.turns:
             if t.kind is UserTurnKind.REGISTRATION:
                 lines.append(f"REGISTERED {t.text}")
@@ -83,7 +90,8 @@ class TextLog(PerceivingSystem):
                 number, day_id = rest.split()
                 session, day = int(number), int(day_id.removeprefix("DAY")) - 1
             elif word == "EVENT":
-                kind, place, subject, before, after = rest.split()
+                # split(" "), not split(): a field perception read as empty stays a field.
+                kind, place, subject, before, after = rest.split(" ")
                 events.append(
                     SeenEvent(
                         len(events),
@@ -98,7 +106,7 @@ class TextLog(PerceivingSystem):
                     )
                 )
             elif word == "AT":
-                obj, place = rest.split()
+                obj, place = rest.split(" ")
                 where[obj] = (place, session)
             elif word == "REGISTERED":
                 registrations.append(rest)

@@ -260,6 +260,7 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
             )
             check_settings(settings, info, rt)
             if persistence is Persistence.RESTART:
+                rt.system_described(info.details)
                 rt.expect_restarts()
             ids = [t.trajectory_id for t in dataset.trajectories]
             rerun = sampled_trajectories(opts.audit, ids) if opts.audit is not None else set()

@@ -34,7 +34,13 @@ from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes import owned_dirs
-from apmbench.harness.runtimes.base import Launch, Runtime, ServerProcess, reap_group
+from apmbench.harness.runtimes.base import (
+    Launch,
+    Runtime,
+    ServerProcess,
+    descendants,
+    reap_group,
+)
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, Sandbox, unconfined
 from apmbench.harness.stopping import uninterrupted
@@ -369,12 +375,8 @@ class ProcessRuntime(Runtime):
         box up, and the socket appears only after. The host directory stays empty, so a
         process outside the box never shows a socket there."""
         assert self._dir is not None
-        try:
-            children = psutil.Process(bwrap_pid).children(recursive=True)
-        except psutil.Error:
-            return False
-        for child in children:
-            root = f"/proc/{child.pid}/root"
+        for child in descendants(bwrap_pid):
+            root = f"/proc/{child}/root"
             if not os.path.lexists(f"{root}{self._dir}/sock"):
                 continue
             try:
@@ -460,6 +462,9 @@ class ProcessRuntime(Runtime):
         self._top_up()
         return client
 
+    def system_described(self, details: Mapping[str, str]) -> None:
+        self.spares.declare(details)
+
     def expect_restarts(self) -> None:
         self._top_up()
 
@@ -520,8 +525,9 @@ def _terminate(proc: ServerProcess) -> None:
         # Taken before the stop: once the sandbox's monitor is gone, what it forked is
         # no longer findable as ours. A child that had not yet tied its life to the
         # monitor's (a stop right after the start) would otherwise live on.
-        with contextlib.suppress(psutil.Error):
-            family = psutil.Process(proc.pid).children(recursive=True)
+        for pid in descendants(proc.pid):
+            with contextlib.suppress(psutil.Error):  # gone meanwhile
+                family.append(psutil.Process(pid))
         proc.send_signal(signal.SIGTERM)
     reap_group(proc)
     for member in family:
@@ -585,8 +591,15 @@ class SparePlan:
     """The time between restarts assumed before two were seen: a run's first segments
     are often short forks, and a spare started late is waited for."""
 
+    DECLARED = "spare_memory"
+    """The Describe detail in which a system declares what its spares may hold together
+    (a size: "24g", "0" for no spare). It can only lower the host's default, never raise
+    it, and the user's --spare-memory overrides both."""
+
     def __init__(self, budget_bytes: int | None) -> None:
         self.budget_bytes = budget_bytes
+        self.declared_bytes: int | None = None
+        self.declared_error: str | None = None
         self.start_s: float | None = None
         self.gap_s: float | None = None
         self.per_start_bytes: int | None = None
@@ -599,7 +612,36 @@ class SparePlan:
             return self.budget_bytes
         # Half of what the host has free when the first start is measured: the rest is the
         # serving process's and the harness's.
-        return int(psutil.virtual_memory().available // 2)
+        host = int(psutil.virtual_memory().available // 2)
+        return host if self.declared_bytes is None else min(host, self.declared_bytes)
+
+    @property
+    def budget_source(self) -> str:
+        if self.budget_bytes is not None:
+            return "--spare-memory"
+        return "host" if self.declared_bytes is None else f"system ({self.DECLARED})"
+
+    def declare(self, details: Mapping[str, str]) -> None:
+        """The budget the system declares in its Describe details, if any. A value that is
+        not a size is not a budget: it is ignored and the record says why (a system's
+        optional detail never stops a run)."""
+        from apmbench.harness.runtimes.docker.settings import parse_size
+
+        raw = details.get(self.DECLARED)
+        if raw is None:
+            return
+        if raw.strip() == "0":  # for --memory, "0" is no limit; here it is no room
+            self.declared_bytes = 0
+            return
+        try:
+            size = parse_size(raw, f"the system's {self.DECLARED} detail")
+        except ConfigError as e:
+            self.declared_error = str(e)
+            return
+        if size is None:  # it can only lower the host's budget: "none" says nothing
+            self.declared_error = f"{self.DECLARED} {raw!r}: give a size such as 24g, or 0"
+            return
+        self.declared_bytes = size
 
     def served(self, launch: _Launch, asked: float, ready: float) -> None:
         self.waits.append(ready - asked)
@@ -659,6 +701,9 @@ class SparePlan:
             "waited_s": round(sum(self.waits), 3),
             "cold_start_s": None if self.start_s is None else round(self.start_s, 3),
             "per_start_bytes": self.per_start_bytes,
+            "gpu_cap": self.gpu_cap,
+            "budget_from": self.budget_source,
+            **({"declared_error": self.declared_error} if self.declared_error else {}),
         }
 
     def write(self, path: Path, starts: int) -> None:

@@ -12,7 +12,14 @@ On a machine with an NVIDIA GPU and a CUDA build of torch, in a few minutes:
 4. prints, per run: the device and dtype the model loaded on, time to first
    token (harness clock), the largest prompt in frames and visual tokens,
    peak GPU memory of a generation (torch.cuda.max_memory_allocated, from the
-   server's log) and the exported state per session.
+   server's log) and the exported state per session;
+5. for the restart runs, the cost of honesty on a GPU: the starts and spares
+   (`logs/starts.json`: how many starts, how many were waited for, the memory
+   of one serving tree, how many spares the free GPU memory held beside it
+   (`gpu_cap`, from nvidia-smi) and which budget held), and the model's
+   weights checksummed before the run and after it: every start and spare
+   maps the same files read-only (a sandboxed start gets the directory as a
+   read-only bind), and none may have changed them.
 
 Every comparison is asserted: the processor's grid must equal ours and its
 patches must match ours within resize rounding (the resize check
@@ -132,6 +139,14 @@ def run_failures(row: dict[str, Any], device: str) -> list[str]:
         failures.append(f"{name}: no generation logged visual tokens")
     if device == "cuda" and not row.get("peak_gpu_gib", 0) > 0:
         failures.append(f"{name}: no peak GPU memory in the server's log")
+    if row.get("weights_unchanged") is False:
+        failures.append(f"{name}: the model's weights changed during the run")
+    if row["system"] in RESTART:
+        starts = row.get("starts") or {}
+        if not starts.get("served", 0) > 1:
+            failures.append(f"{name}: a restart run with no restart in logs/starts.json")
+        elif device == "cuda" and starts.get("gpu_cap") is None:
+            failures.append(f"{name}: the spares' GPU memory was never measured (gpu_cap)")
     return failures
 
 
@@ -195,6 +210,19 @@ def peak_gib(log: str) -> float:
     return max(peaks, default=0) / 2**30
 
 
+def weights_digest(model: Path) -> str:
+    """SHA-256 over every file of a model directory, names and bytes, in name order."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(p for p in model.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(model)).encode() + b"\0")
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
 def run_one(
     system: str, family: str, model: Path, dataset: Path, out: Path, cpu: bool
 ) -> dict[str, Any]:
@@ -207,6 +235,7 @@ def run_one(
     }
     if cpu:  # the dry run: small frames keep a CPU run short
         env["APMBENCH_VLM_MAX_PIXELS"] = str(112 * 84)
+    before = weights_digest(model)
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "apmbench.harness.cli", "evaluate", "--dataset", str(dataset),
@@ -220,6 +249,10 @@ def run_one(
                            "wall_s": round(time.monotonic() - started, 1)}  # fmt: skip
     loaded = re.search(r"vlm: loaded \S+ from \S+ on (\S+) \((\S+)\)", log)
     row["device"] = f"{loaded.group(1)} {loaded.group(2)}" if loaded else "?"
+    row["weights_unchanged"] = weights_digest(model) == before
+    starts = out / "logs" / "starts.json"
+    if system in RESTART and starts.exists():
+        row["starts"] = json.loads(starts.read_text())
     if done.returncode != 0:
         row["error"] = (done.stderr or log)[-1500:]
         return row
@@ -298,6 +331,16 @@ def main() -> int:
             f"state per session {row['state_bytes']} B  ({row['wall_s']} s)",
             flush=True,
         )
+        if "starts" in row:
+            st = row["starts"]
+            print(
+                f"{'':<17} restarts: {st.get('starts')} starts, {st.get('served')} served, "
+                f"{st.get('waited')} waited for ({st.get('waited_s')} s); one serving tree "
+                f"{st.get('per_start_bytes')} B, GPU room for {st.get('gpu_cap')} spares, "
+                f"budget from {st.get('budget_from')}; weights unchanged: "
+                f"{row.get('weights_unchanged')}",
+                flush=True,
+            )
     results = {"rows": rows, "failures": check.failures}
     (args.out / "gpu-check.json").write_text(json.dumps(results, indent=2) + "\n")
     for line in check.failures:

@@ -329,3 +329,14 @@ class ForkTimeSpy(ResumingJsonMemory):
         if self.open:
             self.memory["fork_here_at_frame"] = self.memory["frames"]
         return super().export_state()
+
+
+class NoSpares(JsonMemory):
+    """Declares that its spares may hold nothing (`spare_memory` "0"): as a method whose
+    second copy would not fit its GPU says so."""
+
+    name = "no-spares"
+
+    def describe(self) -> SystemInfo:
+        info = super().describe()
+        return SystemInfo(info.name, info.version, info.capabilities, {"spare_memory": "0"})

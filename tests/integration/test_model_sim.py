@@ -17,6 +17,8 @@ from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.suites import get_suite
 
+TESTS = Path(__file__).resolve().parents[1]
+
 
 def test_a_start_reads_the_weights_checks_them_and_waits(tmp_path: Path) -> None:
     settings = SimSettings(weights_mb=3, load_s=0.3, weights_dir=tmp_path)
@@ -74,3 +76,22 @@ def test_sandboxed_it_answers_as_text_log(tmp_path: Path, monkeypatch: pytest.Mo
     assert runs["model-sim"] == runs["text-log"] and runs["text-log"]
     starts = json.loads((tmp_path / "model-sim" / "logs" / "starts.json").read_text())
     assert starts["starts"] > 2 and starts["cold_start_s"] >= 0.1
+
+
+def test_it_runs_a_real_video_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mini fixture (decoded video, OCR'd): text-log's memory, which model-sim has,
+    once stopped every query on an empty place perception read there."""
+    weights = tmp_path / "weights"
+    prepare_weights(weights, 2)
+    monkeypatch.setenv("APMBENCH_SIM_WEIGHTS_MB", "2")
+    monkeypatch.setenv("APMBENCH_SIM_LOAD_S", "0")
+    out = tmp_path / "run"
+    spec = RuntimeSpec(system="model-sim", env=(f"APMBENCH_VLM_MODEL={weights}",), spare=True)
+    evaluate(
+        EvaluateOptions(
+            dataset=TESTS / "fixtures" / "mini", out=out, runtime=spec,
+            persistence=Persistence.RESTART,
+        )
+    )  # fmt: skip
+    answers = _answers(out)
+    assert answers and all(isinstance(a, str) for a in answers.values())

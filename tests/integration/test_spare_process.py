@@ -160,3 +160,42 @@ def test_a_gpu_holds_as_many_spares_as_its_free_memory() -> None:
     assert plan.wanted(2) == 1
     plan.budget_bytes = 1 << 40  # a budget the user gave stands for the GPU's too
     assert plan.wanted(2) == SparePlan.MAX
+
+
+def test_a_system_declared_budget_only_lowers_the_hosts() -> None:
+    plan = SparePlan(budget_bytes=None)
+    plan.start_s, plan.per_start_bytes = 10.0, 1 << 20
+    host = plan.budget()
+    plan.declare({"spare_memory": "3m"})
+    assert plan.budget() == 3 << 20 and plan.wanted(2) == 3
+    assert plan.record(1)["budget_from"] == "system (spare_memory)"
+    plan.declare({"spare_memory": "1000000g"})  # more than the host has: the host's holds
+    assert plan.budget() <= host
+    plan.budget_bytes = 5 << 20  # the user's --spare-memory overrides the system
+    assert plan.wanted(2) == 5 and plan.record(1)["budget_from"] == "--spare-memory"
+    bad = SparePlan(budget_bytes=None)
+    bad.declare({"spare_memory": "lots"})
+    assert bad.declared_bytes is None and "lots" in bad.record(1)["declared_error"]
+
+
+@pytest.mark.parametrize(("system", "spares"), [("NoSpares", False), ("JsonMemory", True)])
+def test_a_system_that_declares_no_room_gets_no_spare(
+    mini: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, system: str, spares: bool
+) -> None:
+    from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
+    from apmbench.harness.run.executor import Persistence
+
+    tests = str(Path(__file__).resolve().parents[1])
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))
+    )
+    out = tmp_path / system
+    spec = RuntimeSpec(system=f"helpers.systems:{system}", sandbox=False, spare=True)
+    evaluate(EvaluateOptions(dataset=mini, out=out, runtime=spec, persistence=Persistence.RESTART))
+    starts = json.loads((out / "logs" / "starts.json").read_text())
+    assert starts["served"] > 2
+    if spares:
+        assert starts["starts"] > starts["served"] and starts["budget_from"] == "host"
+    else:
+        assert starts["starts"] == starts["served"]
+        assert starts["budget_from"] == "system (spare_memory)"

@@ -95,7 +95,8 @@ def test_a_grid_mismatch_or_nan_fails(gpu_check: ModuleType) -> None:
 
 def test_run_rows_must_finish_on_the_device_with_generations(gpu_check: ModuleType) -> None:
     good = {"system": "kv-memory", "family": "qwen3_vl", "exit": 0, "device": "cuda:0 bfloat16",
-            "max_video_tokens": 40, "peak_gpu_gib": 0.2}  # fmt: skip
+            "max_video_tokens": 40, "peak_gpu_gib": 0.2,
+            "starts": {"served": 5, "gpu_cap": 2}}  # fmt: skip
     assert gpu_check.run_failures(good, "cuda") == []
     assert gpu_check.run_failures({**good, "exit": 3, "error": "boom"}, "cuda") == [
         "kv-memory (qwen3_vl): evaluate exited 3"
@@ -108,6 +109,35 @@ def test_run_rows_must_finish_on_the_device_with_generations(gpu_check: ModuleTy
     ]
     # The CPU dry run measures no GPU memory, and wants the CPU.
     assert gpu_check.run_failures({**bad, "max_video_tokens": 8}, "cpu") == []
+    # A restart run: its weights must not change, and on the GPU its spares' room is measured.
+    restarted = {**good, "weights_unchanged": True, "starts": {"served": 5, "gpu_cap": 3}}
+    assert gpu_check.run_failures(restarted, "cuda") == []
+    assert gpu_check.run_failures({**restarted, "weights_unchanged": False}, "cuda") == [
+        "kv-memory (qwen3_vl): the model's weights changed during the run"
+    ]
+    unmeasured = {**restarted, "starts": {"served": 5, "gpu_cap": None}}
+    assert gpu_check.run_failures(unmeasured, "cuda") == [
+        "kv-memory (qwen3_vl): the spares' GPU memory was never measured (gpu_cap)"
+    ]
+    on_cpu = {**unmeasured, "device": "cpu float32"}
+    assert gpu_check.run_failures(on_cpu, "cpu") == []
+    assert gpu_check.run_failures({**on_cpu, "starts": {"served": 1}}, "cpu") == [
+        "kv-memory (qwen3_vl): a restart run with no restart in logs/starts.json"
+    ]
+
+
+def test_a_model_directory_digest_sees_a_changed_byte(
+    gpu_check: ModuleType, tmp_path: Path
+) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "model.safetensors").write_bytes(b"\0" * 4096)
+    (tmp_path / "sub" / "config.json").write_text("{}")
+    first = gpu_check.weights_digest(tmp_path)
+    assert gpu_check.weights_digest(tmp_path) == first
+    with (tmp_path / "model.safetensors").open("r+b") as f:
+        f.seek(2048)
+        f.write(b"\1")
+    assert gpu_check.weights_digest(tmp_path) != first
 
 
 def test_a_step_that_raises_is_a_failure_and_the_check_goes_on(gpu_check: ModuleType) -> None:
@@ -155,7 +185,13 @@ def _main(
     monkeypatch.setattr(
         gpu_check,
         "run_one",
-        lambda system, family, *args: {"system": system, "family": family, **good, **(row or {})},
+        lambda system, family, *args: {
+            "system": system,
+            "family": family,
+            **good,
+            **({"starts": {"served": 3}} if system in gpu_check.RESTART else {}),
+            **(row or {}),
+        },
     )
     monkeypatch.setattr(sys, "argv", [str(SCRIPT), "--cpu-dry-run", "--out", str(out)])
     code = gpu_check.main()

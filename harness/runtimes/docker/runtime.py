@@ -22,7 +22,7 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -223,6 +223,9 @@ class DockerRuntime(Runtime):
         client = self._launch(box, asked)
         self._top_up()
         return client
+
+    def system_described(self, details: Mapping[str, str]) -> None:
+        self.spares.declare(details)
 
     def expect_restarts(self) -> None:
         self._top_up()
