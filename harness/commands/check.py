@@ -14,6 +14,7 @@ from apmbench.harness.commands.common import (
     EXIT_USAGE,
     interrupted_exit,
     process_options,
+    start_option,
     stop_signals_interrupt,
 )
 from apmbench.harness.commands.common import console as err_console
@@ -72,6 +73,7 @@ if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
     help="Seconds for the server to report SERVING.",
 )
 @deadline_options(CHECK_DEADLINES)
+@start_option
 @process_options
 @container_options
 def check(
@@ -92,6 +94,7 @@ def check(
     sandbox_net: bool,
     process_env: tuple[str, ...],
     deadlines: Deadlines,
+    start_mode: str,
 ) -> None:
     """Check that a server follows the protocol: each check passes, fails or does not apply.
 
@@ -123,6 +126,7 @@ def check(
         process_env,
         command=command,
         sandbox_net=sandbox_net,
+        start=start_mode,
     )
     out = out or Path("runs") / f"check-{spec.label}"
     try:

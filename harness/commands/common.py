@@ -58,6 +58,31 @@ def stoppable(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def start_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--start fresh|template` for a sandboxed `--system`; call `command(...,
+    start_mode=str)` (refused for any other runtime). One option for `evaluate` and
+    `check`, so a method author can check the start path a run will use."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if kwargs["start_mode"] == "template" and kwargs.get("system") is None:
+            raise click.UsageError("--start template: only for --system (a sandboxed process)")
+        return command(*args, **kwargs)
+
+    return click.option(
+        "--start",
+        "start_mode",
+        type=click.Choice(["fresh", "template"]),
+        default="fresh",
+        show_default=True,
+        help="How each sandboxed --system start begins: fresh (a new bubblewrap box and "
+        "interpreter) or template (opt-in: a fork of one pre-imported template process per "
+        "run in which no system code runs, given its own namespaces, /proc, /tmp, /dev/shm, "
+        "socket directory, no capabilities and the same seccomp filter before the system "
+        "loads). Recorded in the manifest and stated in every report.",
+    )(wrapper)
+
+
 def process_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """`--no-sandbox`, and `--env` for a `--system` process; call `command(..., sandbox=bool,
     process_env=(...))`. Goes above `container_options`: `--env` is one option shared with

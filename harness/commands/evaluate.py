@@ -26,6 +26,7 @@ from apmbench.harness.commands.common import (
     console,
     interrupted_exit,
     process_options,
+    start_option,
     stoppable,
 )
 from apmbench.harness.commands.judge_options import (
@@ -209,18 +210,7 @@ if TYPE_CHECKING:
 )
 @deadline_options(Deadlines())
 @cap_options
-@click.option(
-    "--start",
-    "start_mode",
-    type=click.Choice(["fresh", "template"]),
-    default="fresh",
-    show_default=True,
-    help="How each sandboxed --system start begins: fresh (a new bubblewrap box and "
-    "interpreter) or template (opt-in: a fork of one pre-imported template process per "
-    "run in which no system code runs, given its own namespaces, /proc, /tmp, /dev/shm, "
-    "socket directory, no capabilities and the same seccomp filter before the system "
-    "loads). Recorded in the manifest and stated in every report.",
-)
+@start_option
 @click.option(
     "--no-spare",
     is_flag=True,
@@ -356,8 +346,6 @@ def settings_of(
         raise click.UsageError("--ray-address: only with --backend ray")
     if fps <= 0:
         raise click.BadParameter("must be positive", param_hint="--fps")
-    if start_mode == "template" and system is None:
-        raise click.UsageError("--start template: only for --system (a sandboxed process)")
     spec = RuntimeSpec(
         system=system,
         endpoint=endpoint,

@@ -56,6 +56,17 @@ def test_the_command_prints_a_table_writes_json_and_exits_zero(tmp_path: Path) -
     assert (tmp_path / "out" / "logs" / "system.log").read_text().count("--- start") == starts
 
 
+def test_check_takes_the_start_path_a_run_will_use(tmp_path: Path) -> None:
+    done = check_cli("--system", "null", "--start", "template", "--out", str(tmp_path / "t"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "t" / "check.json").read_text())
+    assert report["ok"] is True and report["target"]["runtime"]["start"] == "template"
+    assert "persistence-restart" in [c["name"] for c in report["checks"]]  # restarts forked
+    assert (tmp_path / "t" / "logs" / "template.log").exists()
+    refused = check_cli("--command", "x {address}", "--start", "template")
+    assert refused.returncode == 2 and "only for --system" in refused.stderr
+
+
 @pytest.mark.usefixtures("helper_env")
 def test_a_failing_check_exits_one_and_names_its_rule(tmp_path: Path) -> None:
     out = tmp_path / "out"
