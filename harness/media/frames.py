@@ -20,6 +20,7 @@ import av
 import av.container
 import numpy as np
 import numpy.typing as npt
+from av.video.reformatter import VideoReformatter
 
 from apmbench.adapters.sdk.clock import format_ms
 from apmbench.adapters.sdk.types import Frame, FrameEncoding
@@ -68,9 +69,19 @@ def _encode(frame: av.VideoFrame, time_ms: int, settings: FrameSettings) -> Fram
     return _encode_rgb(_rgb24(frame, width, height), time_ms, settings)
 
 
+_REFORMATTERS = threading.local()
+
+
 def _rgb24(frame: av.VideoFrame, width: int, height: int) -> RGB:
-    """The frame converted (and resized) to RGB, one byte a channel."""
-    return np.asarray(frame.to_ndarray(width=width, height=height, format="rgb24"), np.uint8)
+    """The frame converted (and resized) to RGB, one byte a channel. Through one
+    reformatter per thread: `to_ndarray(width=, height=)` makes a new one per frame, whose
+    scaler set-up cost twice the scaling itself (3.1 against 1.1 ms for a 448 px frame
+    to a 160 px thumbnail); the same scaler with the same parameters gives the same bytes."""
+    reformatter = getattr(_REFORMATTERS, "one", None)
+    if reformatter is None:
+        reformatter = _REFORMATTERS.one = VideoReformatter()
+    converted = reformatter.reformat(frame, width, height, "rgb24")
+    return np.asarray(converted.to_ndarray(), np.uint8)
 
 
 def _encode_rendered(

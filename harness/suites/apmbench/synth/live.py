@@ -105,7 +105,9 @@ def _record_attempt(preset: str, seed: int, trajectory: int, attempt: int) -> No
         pass  # a read-only cache only costs the search again
 
 
-@functools.lru_cache(maxsize=4)
+# Every trajectory of a paper-scale run (104; about 40 KB each): the report's thumbnails
+# draw from the same worlds right after the run, which a handful would simulate again.
+@functools.lru_cache(maxsize=256)
 def trajectory_world(preset: str, seed: int, trajectory: int) -> World:
     """The sessions and candidates of one trajectory. A simulated life that does not allow
     a candidate of every task is drawn again from the next random stream, deterministically,
