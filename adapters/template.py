@@ -33,6 +33,10 @@ from it, and the status goes straight to the harness over a socket the harness m
 
 from __future__ import annotations
 
+# What `python -m apmbench.adapters` imports before it loads a system, and what
+# grpc.server() imports lazily: imported here once, so a start skips them. Nothing else
+# (no system module) is imported.
+import concurrent.futures.thread  # noqa: F401
 import contextlib
 import ctypes
 import fcntl
@@ -45,10 +49,7 @@ import struct
 import sys
 from typing import Any
 
-# What `python -m apmbench.adapters` imports before it loads a system: imported here
-# once, so a start skips them. Nothing else (no system module) is imported.
-import concurrent.futures.thread  # noqa: F401 - what grpc.server()'s pool imports lazily
-import grpc._server  # noqa: F401 - what grpc.server() imports lazily
+import grpc._server  # noqa: F401
 
 import apmbench.adapters.sdk.errors
 import apmbench.adapters.sdk.server
