@@ -469,7 +469,11 @@ class SystemInfo(_message.Message):
 
     @_builtins.property
     def details(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
-        """Free-form facts worth recording with the results (model, settings)."""
+        """Free-form facts worth recording with the results (model, settings).
+        One key is read: "spare_memory", what the harness's pre-started spares
+        of this system may hold together (a size such as "24g", or "0": no
+        spare); it can only lower the harness's default.
+        """
 
     def __init__(
         self,
