@@ -59,7 +59,11 @@ def test_every_start_is_a_new_process_and_nothing_outlives_stop(
         served.append(rt._proc.pid)
         dirs.add(rt._dir)
         # At least two; more when a start takes longer than the time between restarts.
-        assert rt.SPARES <= len(rt._spares) == rt.spares.wanted(rt.SPARES) <= SparePlan.MAX
+        # A spare is never stopped when the measured gap grows and fewer are wanted, so
+        # the count is at least what is wanted now, not equal to it (a loaded CI host
+        # had 3 in flight from one short gap, then wanted 2).
+        assert rt.SPARES <= len(rt._spares) <= SparePlan.MAX
+        assert len(rt._spares) >= rt.spares.wanted(rt.SPARES)
         for waiting in rt._spares:
             assert waiting.proc.pid not in served and waiting.dir != rt._dir
             assert waiting.proc.poll() is None
