@@ -13,6 +13,11 @@ class VideoError(DatasetError):
     """A session video is missing, unreadable, or shorter than its session."""
 
 
+class FrameWorkerError(ApmbenchError):
+    """A frame worker process (harness/media/frame_worker.py) ended before its session's
+    last frame."""
+
+
 class ConfigError(ApmbenchError):
     """Settings that cannot work together (e.g. `restart` persistence on an endpoint)."""
 

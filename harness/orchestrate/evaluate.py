@@ -27,6 +27,9 @@ import grpc
 
 from apmbench.adapters.sdk.types import PROTOCOL_VERSION, SystemInfo
 from apmbench.harness import __version__, logs
+from apmbench.harness.media.frame_cache import Produce
+from apmbench.harness.media.frame_worker import FrameWorkers
+from apmbench.harness.media.frame_worker import enabled as frame_workers_enabled
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.orchestrate.scoring import score_run, scoring_record
@@ -277,7 +280,7 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
 
 
 def run_trajectory(
-    p: Prepared, trajectory: Trajectory, progress: Progress
+    p: Prepared, trajectory: Trajectory, progress: Progress, produce: Produce | None = None
 ) -> records.TrajectoryRecord:
     """Run every segment of one trajectory and save its record atomically."""
     tid = trajectory.trajectory_id
@@ -299,6 +302,7 @@ def run_trajectory(
         on_segment=progress.segment_started,
         auditor=audit,
         answer_key=p.suite.answer_key,
+        produce=produce,
     )
     record = runner.run(segments)
     p.client = runner.client
@@ -410,6 +414,10 @@ def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluat
         total = len(p.dataset.trajectories)
         _say_cost(p, todo)
         progress.trajectories(total, total - len(todo))
-        for trajectory in todo:
-            run_trajectory(p, trajectory, progress)
+        # Frames rendered or decoded in worker processes, on the cores the harness's own
+        # interpreter leaves (harness/media/frame_worker.py).
+        with FrameWorkers() as workers:
+            produce = workers.produce if frame_workers_enabled() and todo else None
+            for trajectory in todo:
+                run_trajectory(p, trajectory, progress, produce)
     return finish(p, progress)

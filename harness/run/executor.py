@@ -38,7 +38,7 @@ from apmbench.adapters.sdk.types import (
 )
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.json_types import JsonObject
-from apmbench.harness.media.frame_cache import SessionFrames
+from apmbench.harness.media.frame_cache import Produce, SessionFrames
 from apmbench.harness.media.frames import FrameProducer, FrameSettings
 from apmbench.harness.media.timeline import Session, Trajectory, Turn
 from apmbench.harness.protocol import wire_rules
@@ -225,8 +225,12 @@ class TrajectoryRunner:
         on_segment: Callable[[Segment], None] = lambda s: None,
         auditor: Auditor | None = None,
         answer_key: AnswerKey = lambda graded: None,
+        produce: Produce | None = None,
     ) -> None:
         self.grade = grade
+        self.produce = produce
+        """What produces a session's frames for the frame cache (None: the harness's own
+        threads; `evaluate` hands in its frame workers')."""
         self.answer_key = answer_key
         self.runtime = runtime
         self.client = client
@@ -338,7 +342,7 @@ class TrajectoryRunner:
         self._pending = Counter(s.snapshot_after for s in ordered if s.snapshot_after is not None)
         main_started = False
         # Forks and replays push the sessions the main pass pushes: produce each once.
-        with SessionFrames(self.frames, self.work_dir / "frames") as cache:
+        with SessionFrames(self.frames, self.work_dir / "frames", produce=self.produce) as cache:
             self.frame_cache = cache
             cache.prefetch(list(enumerate(self.trajectory.sessions)))
             for segment in ordered:

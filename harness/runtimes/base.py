@@ -152,6 +152,29 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s(pid: int) -> float | None:
+    """CPU seconds `pid` and what it forked have used, reaped children included (None when
+    `pid` is gone or its /proc cannot be read, as for a container on another host's
+    engine). What a start cost the host's cores, for `SparePlan`'s CPU cap."""
+    total = 0
+    for member in (pid, *descendants(pid)):
+        try:
+            with open(f"/proc/{member}/stat") as f:
+                stat = f.read()
+        except OSError:
+            if member == pid:
+                return None
+            continue  # a child gone meanwhile: its parent's cutime has it once reaped
+        # After the command name (which may hold spaces and parentheses): state is field 3,
+        # utime, stime, cutime and cstime are fields 14-17.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        total += sum(int(v) for v in fields[11:15])
+    return total / _TICKS
+
+
 def reap_group(proc: ServerProcess, timeout_s: float = 5.0) -> None:
     """Wait up to `timeout_s` for a stopping server (killed after that), then SIGKILL its
     process group: it started its own session (group = its pid), so whatever it forked

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -40,6 +40,7 @@ from apmbench.harness.runtimes.base import (
     ServerProcess,
     descendants,
     reap_group,
+    tree_cpu_s,
 )
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, Sandbox, unconfined
@@ -230,7 +231,8 @@ class ProcessRuntime(Runtime):
             ) from e
         self._check_socket()
         self._client = client
-        self.spares.served(launch, asked, time.monotonic())
+        pid = launch.proc.pid
+        self.spares.served(launch.launched, asked, time.monotonic(), lambda: tree_cpu_s(pid))
         return client
 
     def _sandbox_hint(self) -> str:
@@ -584,7 +586,8 @@ class SparePlan:
     find a process that finished its start-up during the previous segments (the measured
     start time over the measured time between restarts, plus one), at most as many as
     the memory budget holds (the measured memory of a serving process tree, the model
-    included), and never more than MAX."""
+    included), at most as many as the host's cores can start at once (`cpu_cap`), and
+    never more than MAX."""
 
     MAX = 8
     FIRST_GAP_S = 1.0
@@ -606,6 +609,11 @@ class SparePlan:
         self._last_restart: float | None = None
         self._average_s: float | None = None
         self.waits: list[float] = []
+        self.start_cpu_s: float | None = None
+        self.cpu_share: float | None = None
+        """The largest share of a cold start's wall time it spent on a core (its CPU
+        seconds over its start time): near 1 for an interpreter importing its code, near 0
+        for a start that waits on a device or a sleep."""
 
     def budget(self) -> int:
         if self.budget_bytes is not None:
@@ -643,10 +651,37 @@ class SparePlan:
             return
         self.declared_bytes = size
 
-    def served(self, launch: _Launch, asked: float, ready: float) -> None:
+    def served(
+        self, launched: float, asked: float, ready: float, cpu_s: Callable[[], float | None]
+    ) -> None:
+        """A start handed to the run: `launched` when it was started, `asked` when the run
+        asked for it, `ready` when it served; `cpu_s` reads what it used of the CPU, asked
+        only for a cold start."""
         self.waits.append(ready - asked)
-        if launch.launched >= asked:  # a cold start: its whole start-up was waited for
-            self.start_s = ready - launch.launched
+        if launched < asked:
+            return
+        # A cold start: its whole start-up was waited for, and no spare was starting beside
+        # it (there was none left), so its CPU share is its own.
+        self.start_s = ready - launched
+        used = cpu_s()
+        if used is not None and self.start_s > 0:
+            self.start_cpu_s = used
+            share = used / self.start_s
+            # The largest seen: a start measured on a host busy with other work looks
+            # less CPU-bound than it is, and more spares would make that worse.
+            self.cpu_share = share if self.cpu_share is None else max(self.cpu_share, share)
+
+    def cpu_cap(self) -> int | None:
+        """Spares the host's cores can start at once: the cores left beside the harness and
+        the serving system, over the share of a core a start keeps busy. Spares past that
+        make no start finish sooner (the cores are the bound), slow every start and take
+        CPU from the system whose latency is being measured; on 2 cores a start that is
+        all CPU gets 1 spare, one that sleeps through a model's transfer gets up to MAX.
+        None before a cold start was measured."""
+        if self.cpu_share is None:
+            return None
+        spare_cores = max(_cores() - 1, 1)
+        return max(1, math.floor(spare_cores / max(self.cpu_share, 1 / self.MAX)))
 
     def restarted(self, now: float) -> None:
         if self._last_restart is not None:
@@ -687,6 +722,9 @@ class SparePlan:
             gap = self.gap_s or self.FIRST_GAP_S
             want = max(want, math.ceil(self.start_s / max(gap, 0.05)) + 1)
         want = min(want, self.MAX)
+        cpu_cap = self.cpu_cap()
+        if cpu_cap is not None:
+            want = min(want, cpu_cap)
         if self.gpu_cap is not None and self.budget_bytes is None:
             want = min(want, self.gpu_cap)
         if self.per_start_bytes is not None:
@@ -700,6 +738,9 @@ class SparePlan:
             "waited": sum(1 for w in self.waits if w > WAITED_S),
             "waited_s": round(sum(self.waits), 3),
             "cold_start_s": None if self.start_s is None else round(self.start_s, 3),
+            "cold_start_cpu_s": None if self.start_cpu_s is None else round(self.start_cpu_s, 3),
+            "cpu_share": None if self.cpu_share is None else round(self.cpu_share, 3),
+            "cpu_cap": self.cpu_cap(),
             "per_start_bytes": self.per_start_bytes,
             "gpu_cap": self.gpu_cap,
             "budget_from": self.budget_source,
@@ -709,6 +750,14 @@ class SparePlan:
     def write(self, path: Path, starts: int) -> None:
         with contextlib.suppress(OSError):
             path.write_text(json.dumps(self.record(starts)) + "\n")
+
+
+def _cores() -> int:
+    """The cores this harness may run on (its affinity, as a container's cpuset sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _holds_gpu(pid: int) -> bool:

@@ -38,7 +38,9 @@ def unavailable(reason: str) -> None:
 def run_containers(engine: docker.DockerClient, run_dir: Path) -> list[Container]:
     """Every container, running or not, that belongs to the run in `run_dir`."""
     key = leftovers.run_key(run_dir)
-    return list(engine.containers.list(all=True, filters={"label": f"{leftovers.RUN}={key}"}))
+    # The run may remove one between the engine's list and its inspect (CI: a 404 there).
+    label = {"label": f"{leftovers.RUN}={key}"}
+    return list(engine.containers.list(all=True, filters=label, ignore_removed=True))
 
 
 def socket_mounts(harness_pid: int | None = None) -> list[str]:

@@ -182,3 +182,24 @@ def test_resource_exhaustion_fails_the_run_cleanly(
     assert "Traceback" not in done.stderr
     assert run_containers(engine, out) == []
     assert cli(*args(out, "none", *extra), "--resume").returncode == 0
+
+def test_cleanup_skips_a_container_removed_between_list_and_inspect(
+    tmp_path: Path, engine: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another run on the same engine removes its container while this one lists leftovers:
+    # the engine's list still names it, its inspect answers 404 (seen in CI).
+    dead = leftovers.Owner(leftovers.Owner.me().host, 4_000_002, 1.0)
+    made = leftovers.labels("raced", tmp_path, "T1", dead, tmp_path / "sockets")
+    gone = engine.containers.create(TEST_IMAGE, labels=made, name=f"gone-{uuid.uuid4().hex}")
+    listing = engine.api.containers
+
+    def list_then_remove(*a: object, **kw: object) -> object:
+        found = listing(*a, **kw)
+        leftovers.remove(gone)
+        return found
+
+    monkeypatch.setattr(engine.api, "containers", list_then_remove)
+    try:
+        assert gone.name not in leftovers.clean(engine, "mine", leftovers.Owner.me())
+    finally:
+        leftovers.remove(gone)

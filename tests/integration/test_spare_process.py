@@ -140,6 +140,60 @@ def test_the_spare_count_follows_start_time_gaps_and_the_memory_budget() -> None
     assert plan.wanted(2) == 0  # not even one fits: restarts wait
 
 
+def test_spares_starting_at_once_are_capped_by_the_cores_a_start_keeps_busy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import apmbench.harness.runtimes.process as process
+
+    monkeypatch.setattr(process, "_cores", lambda: 2)
+    plan = SparePlan(budget_bytes=None)
+    plan.restarted(0.0)
+    plan.restarted(0.2)  # forks back to back: 0.2 s segments
+    # An interpreter importing its code: 0.9 s of a core over a 1 s start. Against 0.2 s
+    # gaps that would be 6 in flight, all sharing the one core beside the harness.
+    plan.served(launched=1.0, asked=1.0, ready=2.0, cpu_s=lambda: 0.9)
+    assert plan.cpu_share == pytest.approx(0.9) and plan.cpu_cap() == 1
+    assert plan.wanted(2) == 1
+    # A model's start that sleeps through its transfer: 0.2 s of CPU in 10 s.
+    asleep = SparePlan(budget_bytes=None)
+    asleep.served(launched=0.0, asked=0.0, ready=10.0, cpu_s=lambda: 0.2)
+    assert asleep.cpu_cap() == SparePlan.MAX and asleep.wanted(2) == SparePlan.MAX
+    # Measured once busy with other work it looks less CPU-bound: the largest share holds.
+    plan.served(launched=5.0, asked=5.0, ready=9.0, cpu_s=lambda: 0.9)
+    assert plan.cpu_share == pytest.approx(0.9) and plan.wanted(2) == 1
+    # A promoted spare (launched before it was asked for) measures nothing.
+    fresh = SparePlan(budget_bytes=None)
+    fresh.served(launched=0.0, asked=1.0, ready=1.001, cpu_s=lambda: pytest.fail("read"))
+    assert fresh.cpu_share is None and fresh.cpu_cap() is None
+    record = plan.record(3)
+    assert record["cpu_cap"] == 1 and record["cold_start_cpu_s"] == 0.9
+
+
+def test_a_start_cpu_is_read_from_its_process_tree() -> None:
+    import subprocess
+    import sys
+
+    from apmbench.harness.runtimes.base import tree_cpu_s
+
+    # A parent that sleeps while its child spins: the child's CPU is the tree's.
+    spin = "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass"
+    code = f"import subprocess,sys,time\nsubprocess.Popen([sys.executable,'-c',{spin!r}])\ntime.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        import time
+
+        deadline = time.monotonic() + 30  # a loaded CI host runs the child late
+        used = tree_cpu_s(proc.pid)
+        while used is not None and used < 0.3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            used = tree_cpu_s(proc.pid)
+        assert used is not None and 0.3 <= used < 3.0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert tree_cpu_s(proc.pid) is None
+
+
 def test_a_model_named_runtime_keeps_spares_within_its_budget(tmp_path: Path) -> None:
     rt = sandboxed_process(
         "null", tmp_path / "system.log", Deadlines(), 60, sandbox=False, spare=True,

@@ -183,7 +183,10 @@ def clean(client: docker.DockerClient, key: str, me: Owner) -> list[str]:
     log = logs.get("docker")
     removed = []
     secret = secret_key()
-    for container in client.containers.list(all=True, filters={"label": MANAGED}):
+    # A container removed between the engine's list and its inspect (another run's
+    # stop, on a shared engine) is no leftover: the list skips it instead of failing.
+    listed = client.containers.list(all=True, filters={"label": MANAGED}, ignore_removed=True)
+    for container in listed:
         found = container.labels or {}
         if not proved(found, secret):
             # Copied labels: not this harness's to remove, whatever they claim.

@@ -38,7 +38,7 @@ from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, EngineError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes import seccomp
-from apmbench.harness.runtimes.base import Launch, Runtime
+from apmbench.harness.runtimes.base import Launch, Runtime, tree_cpu_s
 from apmbench.harness.runtimes.docker import leftovers, socketdir
 from apmbench.harness.runtimes.docker.canary import run_canary
 from apmbench.harness.runtimes.docker.engine import (
@@ -533,11 +533,24 @@ class DockerRuntime(Runtime):
             )
         except errors.Unavailable as e:
             self._fail(f"did not become ready: {e}")
-        ready = time.monotonic()
-        self.spares.waits.append(ready - asked)
-        if spare.launched >= asked:
-            self.spares.start_s = ready - spare.launched
+        self.spares.served(spare.launched, asked, time.monotonic(), self._cpu_s)
         return client
+
+    def _cpu_s(self) -> float | None:
+        """CPU the serving container has used, read from /proc through its init's pid as
+        the engine reports it; None unless that pid is in the container's own cgroup here
+        (an engine whose pids are not this kernel's, such as a VM's)."""
+        container = self._container
+        if container is None:
+            return None
+        pid = (container.attrs.get("State") or {}).get("Pid")
+        if not isinstance(pid, int) or pid <= 0:
+            return None
+        try:
+            cgroup = Path(f"/proc/{pid}/cgroup").read_text()
+        except OSError:
+            return None
+        return tree_cpu_s(pid) if container.id and container.id in cgroup else None
 
     def _running(self) -> bool:
         container = self._container
