@@ -350,7 +350,8 @@ class ProcessRuntime(Runtime):
     SPARES = 2
     """Spares kept ready at least: a fork that stops at its question can end before one
     spare has started, so the next restart would still wait; two start during two
-    segments. More when a start takes longer than the segments (`SparePlan`)."""
+    segments. More when a start takes longer than the segments, fewer when the host's cores
+    cannot start two at once (`SparePlan`)."""
 
     SOCKET_POLL_S = 0.002
 

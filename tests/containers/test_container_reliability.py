@@ -183,6 +183,7 @@ def test_resource_exhaustion_fails_the_run_cleanly(
     assert run_containers(engine, out) == []
     assert cli(*args(out, "none", *extra), "--resume").returncode == 0
 
+
 def test_cleanup_skips_a_container_removed_between_list_and_inspect(
     tmp_path: Path, engine: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -61,8 +61,10 @@ def test_every_start_is_a_new_process_and_nothing_outlives_stop(
         # At least two; more when a start takes longer than the time between restarts.
         # A spare is never stopped when the measured gap grows and fewer are wanted, so
         # the count is at least what is wanted now, not equal to it (a loaded CI host
-        # had 3 in flight from one short gap, then wanted 2).
-        assert rt.SPARES <= len(rt._spares) <= SparePlan.MAX
+        # had 3 in flight from one short gap, then wanted 2). Fewer than two when a start
+        # is all CPU and the host has two cores (`SparePlan.cpu_cap`).
+        floor = min(rt.SPARES, rt.spares.cpu_cap() or rt.SPARES)
+        assert floor <= len(rt._spares) <= SparePlan.MAX
         assert len(rt._spares) >= rt.spares.wanted(rt.SPARES)
         for waiting in rt._spares:
             assert waiting.proc.pid not in served and waiting.dir != rt._dir
