@@ -417,7 +417,7 @@ def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluat
         # Frames rendered or decoded in worker processes, on the cores the harness's own
         # interpreter leaves (harness/media/frame_worker.py).
         with FrameWorkers() as workers:
-            produce = workers.produce if frame_workers_enabled() and todo else None
+            produce = workers.produce if frame_workers_enabled() else None
             for trajectory in todo:
                 run_trajectory(p, trajectory, progress, produce)
     return finish(p, progress)
