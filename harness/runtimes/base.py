@@ -158,8 +158,13 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 def tree_cpu_s(pid: int) -> float | None:
     """CPU seconds `pid` and what it forked have used, reaped children included (None when
     `pid` is gone or its /proc cannot be read, as for a container on another host's
-    engine). What a start cost the host's cores, for `SparePlan`'s CPU cap."""
-    total = 0
+    engine). What a start cost the host's cores, for `SparePlan`'s CPU cap.
+
+    A live task's own time comes from its schedstat, in nanoseconds: /proc/PID/stat counts
+    clock ticks, and the three processes of a template start each run for less than one
+    (they read 0 there, which made a template start look free). Reaped children have only
+    their parents' tick counts."""
+    total = 0.0
     for member in (pid, *descendants(pid)):
         try:
             with open(f"/proc/{member}/stat") as f:
@@ -171,8 +176,27 @@ def tree_cpu_s(pid: int) -> float | None:
         # After the command name (which may hold spaces and parentheses): state is field 3,
         # utime, stime, cutime and cstime are fields 14-17.
         fields = stat[stat.rindex(")") + 2 :].split()
-        total += sum(int(v) for v in fields[11:15])
-    return total / _TICKS
+        own = _run_ns(member)
+        ticks = fields[13:15] if own is not None else fields[11:15]
+        total += sum(int(v) for v in ticks) / _TICKS + (own or 0) / 1e9
+    return total
+
+
+def _run_ns(pid: int) -> int | None:
+    """Nanoseconds every thread of `pid` has run (None without schedstat)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    total = 0
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            if task == str(pid):
+                return None
+    return total
 
 
 def reap_group(proc: ServerProcess, timeout_s: float = 5.0) -> None:
