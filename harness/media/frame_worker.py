@@ -19,9 +19,11 @@ The pipes carry only what the harness itself asks for and computes: the worker
 is the harness's code, never the system's, and reaches no system.
 
 Wire (big-endian): a request is a 4-byte length and a pickle of (Session,
-FrameSettings); each reply record is a header (`_HEADER`: kind, time_ms, encoding,
-width, height, data length) and its data. Kinds: a frame, the end of the session,
-or an error (its data a pickle of the exception, raised again in the harness).
+FrameSettings, times): times None for the whole session (`decode_session`), else the
+sampling times wanted (`frames_at`, a report's thumbnails); each reply record is a
+header (`_HEADER`: kind, time_ms, encoding, width, height, data length) and its data.
+Kinds: a frame, the end of the session, or an error (its data a pickle of the
+exception, raised again in the harness).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import IO
 
 from apmbench.adapters.sdk.types import Frame, FrameEncoding
@@ -71,8 +73,8 @@ class _Worker:
         self.requests: IO[bytes] = self.proc.stdin
         self.replies: IO[bytes] = self.proc.stdout
 
-    def ask(self, session: Session, settings: FrameSettings) -> None:
-        request = pickle.dumps((session, settings))
+    def ask(self, session: Session, settings: FrameSettings, times: list[int] | None) -> None:
+        request = pickle.dumps((session, settings, times))
         self.requests.write(_LENGTH.pack(len(request)) + request)
         self.requests.flush()
 
@@ -99,7 +101,8 @@ class _Worker:
 
 class FrameWorkers:
     """A pool of frame worker processes for one run; a context manager. `produce` has the
-    signature and the output of `frames.decode_session(session, settings)`."""
+    signature and the output of `frames.decode_session(session, settings)`, and with
+    `times` those of `frames.frames_at(session, settings, times)`."""
 
     def __init__(self) -> None:
         self._idle: list[_Worker] = []
@@ -129,11 +132,13 @@ class FrameWorkers:
         with self._lock, contextlib.suppress(ValueError):
             self._all.remove(worker)
 
-    def produce(self, session: Session, settings: FrameSettings) -> Iterator[Frame]:
+    def produce(
+        self, session: Session, settings: FrameSettings, times: Sequence[int] | None = None
+    ) -> Iterator[Frame]:
         worker = self._take()
         finished = False
         try:
-            worker.ask(session, settings)
+            worker.ask(session, settings, None if times is None else list(times))
             while True:
                 kind, time_ms, encoding, width, height, size = _HEADER.unpack(
                     worker.read(_HEADER.size)
@@ -176,15 +181,20 @@ def _unpickled(data: bytes) -> BaseException:
 
 
 def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
-    from apmbench.harness.media.frames import decode_session
+    from apmbench.harness.media.frames import decode_session, frames_at
 
     while True:
         head = requests.read(_LENGTH.size)
         if len(head) < _LENGTH.size:
             return  # the harness closed the pipe: the run is over
-        session, settings = pickle.loads(requests.read(_LENGTH.unpack(head)[0]))
+        session, settings, times = pickle.loads(requests.read(_LENGTH.unpack(head)[0]))
         try:
-            for f in decode_session(session, settings):
+            produced = (
+                decode_session(session, settings)
+                if times is None
+                else frames_at(session, settings, times)
+            )
+            for f in produced:
                 header = _HEADER.pack(
                     _FRAME, f.time_ms, _ENCODINGS.index(f.encoding), f.width, f.height,
                     len(f.data),

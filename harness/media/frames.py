@@ -27,6 +27,7 @@ from apmbench.adapters.sdk.types import Frame, FrameEncoding
 from apmbench.harness.errors import VideoError
 from apmbench.harness.media import jpeg_rows
 from apmbench.harness.media.frame_index import DecodePlan, DecodeStats, plan, pts_limit, read_index
+from apmbench.harness.media.patched import Rendered, pixels
 from apmbench.harness.media.renderers import renderer_for
 from apmbench.harness.media.timeline import Session
 
@@ -85,18 +86,21 @@ def _rgb24(frame: av.VideoFrame, width: int, height: int) -> RGB:
 
 
 def _encode_rendered(
-    rgb: RGB, time_ms: int, settings: FrameSettings, coder: jpeg_rows.RowCoder
+    frame: Rendered, time_ms: int, settings: FrameSettings, coder: jpeg_rows.RowCoder
 ) -> Frame:
-    """A rendered RGB frame: PyAV's rgb24-to-rgb24 conversion at the same size is the
+    """A rendered frame: PyAV's rgb24-to-rgb24 conversion at the same size is the
     identity (a test checks it on whole sessions), so it is skipped unless the frame must
     be resized; it cost as much as the JPEG encoding. Consecutive rendered frames differ
-    in a few rows, which `coder` alone codes again."""
-    height, width = rgb.shape[:2]
+    in a few rows, which `coder` alone codes again (from a `Patched` frame's band alone,
+    without assembling the image)."""
+    height, width = frame.shape[:2]
     if _target_size(width, height, settings.max_side) == (width, height):
-        return _encode_rgb(rgb, time_ms, settings, coder)
+        if settings.encoding is FrameEncoding.JPEG:
+            return Frame(time_ms, settings.encoding, width, height, coder.encode(frame))
+        return _encode_rgb(pixels(frame), time_ms, settings, coder)
     width, height = _target_size(width, height, settings.max_side)
-    resized = _rgb24(av.VideoFrame.from_ndarray(rgb, format="rgb24"), width, height)
-    return _encode_rgb(resized, time_ms, settings, coder)
+    source = av.VideoFrame.from_ndarray(pixels(frame), format="rgb24")
+    return _encode_rgb(_rgb24(source, width, height), time_ms, settings, coder)
 
 
 def _encode_rgb(
@@ -126,6 +130,23 @@ def rendered_frames_at(
     coder = jpeg_rows.RowCoder(settings.jpeg_quality)
     for t, rgb in zip(wanted, render_frames(session.render, wanted), strict=True):
         yield _encode_rendered(rgb, t, settings, coder)
+
+
+def frames_at(session: Session, settings: FrameSettings, times: Iterable[int]) -> Iterator[Frame]:
+    """The frames `decode_session` gives at `times` (some of its sampling times), in time
+    order: drawn at those times alone for a rendered session, decoded up to the last of
+    them for a video (what a report's thumbnails want)."""
+    wanted = sorted(set(times))
+    if not wanted:
+        return
+    if session.render is not None:
+        yield from rendered_frames_at(session, settings, wanted)
+        return
+    keep = set(wanted)
+    with FrameProducer(session, settings, until_ms=wanted[-1]) as frames:
+        for frame in frames:
+            if frame.time_ms in keep:
+                yield frame
 
 
 def decode_session(

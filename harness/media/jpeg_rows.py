@@ -25,6 +25,8 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
+from apmbench.harness.media.patched import Patched, Rendered, pixels
+
 MCU_ROWS = 8
 """Pixel rows per MCU row at 4:4:4 (no chroma subsampling)."""
 
@@ -118,38 +120,89 @@ def _spans(changed: npt.NDArray[np.bool_]) -> list[tuple[int, int]]:
 class RowCoder:
     """Codes a sequence of same-size frames, each from the rows that changed since the last.
 
-    One per stream of frames (a session); not shared between threads."""
+    A frame is an RGB image, or a `Patched` one: when it shares its base with the frame
+    before it, only its band can have changed, so only the band's rows are compared and
+    coded, and the whole image is never assembled. One per stream of frames (a session);
+    not shared between threads."""
 
     def __init__(self, quality: int) -> None:
         self.quality = quality
-        self._previous: npt.NDArray[np.uint8] | None = None
+        self._previous: Rendered | None = None
+        self._band: npt.NDArray[np.uint8] | None = None
+        """The previous frame's band rows as whole MCU rows, when it was `Patched`."""
         self._coded: _Coded | None = None
         self.rows_coded = 0
         self.rows_total = 0
+        self.bands = 0
+        """Frames coded from their band alone (what a test counts)."""
 
-    def encode(self, rgb: npt.NDArray[np.uint8]) -> bytes:
-        rgb = np.ascontiguousarray(rgb)
+    def encode(self, frame: Rendered) -> bytes:
+        if isinstance(frame, Patched):
+            return self._encode_patched(frame)
+        rgb = np.ascontiguousarray(frame)
         # Kept to compare the next frame with: a caller writing into it afterwards would
         # make that comparison wrong, so such a write fails instead.
         rgb.flags.writeable = False
         mcu_rows = -(-rgb.shape[0] // MCU_ROWS)
         self.rows_total += mcu_rows
         previous, coded = self._previous, self._coded
-        self._previous = rgb
+        self._previous, self._band = rgb, None
         if previous is None or coded is None or previous.shape != rgb.shape:
             return self._whole(rgb, mcu_rows)
-        spans = _spans(_changed_rows(previous, rgb, mcu_rows))
+        spans = _spans(_changed_rows(pixels(previous), rgb, mcu_rows))
         if sum(last - first + 1 for first, last in spans) == mcu_rows:
             return self._whole(rgb, mcu_rows)
+        return self._code_spans(rgb, 0, spans, coded) or self._whole(rgb, mcu_rows)
+
+    def _encode_patched(self, frame: Patched) -> bytes:
+        previous, band = self._previous, self._band
+        same_base = (
+            isinstance(previous, Patched)
+            and previous.base is frame.base
+            and previous.top == frame.top
+            and previous.bottom == frame.bottom
+            and band is not None
+            and self._coded is not None
+        )
+        if not same_base:
+            data = self.encode(frame.pixels())
+            self._previous, self._band = frame, _mcu_band(frame)
+            return data
+        assert band is not None and self._coded is not None
+        height = frame.shape[0]
+        mcu_rows = -(-height // MCU_ROWS)
+        self.rows_total += mcu_rows
+        first_row = frame.top // MCU_ROWS
+        current = _mcu_band(frame)
+        changed = _changed_rows(band, current, -(-current.shape[0] // MCU_ROWS))
+        spans = [(first + first_row, last + first_row) for first, last in _spans(changed)]
+        self._previous, self._band = frame, current
+        self.bands += 1
+        spliced = self._code_spans(current, first_row, spans, self._coded)
+        if spliced is None:
+            whole = frame.pixels()
+            whole.flags.writeable = False
+            return self._whole(whole, mcu_rows)
+        return spliced
+
+    def _code_spans(
+        self,
+        pixels: npt.NDArray[np.uint8],
+        first_row: int,
+        spans: list[tuple[int, int]],
+        coded: _Coded,
+    ) -> bytes | None:
+        """The frame with the MCU rows of `spans` coded again from `pixels`, whose first
+        row is MCU row `first_row`; None if the encoder's output cannot be spliced."""
         rows = list(coded.rows)
         for first, last in spans:
-            strip = rgb[first * MCU_ROWS : (last + 1) * MCU_ROWS]
+            top = (first - first_row) * MCU_ROWS
+            strip = pixels[top : top + (last - first + 1) * MCU_ROWS]
             part = _split(encode(strip, self.quality))
             if part.header != coded.header_for(strip.shape[0]) or len(part.rows) != len(
                 range(first, last + 1)
             ):
-                # Never expected (same encoder, same settings): code the whole frame instead.
-                return self._whole(rgb, mcu_rows)
+                return None  # never expected (same encoder, same settings)
             rows[first : last + 1] = part.rows
             self.rows_coded += len(part.rows)
         self._coded = _Coded(coded.header, coded.sof_height_at, rows)
@@ -163,3 +216,12 @@ class RowCoder:
         self._coded = coded
         self.rows_coded += mcu_rows
         return data
+
+
+def _mcu_band(frame: Patched) -> npt.NDArray[np.uint8]:
+    """The whole MCU rows that hold `frame`'s band, with the band in them."""
+    top = frame.top // MCU_ROWS * MCU_ROWS
+    bottom = min(-(-frame.bottom // MCU_ROWS) * MCU_ROWS, frame.shape[0])
+    band = frame.base[top:bottom].copy()
+    band[frame.top - top : frame.bottom - top] = frame.rows
+    return band

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-import numpy as np
-import numpy.typing as npt
-
 from apmbench.adapters.sdk.registry import Registry
 from apmbench.harness.errors import DatasetError
 from apmbench.harness.json_types import JSON
+from apmbench.harness.media.patched import Rendered
 
-RenderFrames = Callable[[Mapping[str, JSON], Sequence[int]], Iterator[npt.NDArray[np.uint8]]]
+RenderFrames = Callable[[Mapping[str, JSON], Sequence[int]], Iterator[Rendered]]
 """A renderer: a session's frames at the given times (ms) from its render spec, the JSON
-object a dataset holds (each renderer narrows it into its own spec type)."""
+object a dataset holds (each renderer narrows it into its own spec type). A frame is an
+RGB image, or a `Patched` one (a shared base with a band of rows replaced) that
+consumers turn into pixels with `apmbench.harness.media.patched.pixels`."""
 
 RENDERERS: dict[str, str] = {
     "apmbench-synth": "apmbench.harness.suites.apmbench.synth.live:render_frames",

@@ -173,3 +173,33 @@ def test_view_command_and_the_thumbnail_limit(runs: list[Path], tmp_path: Path) 
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert missing.returncode != 0 and "no manifest.json" in missing.stderr
+
+
+def test_thumbnails_drawn_in_worker_processes_are_the_ones_drawn_here(
+    runs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large report draws its thumbnails in frame worker processes, one per core; the
+    images are those drawn in the harness's own process."""
+    from apmbench.harness.orchestrate.html import queries
+
+    def images(name: str) -> dict[str, str]:
+        html = write_view(runs, tmp_path / name).read_text()
+        found = re.search(r'id="frames-data">(.*?)</script>', html, re.S)
+        assert found is not None
+        return dict(json.loads(found.group(1)))
+
+    monkeypatch.setattr(queries, "PARALLEL_SESSIONS", 1)
+    monkeypatch.setattr(queries.os, "sched_getaffinity", lambda pid: {0, 1})
+    spawned: list[int] = []
+    real = queries.FrameWorkers.produce
+
+    def counted(self: object, *args: object) -> object:
+        spawned.append(1)
+        return real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(queries.FrameWorkers, "produce", counted)
+    parallel = images("parallel.html")
+    assert spawned, "the thumbnails came from the workers"
+    monkeypatch.setenv("APMBENCH_FRAME_WORKERS", "0")
+    here = images("here.html")
+    assert parallel and parallel == here

@@ -15,7 +15,7 @@ from apmbench.adapters.sdk.types import Frame
 from apmbench.harness.errors import FrameWorkerError, VideoError
 from apmbench.harness.media.frame_cache import SessionFrames
 from apmbench.harness.media.frame_worker import FrameWorkers
-from apmbench.harness.media.frames import FrameSettings, decode_session
+from apmbench.harness.media.frames import FrameSettings, decode_session, frames_at
 from apmbench.harness.suites import get_suite
 from apmbench.harness.suites.apmbench.dataset import load_dataset
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
@@ -94,3 +94,20 @@ def test_the_frame_cache_reads_the_workers_frames(mini: Path, tmp_path: Path) ->
                 )
         pids = _workers_alive(pool)
     assert not any(psutil.pid_exists(pid) for pid in pids)
+
+
+def test_chosen_times_give_the_frames_of_the_whole_decode(mini: Path, tmp_path: Path) -> None:
+    """`frames_at` (a report's thumbnails), in a worker and here: the whole decode's
+    frames at those times, for a video and a rendered session, at thumbnail size."""
+    video = load_dataset(mini).trajectories[0].sessions[0]
+    build(replace(PRESETS["tiny"], stored_video=False), 0, tmp_path / "live")
+    rendered = get_suite("apmbench").load(tmp_path / "live").trajectories[0].sessions[1]
+    small = dataclasses.replace(SETTINGS, max_side=160, jpeg_quality=70)
+    with FrameWorkers() as pool:
+        for session in (video, rendered):
+            whole = list(decode_session(session, small))
+            times = [whole[k].time_ms for k in (len(whole) - 1, 0, len(whole) // 2)]
+            expected = _key([f for f in whole if f.time_ms in times])
+            assert len(expected) == 3
+            assert _key(list(frames_at(session, small, times))) == expected
+            assert _key(list(pool.produce(session, small, times))) == expected

@@ -10,12 +10,17 @@ import simplejpeg
 
 from apmbench.harness.media import jpeg_rows
 from apmbench.harness.media.jpeg_rows import RowCoder
+from apmbench.harness.media.patched import Patched, Rendered, pixels
 from apmbench.harness.suites.apmbench.synth import live
 
 Image = npt.NDArray[np.uint8]
 
 
 def session_frames(count: int) -> list[Image]:
+    return [pixels(frame) for frame in rendered_frames(count)]
+
+
+def rendered_frames(count: int) -> list[Rendered]:
     plan = live.trajectory_plan("paper", 0, 0)[0]
     spec = {
         "generator": live.GENERATOR,
@@ -36,6 +41,48 @@ def test_a_whole_session_codes_byte_for_byte_as_whole_images() -> None:
         assert coder.encode(rgb) == jpeg_rows.encode(rgb, 90)
     # The synthetic frames change in the clock's rows between events: most rows are reused.
     assert coder.rows_coded < coder.rows_total / 4, (coder.rows_coded, coder.rows_total)
+
+
+def test_patched_frames_code_byte_for_byte_as_whole_images() -> None:
+    """The renderer's frames as they come (a shared base and the clock's band): most are
+    coded from their band alone, and every one equals the whole image's encoding."""
+    frames = rendered_frames(600)
+    assert all(isinstance(f, Patched) for f in frames)
+    coder = RowCoder(90)
+    for frame in frames:
+        assert coder.encode(frame) == jpeg_rows.encode(pixels(frame), 90)
+    assert coder.bands > 500, coder.bands
+    assert coder.rows_coded < coder.rows_total / 4, (coder.rows_coded, coder.rows_total)
+
+
+def frozen(image: Image) -> Image:
+    image.flags.writeable = False
+    return image
+
+
+@pytest.mark.parametrize("height", [336, 333, 13])
+def test_bands_anywhere_code_as_whole_images(height: int) -> None:
+    """Bands at the top, across MCU rows, at a partial last MCU row; the same base twice,
+    a new base, whole images in between, and a band that does not change."""
+    bases = [frozen(rng_image(height, 40, 1)), frozen(rng_image(height, 40, 2))]
+    bands = [(0, 3), (5, 11), (height - 4, height), (height - 4, height), (2, 9)]
+    coder = RowCoder(85)
+    sequence: list[Rendered] = []
+    for k, (top, bottom) in enumerate(bands):
+        for base in (bases[0], bases[0], bases[1]):
+            sequence.append(Patched(base, top, rng_image(bottom - top, 40, 10 + k)))
+            sequence.append(Patched(base, top, sequence[-1].rows))  # type: ignore[union-attr]
+        sequence.append(rng_image(height, 40, 30 + k))
+    for frame in sequence:
+        assert coder.encode(frame) == jpeg_rows.encode(pixels(frame), 85)
+    assert coder.bands >= len(bands) * 3
+
+
+def test_a_patched_frame_needs_a_read_only_base() -> None:
+    with pytest.raises(ValueError, match="read-only"):
+        Patched(rng_image(16, 16, 1), 0, rng_image(2, 16, 2))
+    with pytest.raises(ValueError, match="outside"):
+        Patched(frozen(rng_image(16, 16, 1)), 15, rng_image(2, 16, 2))
 
 
 def rng_image(height: int, width: int, seed: int) -> Image:

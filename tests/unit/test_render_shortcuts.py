@@ -113,8 +113,10 @@ def search(preset: str, seed: int, trajectory: int) -> live.World:
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("APMBENCH_CACHE", str(tmp_path))
     live.trajectory_world.cache_clear()
+    live.trajectory_plan.cache_clear()
     yield tmp_path
     live.trajectory_world.cache_clear()
+    live.trajectory_plan.cache_clear()
 
 
 def test_the_recorded_life_is_the_searched_one(cache: Path) -> None:
@@ -122,7 +124,8 @@ def test_the_recorded_life_is_the_searched_one(cache: Path) -> None:
     assert live.trajectory_world("tiny", 0, 0) == expected
     recorded = live._attempt_path("tiny", 0, 0)
     assert recorded.is_relative_to(cache)
-    assert int(recorded.read_text()) > 0  # tiny's first covering life is not the first drawn
+    attempt = recorded_attempt()
+    assert attempt > 0  # tiny's first covering life is not the first drawn
     live.trajectory_world.cache_clear()
     calls: list[int] = []
     real = live._attempt
@@ -136,7 +139,7 @@ def test_the_recorded_life_is_the_searched_one(cache: Path) -> None:
         assert live.trajectory_world("tiny", 0, 0) == expected
     finally:
         live._attempt = real
-    assert calls == [int(recorded.read_text())]  # one simulation, not the search
+    assert calls == [attempt]  # one simulation, not the search
 
 
 @pytest.mark.parametrize("planted", ["0", "5", "-3", "junk"])
@@ -149,7 +152,44 @@ def test_a_recorded_life_that_does_not_cover_every_task_is_searched_again(
     path.parent.mkdir(parents=True)
     path.write_text(planted)
     assert live.trajectory_world("tiny", 0, 0) == expected
-    assert live._attempt("tiny", 0, 0, int(path.read_text())) == expected
+    assert live._attempt("tiny", 0, 0, recorded_attempt()) == expected
+    live.trajectory_plan.cache_clear()
+    path.write_text(planted)
+    assert live.trajectory_plan("tiny", 0, 0) == expected[0]
+
+
+def recorded_attempt(preset: str = "tiny") -> int:
+    known = live._recorded_attempt(preset, 0, 0)
+    assert known is not None and known[1], "the record is sealed once checked"
+    return known[0]
+
+
+@pytest.mark.parametrize("planted", ["5", "5 0123456789abcdef"])
+def test_only_a_sealed_record_lets_rendering_skip_the_candidates(
+    cache: Path, planted: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rendering needs the sessions alone; it skips drawing the candidates (which check
+    the life covers every task) only for a record the check itself sealed."""
+    expected = search("tiny", 0, 0)
+    path = live._attempt_path("tiny", 0, 0)
+    path.parent.mkdir(parents=True)
+    path.write_text(planted)
+    drawn: list[int] = []
+    real = live.generate
+
+    def counted(*args: object, **kwargs: object) -> object:
+        drawn.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(live, "generate", counted)
+    live.trajectory_plan.cache_clear()
+    assert live.trajectory_plan("tiny", 0, 0) == expected[0]
+    assert drawn, "an unsealed record is checked (and the search runs)"
+    searched = len(drawn)
+    live.trajectory_plan.cache_clear()
+    live.trajectory_world.cache_clear()
+    assert live.trajectory_plan("tiny", 0, 0) == expected[0]
+    assert len(drawn) == searched, "the sealed record renders without drawing candidates"
 
 
 def rendered_session(index: int) -> Session:

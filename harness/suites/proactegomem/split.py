@@ -24,6 +24,7 @@ import av
 
 from apmbench.harness.errors import DatasetError
 from apmbench.harness.media.frames import frame_times
+from apmbench.harness.media.patched import pixels
 from apmbench.harness.media.renderers import renderer_for
 from apmbench.harness.media.timeline import Session
 from apmbench.harness.suites import withheld
@@ -45,7 +46,8 @@ def write_rendered(session: Session, out: Path) -> None:
     with av.open(str(out), "w") as container:
         stream = container.add_stream("libx264rgb", rate=1, options={"qp": "0"})
         first = True
-        for t, rgb in zip(times, renderer_for(session.render)(session.render, times), strict=True):
+        rendered = renderer_for(session.render)(session.render, times)
+        for t, rgb in zip(times, map(pixels, rendered), strict=True):
             if first:
                 stream.height, stream.width = rgb.shape[:2]
                 stream.pix_fmt = "rgb24"

@@ -18,15 +18,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TypedDict, cast
 
-import numpy as np
-import numpy.typing as npt
-
 from apmbench.harness.errors import DatasetError
 from apmbench.harness.json_types import JSON
+from apmbench.harness.media.patched import Patched
 from apmbench.harness.suites.apmbench import tasks
 from apmbench.harness.suites.apmbench.synth.candidates import Candidate, TrajectoryFacts, generate
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
-from apmbench.harness.synthetic.render import render
+from apmbench.harness.synthetic.render import render_patched
 from apmbench.harness.synthetic.world import SessionPlan, apply, plan_sessions
 
 GENERATOR = "apmbench-synth"
@@ -58,14 +56,21 @@ World = tuple[tuple[SessionPlan, ...], tuple[Candidate, ...]]
 def _attempt(preset: str, seed: int, trajectory: int, attempt: int) -> World | None:
     """The simulated life drawn at `attempt`, or None when it lacks a task."""
     p = PRESETS[preset]
-    suffix = f"/{attempt}" if attempt else ""
-    rng = trajectory_rng(preset, seed, trajectory, "world" + suffix)
-    plans = tuple(plan_sessions(rng, p.sessions, p.session_seconds))
+    plans = _plans(preset, seed, trajectory, attempt)
     facts = TrajectoryFacts(f"T{trajectory + 1:03d}", list(plans))
+    suffix = f"/{attempt}" if attempt else ""
     candidates = generate(
         facts, trajectory_rng(preset, seed, trajectory, "candidates" + suffix), p.per_task
     )
     return (plans, tuple(candidates)) if covers_everything(candidates) else None
+
+
+def _plans(preset: str, seed: int, trajectory: int, attempt: int) -> tuple[SessionPlan, ...]:
+    """The sessions of the life drawn at `attempt` (a tenth of drawing its candidates)."""
+    p = PRESETS[preset]
+    suffix = f"/{attempt}" if attempt else ""
+    rng = trajectory_rng(preset, seed, trajectory, "world" + suffix)
+    return tuple(plan_sessions(rng, p.sessions, p.session_seconds))
 
 
 @functools.cache
@@ -87,11 +92,25 @@ def _attempt_path(preset: str, seed: int, trajectory: int) -> Path:
     return cache_root() / "synthetic" / "worlds" / f"v{GENERATOR_VERSION}-{_source_digest()}" / name
 
 
-def _recorded_attempt(preset: str, seed: int, trajectory: int) -> int | None:
+def _seal(preset: str, seed: int, trajectory: int, attempt: int) -> str:
+    """What a record holds beside its attempt once that life was checked to cover every
+    task, so that rendering can trust it without drawing the candidates again; a record
+    without it (planted, damaged, an older format) is checked as before."""
+    key = f"{_source_digest()}/{preset}/{seed}/{trajectory}/{attempt}/covers every task"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _recorded_attempt(preset: str, seed: int, trajectory: int) -> tuple[int, bool] | None:
+    """The recorded attempt, and whether its record is sealed; None without one."""
     try:
-        return int(_attempt_path(preset, seed, trajectory).read_text())
-    except (OSError, ValueError):
+        text = _attempt_path(preset, seed, trajectory).read_text().split()
+        attempt = int(text[0])
+    except (OSError, ValueError, IndexError):
         return None
+    if not 0 <= attempt < ATTEMPTS:
+        return None
+    sealed = text[1:] == [_seal(preset, seed, trajectory, attempt)]
+    return attempt, sealed
 
 
 def _record_attempt(preset: str, seed: int, trajectory: int, attempt: int) -> None:
@@ -99,7 +118,7 @@ def _record_attempt(preset: str, seed: int, trajectory: int, attempt: int) -> No
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(str(attempt))
+        tmp.write_text(f"{attempt} {_seal(preset, seed, trajectory, attempt)}")
         os.replace(tmp, path)  # shards rendering the same trajectory race harmlessly
     except OSError:
         pass  # a read-only cache only costs the search again
@@ -118,9 +137,12 @@ def trajectory_world(preset: str, seed: int, trajectory: int) -> World:
     recorded in the cache, keyed by the generator's code, so that rendering the trajectory
     again (every run of every system) simulates that one life only, and checks it covers."""
     known = _recorded_attempt(preset, seed, trajectory)
-    if known is not None and 0 <= known < ATTEMPTS:
-        world = _attempt(preset, seed, trajectory, known)
+    if known is not None:
+        attempt, sealed = known
+        world = _attempt(preset, seed, trajectory, attempt)
         if world is not None:
+            if not sealed:
+                _record_attempt(preset, seed, trajectory, attempt)
             return world
     for attempt in range(ATTEMPTS):
         world = _attempt(preset, seed, trajectory, attempt)
@@ -133,7 +155,15 @@ def trajectory_world(preset: str, seed: int, trajectory: int) -> World:
     )
 
 
+@functools.lru_cache(maxsize=256)
 def trajectory_plan(preset: str, seed: int, trajectory: int) -> tuple[SessionPlan, ...]:
+    """The sessions of `trajectory_world`: what rendering needs. With a sealed record the
+    life's sessions are simulated without its candidates, which are nine tenths of the
+    cost (a frame worker renders every trajectory of a run, and the report's thumbnails
+    all of them again)."""
+    known = _recorded_attempt(preset, seed, trajectory)
+    if known is not None and known[1]:
+        return _plans(preset, seed, trajectory, known[0])
     return trajectory_world(preset, seed, trajectory)[0]
 
 
@@ -159,9 +189,7 @@ def session_spec(preset: str, seed: int, trajectory: int, session: int) -> Sessi
     }
 
 
-def render_frames(
-    spec_: Mapping[str, JSON], times: Sequence[int]
-) -> Iterator[npt.NDArray[np.uint8]]:
+def render_frames(spec_: Mapping[str, JSON], times: Sequence[int]) -> Iterator[Patched]:
     """The frame at each time (ms on the trajectory clock) of the session `spec` names."""
     if spec_.get("generator") != GENERATOR or spec_.get("version") != GENERATOR_VERSION:
         raise DatasetError(
@@ -179,4 +207,4 @@ def render_frames(
         while pending and pending[0].time_ms <= t:
             apply(state, pending.pop(0))
         second = t - (t - plan.start_ms) % 1000
-        yield render(state.scene(second))
+        yield render_patched(state.scene(second))
