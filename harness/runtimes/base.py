@@ -155,6 +155,14 @@ def descendants(pid: int) -> list[int]:
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def usable_cores() -> int:
+    """The cores this harness may run on (its affinity, as a container's cpuset sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def tree_cpu_s(pid: int) -> float | None:
     """CPU seconds `pid` and what it forked have used, reaped children included (None when
     `pid` is gone or its /proc cannot be read, as for a container on another host's

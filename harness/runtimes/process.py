@@ -41,6 +41,7 @@ from apmbench.harness.runtimes.base import (
     descendants,
     reap_group,
     tree_cpu_s,
+    usable_cores,
 )
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, Sandbox, unconfined
@@ -681,7 +682,7 @@ class SparePlan:
         None before a cold start was measured."""
         if self.cpu_share is None:
             return None
-        spare_cores = max(_cores() - 1, 1)
+        spare_cores = max(usable_cores() - 1, 1)
         return max(1, math.floor(spare_cores / max(self.cpu_share, 1 / self.MAX)))
 
     def restarted(self, now: float) -> None:
@@ -751,14 +752,6 @@ class SparePlan:
     def write(self, path: Path, starts: int) -> None:
         with contextlib.suppress(OSError):
             path.write_text(json.dumps(self.record(starts)) + "\n")
-
-
-def _cores() -> int:
-    """The cores this harness may run on (its affinity, as a container's cpuset sets it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _holds_gpu(pid: int) -> bool:

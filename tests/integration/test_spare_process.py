@@ -147,7 +147,7 @@ def test_spares_starting_at_once_are_capped_by_the_cores_a_start_keeps_busy(
 ) -> None:
     import apmbench.harness.runtimes.process as process
 
-    monkeypatch.setattr(process, "_cores", lambda: 2)
+    monkeypatch.setattr(process, "usable_cores", lambda: 2)
     plan = SparePlan(budget_bytes=None)
     plan.restarted(0.0)
     plan.restarted(0.2)  # forks back to back: 0.2 s segments

@@ -189,7 +189,7 @@ def test_thumbnails_drawn_in_worker_processes_are_the_ones_drawn_here(
         return dict(json.loads(found.group(1)))
 
     monkeypatch.setattr(queries, "PARALLEL_SESSIONS", 1)
-    monkeypatch.setattr(queries.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(queries, "usable_cores", lambda: 2)
     spawned: list[int] = []
     real = queries.FrameWorkers.produce
 

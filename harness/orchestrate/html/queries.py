@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import bisect
 import json
-import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +28,7 @@ from apmbench.harness.media.frame_worker import FrameWorkers
 from apmbench.harness.media.frames import FrameSettings, frame_times, frames_at
 from apmbench.harness.media.timeline import Session
 from apmbench.harness.run.plan import Ask
+from apmbench.harness.runtimes.base import usable_cores
 from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
 
 THUMBNAILS = 3
@@ -124,7 +124,7 @@ class Thumbnails:
             (tid, index, by_id[tid].sessions[index], sorted(times))
             for (tid, index), times in sorted(self.wanted.items())
         ]
-        cores = len(os.sched_getaffinity(0))
+        cores = usable_cores()
         if len(jobs) < PARALLEL_SESSIONS or cores < 2 or not frame_worker.enabled():
             for tid, index, session, times in jobs:
                 for frame in frames_at(session, self.settings, times):

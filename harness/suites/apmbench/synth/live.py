@@ -58,9 +58,8 @@ def _attempt(preset: str, seed: int, trajectory: int, attempt: int) -> World | N
     p = PRESETS[preset]
     plans = _plans(preset, seed, trajectory, attempt)
     facts = TrajectoryFacts(f"T{trajectory + 1:03d}", list(plans))
-    suffix = f"/{attempt}" if attempt else ""
     candidates = generate(
-        facts, trajectory_rng(preset, seed, trajectory, "candidates" + suffix), p.per_task
+        facts, _attempt_rng(preset, seed, trajectory, "candidates", attempt), p.per_task
     )
     return (plans, tuple(candidates)) if covers_everything(candidates) else None
 
@@ -68,9 +67,16 @@ def _attempt(preset: str, seed: int, trajectory: int, attempt: int) -> World | N
 def _plans(preset: str, seed: int, trajectory: int, attempt: int) -> tuple[SessionPlan, ...]:
     """The sessions of the life drawn at `attempt` (a tenth of drawing its candidates)."""
     p = PRESETS[preset]
-    suffix = f"/{attempt}" if attempt else ""
-    rng = trajectory_rng(preset, seed, trajectory, "world" + suffix)
+    rng = _attempt_rng(preset, seed, trajectory, "world", attempt)
     return tuple(plan_sessions(rng, p.sessions, p.session_seconds))
+
+
+def _attempt_rng(
+    preset: str, seed: int, trajectory: int, purpose: str, attempt: int
+) -> random.Random:
+    """The random stream `purpose` draws from at `attempt` (attempt 0: the plain stream)."""
+    suffix = f"/{attempt}" if attempt else ""
+    return trajectory_rng(preset, seed, trajectory, purpose + suffix)
 
 
 @functools.cache
