@@ -259,3 +259,16 @@ def test_a_system_that_declares_no_room_gets_no_spare(
     else:
         assert starts["starts"] == starts["served"]
         assert starts["budget_from"] == "system (spare_memory)"
+
+
+@pytest.mark.parametrize("start", ["fresh", "template"])
+def test_a_sandboxed_starts_cpu_is_measured_not_read_as_zero(tmp_path: Path, start: str) -> None:
+    """Each process of a template start runs for less than a clock tick: counted in ticks,
+    a template start read 0 CPU and escaped the spares' CPU cap."""
+    rt = runtime(tmp_path, sandbox=True, start=start)
+    try:
+        rt.start().describe()
+        assert rt.spares.start_cpu_s is not None and rt.spares.start_cpu_s > 0
+        assert rt.spares.cpu_share is not None and rt.spares.cpu_share > 0
+    finally:
+        rt.stop()
