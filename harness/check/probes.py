@@ -15,7 +15,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import cast
 
 import av
 import numpy as np
@@ -37,6 +36,7 @@ from apmbench.adapters.sdk.types import (
     UserTurn,
     UserTurnKind,
 )
+from apmbench.harness.media.frames import to_rgb24
 from apmbench.harness.media.timecode import format_ms, to_ms
 from apmbench.harness.protocol.client import QueryResult, SystemClient
 from apmbench.harness.suites.apmbench import prompts
@@ -218,8 +218,7 @@ def fit(rgb: Image, max_side: int) -> Image:
 def resize(rgb: Image, width: int, height: int) -> Image:
     """The picture scaled to width x height by the same scaler as the harness's frames."""
     frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
-    # rgb24 in, rgb24 out: uint8, whatever the stubs' union says.
-    return cast(Image, frame.to_ndarray(width=width, height=height, format="rgb24"))
+    return to_rgb24(frame, width, height)
 
 
 def encode(rgb: Image, time_ms: int, encoding: FrameEncoding) -> Frame:

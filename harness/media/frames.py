@@ -20,7 +20,7 @@ import av
 import av.container
 import numpy as np
 import numpy.typing as npt
-from av.video.reformatter import VideoReformatter
+from av.video.reformatter import Interpolation, VideoReformatter
 
 from apmbench.adapters.sdk.clock import format_ms
 from apmbench.adapters.sdk.types import Frame, FrameEncoding
@@ -67,21 +67,31 @@ def _target_size(width: int, height: int, max_side: int) -> tuple[int, int]:
 
 def _encode(frame: av.VideoFrame, time_ms: int, settings: FrameSettings) -> Frame:
     width, height = _target_size(frame.width, frame.height, settings.max_side)
-    return _encode_rgb(_rgb24(frame, width, height), time_ms, settings)
+    return _encode_rgb(to_rgb24(frame, width, height), time_ms, settings)
 
 
 _REFORMATTERS = threading.local()
 
+SCALER = Interpolation.BILINEAR | Interpolation.ACCURATE_RND | Interpolation.BITEXACT
+"""swscale's bilinear scaler in its bit-exact mode. Its default SIMD paths give other
+pixels on other CPUs (the tiny dataset's frame-archive state came out 2,970 bytes
+smaller with FFmpeg held to its C code), so a method would be shown different frames
+of the same video on different machines. Bit-exact costs 0.34 against 0.07 ms for a
+448 x 336 YUV frame to RGB at the same size, and nothing measurable when it resizes
+(1.48 against 1.46 ms from 1920 x 1080 to 448 x 252; best of 5 x 100 here).
+`tests/unit/test_frame_determinism.py` checks the pixels with the C code forced."""
 
-def _rgb24(frame: av.VideoFrame, width: int, height: int) -> RGB:
-    """The frame converted (and resized) to RGB, one byte a channel. Through one
-    reformatter per thread: `to_ndarray(width=, height=)` makes a new one per frame, whose
-    scaler set-up cost twice the scaling itself (3.1 against 1.1 ms for a 448 px frame
-    to a 160 px thumbnail); the same scaler with the same parameters gives the same bytes."""
+
+def to_rgb24(frame: av.VideoFrame, width: int, height: int) -> RGB:
+    """The frame converted (and resized) to RGB, one byte a channel, the same on every
+    machine (`SCALER`). Through one reformatter per thread: `to_ndarray(width=,
+    height=)` makes a new one per frame, whose scaler set-up cost twice the scaling itself
+    (3.1 against 1.1 ms for a 448 px frame to a 160 px thumbnail); the same scaler with
+    the same parameters gives the same bytes."""
     reformatter = getattr(_REFORMATTERS, "one", None)
     if reformatter is None:
         reformatter = _REFORMATTERS.one = VideoReformatter()
-    converted = reformatter.reformat(frame, width, height, "rgb24")
+    converted = reformatter.reformat(frame, width, height, "rgb24", interpolation=SCALER)
     return np.asarray(converted.to_ndarray(), np.uint8)
 
 
@@ -100,7 +110,7 @@ def _encode_rendered(
         return _encode_rgb(pixels(frame), time_ms, settings, coder)
     width, height = _target_size(width, height, settings.max_side)
     source = av.VideoFrame.from_ndarray(pixels(frame), format="rgb24")
-    return _encode_rgb(_rgb24(source, width, height), time_ms, settings, coder)
+    return _encode_rgb(to_rgb24(source, width, height), time_ms, settings, coder)
 
 
 def _encode_rgb(
