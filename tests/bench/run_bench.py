@@ -31,11 +31,11 @@ Three measurements, each against a baseline measured in the same run:
    trajectories, CPU counted in a cgroup where one can be made (target: a template
    restart at most half a fresh one's CPU). See template_bench.py; `--only template`.
 
-7. paper: the paper-scale dry run, `evaluate --synthetic paper --system null` (104
-   trajectories, forks and EA replays), wall and CPU time, main-pass frames and queries;
-   then `--shard 0/2` and `1/2` in two processes at once, merged (targets: under 10
-   minutes; the shards' summed wall times within 10 % of the single run's). See
-   paper_bench.py; `--only paper` runs just this.
+7. paper: the paper-scale dry run, `evaluate --synthetic paper --system null --start
+   template` (104 trajectories, forks and EA replays), wall and CPU time, main-pass frames
+   and queries; then `--shard 0/2` and `1/2`, each alone and both at once, merged
+   (targets: under 300 s on 2 cores; the shards alone summed within 10 % of the single
+   run; merged scores equal). See paper_bench.py; `--only paper` runs just this.
 8. fault_campaign: the seeded fault campaign of tests/helpers/campaign.py (50
    injected faults on the tiny preset, each followed by `--resume`); targets: 0
    instances lost, 0 leftovers, caps held, scores after resume equal to an
