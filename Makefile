@@ -7,7 +7,15 @@ STAMP  := $(VENV)/.installed
 # folders, so it reads them through a tree of links with the import names.
 TYPECHECK := .typecheck
 
-.PHONY: install test unit lint typecheck proto demo bench dist docs clean
+.PHONY: install test test-fast unit lint typecheck proto demo bench dist docs clean
+
+# The suite runs on pytest-xdist workers: one per core the process may use, and at least
+# 4, since most tests wait on a subprocess, a container or a deadline rather than compute
+# (docs/development.md#the-test-suite). A module is one unit of work (its module-scoped
+# fixtures are built once), handed out in the order tests/conftest.py gives.
+# `make test TEST_WORKERS=1` runs it serially.
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(max(4, len(os.sched_getaffinity(0))))")
+PARALLEL := -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # Bytecode for the project's own modules: editable sources have none, and a sandboxed
 # system cannot write any (its root is read-only), so without this every restart of a
@@ -25,11 +33,17 @@ $(STAMP): pyproject.toml setup.py packaging/sdk/pyproject.toml packaging/sdk/set
 	@command -v bwrap >/dev/null || echo "note: --system runs in a bubblewrap sandbox;" \
 		"install it with: apt-get install -y bubblewrap (as root)"
 
+# Everything CI runs: lint, then every test; prints the 20 slowest tests and the serial
+# total, and fails a passing run whose serial time outgrew tests/time_budget.toml.
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PARALLEL) --time-budget tests/time_budget.toml
+
+# The developer's loop: unit and integration tests not marked slow (no engine needed).
+test-fast: install
+	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow" tests/unit tests/integration
 
 unit: install
-	$(BIN)/python -m pytest -q tests/unit
+	$(BIN)/python -m pytest -q $(PARALLEL) tests/unit
 
 lint: install typecheck
 	$(BIN)/ruff check proto harness adapters tests
@@ -93,7 +107,7 @@ gpu-check: install
 
 # The container tier alone (real containers; skips without a Docker engine).
 containers: install
-	$(BIN)/python -m pytest -q tests/containers
+	$(BIN)/python -m pytest -q $(PARALLEL) tests/containers
 
 clean:
 	rm -rf $(VENV) $(TYPECHECK) runs build dist *.egg-info

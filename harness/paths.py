@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import os
@@ -51,22 +52,29 @@ def cached_dataset(
     stale copy once gave a CI run 6 bytes more frame-archive storage than a fresh one.
 
     Built in a temporary directory beside it and renamed into place, so a killed build
-    never leaves a half-written dataset, and two runs building the same one at once both
-    end with a complete copy."""
-    base = (root or cache_root()) / "synthetic"
+    never leaves a half-written dataset; one build at a time per name (a lock file in
+    `root/locks`), so runs that want the same dataset at once (shards on one machine,
+    parallel tests) generate it once and the others wait for it."""
+    root = root or cache_root()
+    base = root / "synthetic"
     name = f"{name}-{code_digest((*SHARED_GENERATOR_CODE, *code))}"
     target = base / name
     if (target / "dataset.json").exists():
         return target
     base.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=base))
-    try:
-        build(work)
+    (root / "locks").mkdir(exist_ok=True)
+    with open(root / "locks" / f"{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if (target / "dataset.json").exists():
+            return target
+        work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=base))
         try:
-            work.rename(target)
-        except OSError:
-            if not (target / "dataset.json").exists():
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+            build(work)
+            try:
+                work.rename(target)
+            except OSError:
+                if not (target / "dataset.json").exists():
+                    raise
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     return target
