@@ -3,17 +3,22 @@
 Without an engine these tests skip, saying how to enable them; with CI=true
 (or APMBENCH_REQUIRE_DOCKER=1) they fail instead, so CI cannot pass by
 skipping them. The images are built (or found up to date) once per session
-with the same builder as `make images`, plus the test image from image/.
+with the same builder as `make images`, plus the test image from image/; under
+pytest-xdist one worker builds at a time, so two workers wanting one image build it
+once (the second finds it up to date).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import docker
 import docker.errors
 import pytest
 from containertools import HERE, ROOT, TEST_IMAGE, unavailable
+from helpers.shared import Shared
 
 from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.harness.build.images import BASE, Builder, tree_files
@@ -31,9 +36,26 @@ def engine() -> Iterator[docker.DockerClient]:
     client.close()
 
 
+@dataclass
+class OneBuildAtATime(Builder):
+    """`make images`'s builder, holding the session's lock around each build."""
+
+    shared: Shared | None = None
+
+    def build(self, *args: Any, **kwargs: Any) -> str:
+        assert self.shared is not None
+        with self.shared.lock("images"):
+            return super().build(*args, **kwargs)
+
+    def rootfs(self, *args: Any, **kwargs: Any) -> str:
+        assert self.shared is not None
+        with self.shared.lock("images"):
+            return super().rootfs(*args, **kwargs)
+
+
 @pytest.fixture(scope="session")
-def builder(engine: docker.DockerClient) -> Builder:
-    return Builder(ROOT, engine, say=lambda line: None)
+def builder(engine: docker.DockerClient, shared: Shared) -> Builder:
+    return OneBuildAtATime(ROOT, engine, say=lambda line: None, shared=shared)
 
 
 @pytest.fixture(scope="session")

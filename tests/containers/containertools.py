@@ -54,13 +54,6 @@ def socket_mounts(harness_pid: int | None = None) -> list[str]:
     return [m for m in mounts if Path(m).name.startswith(f"apmd-{harness_pid}-")]
 
 
-def new_socket_mounts(before: list[str]) -> list[str]:
-    """Socket-directory mounts made since `before` was taken and still there: what a run
-    started in between left behind (a concurrent harness could add one too, but no run
-    killed before the test counts)."""
-    return sorted(set(socket_mounts()) - set(before))
-
-
 def socket_dirs(harness_pid: int | None = None) -> list[str]:
     """Socket directories on this host, mounted or not (a harness removes its own); with
     `harness_pid`, only those that harness made (the pid is in the name): another harness
@@ -73,8 +66,28 @@ def evaluate_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "apmbench.harness.cli", "evaluate", *args]
 
 
-def cli(*args: str, timeout: float = 240, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+class Finished(subprocess.CompletedProcess[str]):
+    """A completed `evaluate`, with the pid its harness ran as (it names its socket
+    directories: tests running beside it have their own)."""
+
+    pid: int
+
+
+def cli(*args: str, timeout: float = 240, **kwargs: Any) -> Finished:
     """Run `apmbench-grpc evaluate ARGS` to the end; returns the completed process."""
-    return subprocess.run(
-        evaluate_cmd(*args), capture_output=True, text=True, timeout=timeout, **kwargs
-    )
+    with subprocess.Popen(
+        evaluate_cmd(*args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+    done = Finished(proc.args, proc.returncode, stdout, stderr)
+    done.pid = proc.pid
+    return done

@@ -24,7 +24,7 @@ from typing import Any
 
 import docker
 import pytest
-from containertools import HERE, ROOT, cli, new_socket_mounts, run_containers, socket_mounts
+from containertools import HERE, ROOT, cli, run_containers, socket_mounts
 
 from apmbench.harness.build.images import BASE, Builder, tree_files
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
@@ -183,7 +183,6 @@ def test_a_symlink_at_the_socket_path_is_refused(
     mini: Path, tmp_path: Path, engine: docker.DockerClient, host_socket: tuple[Path, list[int]]
 ) -> None:
     target, accepted = host_socket
-    mounts_before = socket_mounts()
     out = tmp_path / "run"
     done = cli(
         "--image", CHEATERS, "--dataset", str(mini), "--out", str(out), "--persistence", "reset",
@@ -194,4 +193,4 @@ def test_a_symlink_at_the_socket_path_is_refused(
     assert done.returncode == EXIT_SYSTEM, done.stderr
     assert f"is a symbolic link (to {target})" in err, done.stderr
     assert "will not follow links" in err
-    assert run_containers(engine, out) == [] and new_socket_mounts(mounts_before) == []
+    assert run_containers(engine, out) == [] and socket_mounts(done.pid) == []

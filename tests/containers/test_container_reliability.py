@@ -22,12 +22,9 @@ import pytest
 from containertools import TEST_IMAGE, cli, evaluate_cmd, run_containers
 from helpers.highwater import biggest_section
 
-from apmbench.harness.build.images import Builder
 from apmbench.harness.runtimes.docker import leftovers
 
 pytestmark = [pytest.mark.containers, pytest.mark.usefixtures("images")]
-
-VOLUME_IMAGE = "apmbench-test/volumes:latest"
 
 
 def args(out: Path, fault: str, *extra: str) -> list[str]:
@@ -44,10 +41,6 @@ def _listed(engine: docker.DockerClient, out: Path) -> bool:
         return bool(run_containers(engine, out))
     except docker.errors.NotFound:
         return False
-
-
-def volumes(engine: docker.DockerClient) -> set[str]:
-    return {str(v.name) for v in engine.volumes.list()}
 
 
 def test_markup_and_escapes_from_a_container_are_printed_as_text(
@@ -146,23 +139,6 @@ def test_forged_labels_are_not_trusted_by_cleanup(
         victim.rmdir()
         if bait.exists():
             bait.rmdir()
-
-
-def test_an_image_with_volumes_is_reported_and_leaves_no_volume(
-    tmp_path: Path, engine: docker.DockerClient, builder: Builder, images: dict[str, str]
-) -> None:
-    dockerfile = f"FROM {TEST_IMAGE}\nVOLUME /data /cache\n".encode()
-    builder.build(VOLUME_IMAGE, {"Dockerfile": dockerfile}, parent=images[TEST_IMAGE])
-    before = volumes(engine)
-    out = tmp_path / "run"
-    done = cli(*args(out, "none")[2:], "--image", VOLUME_IMAGE)
-    assert done.returncode == 0, done.stderr
-    assert volumes(engine) == before
-    relaxations = json.loads((out / "manifest.json").read_text())["runtime"]["container"][
-        "relaxations"
-    ]
-    assert any("image declares volumes" in r and "/data" in r for r in relaxations)
-    assert run_containers(engine, out) == []
 
 
 @pytest.mark.parametrize(

@@ -12,18 +12,17 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
 from containertools import cli, run_containers, unavailable
-from helpers.tiny_qwen_vl import build_tiny_qwen_vl, make_readable
 
 from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.harness.build.images import BASE, Builder
 from apmbench.harness.build.vlm_images import build_cpu, vlm_image
-from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 pytest.importorskip("transformers", reason="the models extra builds the tiny model")
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
@@ -42,15 +41,8 @@ def vlm_images(builder: Builder, images: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = build_tiny_qwen_vl(tmp_path_factory.mktemp("vlm") / "qwen3_vl", "qwen3_vl")
-    make_readable(path)  # the container runs as a uid of its own
-    return path
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return synthetic_dataset("tiny", 0, tmp_path_factory.mktemp("cache"))
+def model(tiny_vlm: Callable[[str], Path]) -> Path:
+    return tiny_vlm("qwen3_vl")  # readable by the container's own uid
 
 
 def run(image: str, tiny: Path, out: Path, *options: str) -> subprocess.CompletedProcess[str]:
