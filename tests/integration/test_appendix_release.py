@@ -19,6 +19,7 @@ from apmbench.harness.cli import main
 APPENDIX = Path(__file__).resolve().parents[1] / "fixtures" / "appendix"
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_evaluate_runs_the_appendix_examples_and_reports_every_task(tmp_path: Path) -> None:
     out = tmp_path / "run"

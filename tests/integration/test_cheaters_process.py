@@ -111,6 +111,7 @@ def test_ground_truth_reader_finds_no_labels(
         assert all(r["correct"] for r in mcqa)  # caught: every label read off the disk
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("helper_env")
 @pytest.mark.parametrize("mode", MODES)
 def test_disk_stash_loses_its_memory_across_restarts(
@@ -130,6 +131,7 @@ def test_disk_stash_loses_its_memory_across_restarts(
         assert Path("/tmp") in places and Path("/dev/shm") in places
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("helper_env")
 @pytest.mark.parametrize("mode", MODES)
 def test_probe_counter_restarts_with_every_process(
@@ -145,6 +147,7 @@ def test_probe_counter_restarts_with_every_process(
         assert any(total > local for local, total in counts)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("helper_env")
 @pytest.mark.parametrize("mode", ["sandboxed", "template", "sandbox-net", "unconfined"])
 def test_a_spare_process_hears_nothing_from_the_one_serving(

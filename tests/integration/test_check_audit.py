@@ -61,6 +61,7 @@ NONE = {
 }
 
 
+@pytest.mark.slow
 def test_an_honest_system_is_clean_and_auditing_changes_no_result(
     mini: Path, tmp_path: Path
 ) -> None:
@@ -83,6 +84,7 @@ def test_an_honest_system_is_clean_and_auditing_changes_no_result(
     assert manifest["settings"]["audit"]["speedup"] == 5.0
 
 
+@pytest.mark.slow
 def test_a_query_that_writes_to_memory(mini: Path, tmp_path: Path) -> None:
     report = audited(mini, tmp_path / "r", "MutatesInQuery", Persistence.RESET, AuditSettings())
     assert flagged(report) == {**NONE, "state_mutation": 6}
@@ -90,6 +92,7 @@ def test_a_query_that_writes_to_memory(mini: Path, tmp_path: Path) -> None:
     assert changed["before_sha256"] != changed["after_sha256"]
 
 
+@pytest.mark.slow
 def test_a_cache_keyed_on_the_query_id(mini: Path, tmp_path: Path) -> None:
     settings = AuditSettings(mutation_queries=0, caching_queries=1)
     report = audited(mini, tmp_path / "r", "CachesByQueryId", Persistence.RESTART, settings)
@@ -104,6 +107,7 @@ def test_a_cache_keyed_on_the_query_id(mini: Path, tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_one_stalled_fresh_ask_is_not_a_cache(mini: Path, tmp_path: Path) -> None:
     # The same 5x rule as above, met by one descheduled ask: the confirming second fresh
     # id comes back at normal speed, so nothing is flagged (before the confirmation, this
@@ -116,6 +120,7 @@ def test_one_stalled_fresh_ask_is_not_a_cache(mini: Path, tmp_path: Path) -> Non
     assert records.count('"fresh_query_id_again"') >= 2
 
 
+@pytest.mark.slow
 def test_a_cache_keyed_on_content(mini: Path, tmp_path: Path) -> None:
     # Every repeat is fast, whatever the ids: one sampled question per trajectory meets the
     # rule, the question sampled to confirm it meets it too, and both are flagged.
@@ -141,6 +146,7 @@ def test_one_stalled_first_ask_is_not_a_cache(mini: Path, tmp_path: Path) -> Non
     assert records.count('"repeat_faster_unconfirmed"') == 1  # the stall did meet the rule
 
 
+@pytest.mark.slow
 def test_answers_that_depend_on_ids(mini: Path, tmp_path: Path) -> None:
     settings = AuditSettings(mutation_queries=0, caching_queries=1)
     report = audited(mini, tmp_path / "r", "AnswersById", Persistence.RESET, settings)
@@ -151,6 +157,7 @@ def test_answers_that_depend_on_ids(mini: Path, tmp_path: Path) -> None:
         assert answers["first"] == "B" and answers["fresh_query_id"] == "C"
 
 
+@pytest.mark.slow
 def test_memory_that_only_the_process_keeps(mini: Path, tmp_path: Path) -> None:
     settings = AuditSettings(mutation_queries=0, persistence_trajectories=2)
     report = audited(mini, tmp_path / "r", "ForgetsOnRestart", Persistence.TRUST, settings)

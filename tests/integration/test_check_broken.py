@@ -75,10 +75,10 @@ def raw(sock_dir: Path) -> Iterator[list[RunningServer]]:
         ("ForgetsOnRestart", {"persistence-restart"}),
         ("ResumesSessions", set()),
         ("LosesOpenSession", {"resume-session"}),
-        ("WorksPastDeadline", {"query-cancel"}),
+        pytest.param("WorksPastDeadline", {"query-cancel"}, marks=pytest.mark.slow),
         ("PadsFirstChunk", {"query-streams"}),
         # Aimed at the caching audit of real runs: the conformance checks cannot see them.
-        ("CachesByQueryId", set()),
+        pytest.param("CachesByQueryId", set(), marks=pytest.mark.slow),
         ("AnswersById", set()),
     ],
 )
@@ -221,7 +221,13 @@ def test_a_1_0_server_is_still_checked_and_evaluated(
         # One defect, one failure under its own rule; the checks that needed a valid export
         # say why they could not run, naming the rule and the check that failed.
         ("UpperShaServicer", "export-manifest", "MANIFEST", "misuse-import-malformed"),
-        ("IgnoresChunkSizeServicer", "export-chunking", "R7", "export-deterministic"),
+        pytest.param(
+            "IgnoresChunkSizeServicer",
+            "export-chunking",
+            "R7",
+            "export-deterministic",
+            marks=pytest.mark.slow,
+        ),
         ("QueryKeepsClockServicer", "misuse-time-backwards", "R2", None),
     ],
 )
@@ -259,6 +265,7 @@ def test_a_fenced_answer_is_a_warning_naming_r12(raw: list[RunningServer], sock_
     assert warned.reason.startswith("R12:") and "fence" in warned.reason
 
 
+@pytest.mark.slow
 def test_every_call_check_makes_keeps_every_rule_even_with_a_state_past_2_mib(
     raw: list[RunningServer], sock_dir: Path
 ) -> None:

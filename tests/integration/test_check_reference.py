@@ -25,6 +25,7 @@ def check_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=240)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["null", *REFERENCE_SYSTEMS])
 def test_a_reference_system_passes_every_check(name: str, tmp_path: Path) -> None:
     with ProcessRuntime(name, tmp_path / "system.log", Deadlines(), 60) as runtime:

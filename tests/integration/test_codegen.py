@@ -105,6 +105,7 @@ def _tree(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_go_generates_with_the_documented_command_and_a_server_builds(tmp_path: Path) -> None:
     _need("protoc", "protoc-gen-go", "protoc-gen-go-grpc", "go")
     work = _tree(tmp_path)
@@ -132,6 +133,7 @@ def test_go_generates_with_the_documented_command_and_a_server_builds(tmp_path: 
     assert (work / "server-bin").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_cpp_generates_with_the_documented_command_and_a_server_links(tmp_path: Path) -> None:
     _need("protoc", "grpc_cpp_plugin", "g++", "pkg-config")
     work = _tree(tmp_path)

@@ -89,6 +89,7 @@ def test_the_node_template_passes_every_check_by_command(
     assert (tmp_path / "system.log").read_text().count("--- start") == 2
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_the_node_template_evaluates_in_restart_mode(
     node_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -143,6 +144,7 @@ def _stash_rows(tmp_path: Path, sandbox: bool, tag: str) -> list[dict[str, Any]]
     return [json.loads(json.loads(line)["raw_output"]) for line in lines]
 
 
+@pytest.mark.slow
 @needs_bwrap
 @pytest.mark.parametrize("sandbox", [True, False], ids=["sandboxed", "unconfined"])
 def test_a_command_that_stashes_memory_on_disk_finds_nothing_when_sandboxed(
@@ -262,6 +264,7 @@ def test_a_server_that_dies_before_serving_is_told_what_its_sandbox_passed(
     assert "--env NAME=VALUE" in message and "name the path on the command line" in message
 
 
+@pytest.mark.slow
 def test_a_command_is_named_by_its_executable_beside_its_describe_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -43,6 +43,7 @@ def _run(
     return events, rows, json.loads((out / "report.json").read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("helper_env")
 def test_r2_follows_a_yes_with_r1_answer_on_the_same_branch(
     tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -94,6 +95,7 @@ def test_r2_follows_a_yes_with_r1_answer_on_the_same_branch(
     assert d["two_turn_accuracy"] == pytest.approx(100.0 * both / len(dialogues))
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("helper_env")
 def test_no_r2_after_a_no(tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     events, rows, report = _run(tiny, tmp_path, monkeypatch, "DialogueBlind")

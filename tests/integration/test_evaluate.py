@@ -86,6 +86,7 @@ def test_null_run_writes_the_run_directory(mini: Path, tmp_path: Path) -> None:
     assert report["storage"]["trajectories_counted"] == 2
 
 
+@pytest.mark.slow
 def test_nothing_leaks_and_no_frame_passes_a_query(
     mini: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -135,6 +136,7 @@ def _by_id(instances: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {r["instance_id"]: json.loads(r["raw_output"]) for r in instances}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", ["fresh", "template"])
 def test_restart_lets_only_exported_state_cross_a_gap(
     mini: Path, tmp_path: Path, start: str

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.usefixtures("helper_env")
 
 
 # 50 runs of the command line and their resumes: minutes, not the 300 s of one test.
+@pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_fault_campaign(tmp_path: Path) -> None:
     count = int(os.environ.get("APMBENCH_CAMPAIGN_FAULTS", "50"))

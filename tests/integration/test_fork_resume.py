@@ -77,6 +77,7 @@ def test_snapshot_and_replay_give_the_same_answers_and_scores(
         assert by_snapshot[key] == by_replay[key], key
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_only_restart_mode_and_a_declaring_system_take_the_snapshot_path(
     mini: Path, tmp_path: Path
@@ -91,6 +92,7 @@ def test_only_restart_mode_and_a_declaring_system_take_the_snapshot_path(
     assert forks(tmp_path / "plain") == (0, 0)
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_forks_replay_by_default_so_no_export_announces_a_question(tmp_path: Path) -> None:
     """Snapshot forks are opt-in (`--fork-snapshots`): a mid-session export tells the

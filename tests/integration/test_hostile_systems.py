@@ -57,6 +57,7 @@ def test_markup_and_escapes_in_a_systems_error_are_printed_as_text(tmp_path: Pat
         assert escape not in done.stderr + done.stdout
 
 
+@pytest.mark.slow
 def test_sigterm_stops_like_ctrl_c_then_resume_finishes(tmp_path: Path) -> None:
     whole = tmp_path / "whole"
     assert run(whole, "none").returncode == 0
@@ -103,6 +104,7 @@ def test_sighup_stops_like_ctrl_c(tmp_path: Path) -> None:
     assert leftovers(token, proc.pid) == []
 
 
+@pytest.mark.slow
 def test_resume_refuses_other_confinement_naming_it(tmp_path: Path) -> None:
     out = tmp_path / "run"
     assert run(out, "crash:end_session:1").returncode == 3
@@ -119,6 +121,7 @@ def test_resume_refuses_other_confinement_naming_it(tmp_path: Path) -> None:
     assert run(out, "none", "--resume").returncode == 0
 
 
+@pytest.mark.slow
 def test_a_failed_start_leaves_a_directory_that_reruns(tmp_path: Path) -> None:
     out = tmp_path / "run"
     failed = run(out, "symlink-socket")
@@ -152,6 +155,7 @@ def test_snapshots_on_disk_are_capped_naming_the_flag(tmp_path: Path) -> None:
     measured(watch)
 
 
+@pytest.mark.slow
 def test_snapshots_are_deleted_once_no_fork_needs_them(tmp_path: Path) -> None:
     out = tmp_path / "run"
     peak = 0
@@ -167,6 +171,7 @@ def test_snapshots_are_deleted_once_no_fork_needs_them(tmp_path: Path) -> None:
     assert 0 < peak < sessions
 
 
+@pytest.mark.slow
 def test_log_is_bounded_per_start_with_a_notice(tmp_path: Path) -> None:
     out = tmp_path / "run"
     # restart: a start per session, each its own bounded section.
@@ -202,6 +207,7 @@ def test_each_deadline_is_a_flag_its_timeout_names(tmp_path: Path, fault: str, f
     assert 1.5 in recorded.values()
 
 
+@pytest.mark.slow
 def test_sigkilled_harness_leftovers_are_removed_by_the_next_start(tmp_path: Path) -> None:
     out = tmp_path / "run"
     token = uuid.uuid4().hex
@@ -223,6 +229,7 @@ def test_sigkilled_harness_leftovers_are_removed_by_the_next_start(tmp_path: Pat
     assert leftovers(token, proc.pid) == []
 
 
+@pytest.mark.slow
 def test_a_stop_signal_during_a_systems_removal_lets_the_removal_finish(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -66,6 +66,7 @@ def servers() -> Iterator[list[RunningServer]]:
         server.stop(grace=None)
 
 
+@pytest.mark.slow
 def test_batched_and_one_per_message_runs_report_the_same(
     mini: Path, tmp_path: Path, sock_dir: Path, servers: list[RunningServer]
 ) -> None:

@@ -67,6 +67,7 @@ def judged_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_another_endpoint_with_the_same_model_name_is_asked_again(
     judged_run: Path, tmp_path: Path
 ) -> None:

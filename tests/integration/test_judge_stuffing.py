@@ -34,6 +34,7 @@ def adaptive(out: Path, system: str) -> dict[str, Any]:
     return family
 
 
+@pytest.mark.slow
 def test_stuffed_answers_score_no_higher_than_honest_ones(tmp_path: Path) -> None:
     honest = adaptive(tmp_path / "honest", "text-log")
     stuffed = adaptive(tmp_path / "stuffed", "helpers.cheaters:KeywordStuffer")

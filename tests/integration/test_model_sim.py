@@ -58,6 +58,7 @@ def _answers(out: Path) -> dict[str, str]:
     return {r["instance_id"]: r["raw_output"] for r in rows}
 
 
+@pytest.mark.slow
 def test_sandboxed_it_answers_as_text_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     weights = tmp_path / "weights"
     prepare_weights(weights, 2)
@@ -78,6 +79,7 @@ def test_sandboxed_it_answers_as_text_log(tmp_path: Path, monkeypatch: pytest.Mo
     assert starts["starts"] > 2 and starts["cold_start_s"] >= 0.1
 
 
+@pytest.mark.slow
 def test_it_runs_a_real_video_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The mini fixture (decoded video, OCR'd): text-log's memory, which model-sim has,
     once stopped every query on an empty place perception read there."""

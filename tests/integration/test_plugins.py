@@ -156,6 +156,7 @@ def test_the_plugin_is_not_in_the_shared_environment() -> None:
         distribution("apmbench-plugin-probe")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sandbox", [True, False], ids=["sandboxed", "no-sandbox"])
 def test_plugin_system_and_suite_evaluate_by_name(
     plugin_path: Path, tmp_path: Path, sandbox: bool
@@ -177,6 +178,7 @@ def test_plugin_system_and_suite_evaluate_by_name(
     assert rescored.returncode == 0, rescored.stderr
 
 
+@pytest.mark.slow
 def test_plugin_runtime_takes_its_declared_options_and_says_it_is_unconfined(
     plugin_path: Path, tmp_path: Path
 ) -> None:

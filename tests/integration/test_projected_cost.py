@@ -15,6 +15,7 @@ from apmbench.harness.run.executor import Persistence
 from apmbench.harness.suites import get_suite
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["restart", "reset"])
 def test_the_projection_is_what_the_run_does(tmp_path: Path, mode: str) -> None:
     dataset = get_suite("apmbench").synthetic("tiny", 0)

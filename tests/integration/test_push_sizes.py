@@ -74,12 +74,14 @@ def leak(tmp_path: Path, calls: list[tuple[str, int]], cuts: PushCuts) -> float:
     return accuracy
 
 
+@pytest.mark.slow
 def test_push_sizes_say_nothing_of_a_coming_question(
     tmp_path: Path, calls: list[tuple[str, int]]
 ) -> None:
     assert leak(tmp_path, calls, PushCuts(seed=7)) < 0.6
 
 
+@pytest.mark.slow
 def test_the_old_fixed_cuts_announced_every_question(
     tmp_path: Path, calls: list[tuple[str, int]]
 ) -> None:

@@ -70,6 +70,7 @@ def scores(run: Path) -> dict[str, Any]:
     return report
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_retried_and_the_merged_scores_equal_a_sequential_run(
     mini: Path, tmp_path: Path, cluster: Cluster
 ) -> None:

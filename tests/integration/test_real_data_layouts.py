@@ -83,6 +83,7 @@ def test_proactegomem_clips_load_with_their_intervals(proact_dir: Path) -> None:
     assert lt.questions[0].answer == "B" and lt.questions[0].choices[1] == ("B", "in the rack")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suite", ["egoprobe", "proactegomem"])
 def test_a_filled_template_runs_and_scores_blind(
     suite: str, egoprobe_dir: Path, proact_dir: Path, tmp_path: Path

@@ -14,6 +14,7 @@ import pytest
 UNVERIFIED = "**Storage/hr unverified** (persistence `reset`)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("persistence", ["reset", "restart"])
 def test_storage_is_marked_unverified_unless_restart(
     mini: Path, tmp_path: Path, persistence: str
@@ -35,6 +36,7 @@ def test_storage_is_marked_unverified_unless_restart(
     assert ("Storage/hr unverified" in html) is unverified
 
 
+@pytest.mark.slow
 def test_a_sharded_reset_run_is_labelled_in_the_merged_report(mini: Path, tmp_path: Path) -> None:
     """A cluster runs shards, then `merge`: a `reset` run there (a method reached as an
     --endpoint, say) carries the same label in the report that publishes its numbers."""

@@ -25,6 +25,7 @@ def _dataset(benchmark: str, mini: Path, cache: Path) -> Path:
     return mini
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("benchmark", ["apmbench", "egoprobe", "proactegomem"])
 def test_report_header_names_the_dataset_and_its_hash(
     benchmark: str, mini: Path, tmp_path: Path

@@ -36,6 +36,7 @@ def scores(report: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in report.items() if k not in ("latency", "format_failures_timing")}
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_gives_the_same_report(
     mini: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -73,6 +74,7 @@ def test_sigkill_then_resume_gives_the_same_report(
     assert scores(report_a) == scores(report_b)
 
 
+@pytest.mark.slow
 def test_resume_refuses_different_settings(mini: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     subprocess.run(

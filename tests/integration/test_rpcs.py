@@ -7,6 +7,7 @@ import io
 import json
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from helpers.servers import Serve
@@ -65,6 +66,7 @@ def test_session_lifecycle_push_query_export(serve: Serve) -> None:
     assert exported.manifest.content_type == "application/json"
 
 
+@pytest.mark.slow
 def test_query_is_streamed_in_chunks(serve: Serve) -> None:
     from helpers.systems import SlowStream
 

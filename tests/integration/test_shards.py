@@ -49,6 +49,7 @@ def whole_run(mini: Path, out: Path, fps: float = 1.0) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_shards_in_one_shared_directory_and_apart_merge_to_the_single_run(
     mini: Path, tmp_path: Path
 ) -> None:
@@ -80,6 +81,7 @@ def test_shards_in_one_shared_directory_and_apart_merge_to_the_single_run(
     assert [p["shard"]["name"] for p in manifest["merged_from"]] == ["0-of-2", "1-of-2"]
 
 
+@pytest.mark.slow
 def test_shards_of_the_synthetic_benchmark_merge_with_its_reference_judge(tmp_path: Path) -> None:
     """`--synthetic` runs are judged by the suite's reference judge by default: the merge
     judges the joined parts with it too, and gives the single run's scores. One of the two
@@ -128,6 +130,7 @@ def test_merge_refuses_parts_of_different_runs_naming_the_difference(
     assert not (tmp_path / "merged").exists()
 
 
+@pytest.mark.slow
 def test_merge_refuses_a_missing_shard_and_a_trajectory_twice(mini: Path, tmp_path: Path) -> None:
     subprocess.run(cli(mini, tmp_path / "a", "--shard", "0/2"), check=True, capture_output=True)
     with pytest.raises(RunDirError, match="a shard is missing from the merge"):

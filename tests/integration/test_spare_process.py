@@ -238,6 +238,7 @@ def test_a_system_declared_budget_only_lowers_the_hosts() -> None:
     assert bad.declared_bytes is None and "lots" in bad.record(1)["declared_error"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("system", "spares"), [("NoSpares", False), ("JsonMemory", True)])
 def test_a_system_that_declares_no_room_gets_no_spare(
     mini: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, system: str, spares: bool

@@ -57,6 +57,7 @@ def _check_run(run: Path, confined: bool) -> None:
     assert digest[:12] in html
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("benchmark", SUITE_REGISTRY.names())
 def test_every_suite_report_carries_the_harness_head(benchmark: str, tmp_path: Path) -> None:
     runs = {}

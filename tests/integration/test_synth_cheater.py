@@ -18,6 +18,7 @@ from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 TESTS = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_a_timing_only_decider_stays_at_chance(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -60,6 +61,7 @@ def _decider_ba(tmp_path: Path, preset: str, leaky: bool) -> dict[str, Any]:
     return accuracy
 
 
+@pytest.mark.slow
 def test_the_timing_only_decider_reads_a_leaky_dataset(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,6 +25,7 @@ def test_cache_reuses_a_generated_dataset(tiny: Path) -> None:
     assert not [p for p in tiny.parent.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_default_evaluation_compares_the_reference_systems(tiny: Path, tmp_path: Path) -> None:
     out = tmp_path / "runs"
     result = subprocess.run(

@@ -46,6 +46,7 @@ def _mcqa(tmp_path: Path, seed: int, sandbox: bool) -> list[dict[str, Any]]:
     return mcqa
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("helper_env")
 def test_unconfined_on_a_known_seed_the_oracle_answers_everything(tmp_path: Path) -> None:
     mcqa = _mcqa(tmp_path, 0, sandbox=False)
@@ -53,6 +54,7 @@ def test_unconfined_on_a_known_seed_the_oracle_answers_everything(tmp_path: Path
     assert all(r["correct"] for r in mcqa)  # the cheat works: the protection is what stops it
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("helper_env")
 def test_sandboxed_the_oracle_has_no_generator(tmp_path: Path) -> None:
     mcqa = _mcqa(tmp_path, 0, sandbox=True)
@@ -60,6 +62,7 @@ def test_sandboxed_the_oracle_has_no_generator(tmp_path: Path) -> None:
     assert sum(r["correct"] for r in mcqa) == sum(r["correct_option_id"] == "B" for r in mcqa)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("helper_env")
 def test_on_a_drawn_seed_the_oracle_finds_no_seed(tmp_path: Path) -> None:
     mcqa = _mcqa(tmp_path, DRAWN, sandbox=False)

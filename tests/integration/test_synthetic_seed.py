@@ -37,6 +37,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "cache"
 
 
+@pytest.mark.slow
 def test_the_default_seed_is_drawn_recorded_and_found_again_on_resume(
     tmp_path: Path, cache: Path
 ) -> None:
@@ -54,6 +55,7 @@ def test_the_default_seed_is_drawn_recorded_and_found_again_on_resume(
     assert synthetic(first)["synthetic"] == a
 
 
+@pytest.mark.slow
 def test_a_chosen_seed_is_labelled_in_the_report(tmp_path: Path, cache: Path) -> None:
     out = tmp_path / "run"
     done = evaluate(out, "--seed", "13")

@@ -31,6 +31,7 @@ def run(mini: Path, out: Path, system: str) -> dict:  # type: ignore[type-arg]
     return result.report
 
 
+@pytest.mark.slow
 def test_a_cheap_first_chunk_is_caught(mini: Path, tmp_path: Path) -> None:
     report = run(mini, tmp_path / "cheap", "helpers.systems:CheapFirstChunk")
     latency = report["latency"]
@@ -53,6 +54,7 @@ def test_a_cheap_first_chunk_is_caught(mini: Path, tmp_path: Path) -> None:
     assert float(cells[" Answer (s) "]) >= 1.2 > 6 * float(cells[" TTFT (s) "])
 
 
+@pytest.mark.slow
 def test_an_honest_server_answers_with_its_first_token(mini: Path, tmp_path: Path) -> None:
     report = run(mini, tmp_path / "honest", "helpers.systems:JsonMemory")
     latency = report["latency"]

@@ -29,6 +29,7 @@ def test_the_decoder_reads_slower_slots_as_ones() -> None:
     assert binary_entropy(0.0) == 0.0
 
 
+@pytest.mark.slow
 def test_the_pair_runs_in_two_sandboxes_and_reports_the_figures() -> None:
     got = measure(bits=16, slot_ms=20, same_cpu=True)
     assert got["bits"] == 16 and got["sender_exit"] == 0
@@ -37,6 +38,7 @@ def test_the_pair_runs_in_two_sandboxes_and_reports_the_figures() -> None:
     assert 0 <= got["capacity_bits_per_s"] <= got["raw_bits_per_s"] == 50.0
 
 
+@pytest.mark.slow
 def test_the_documented_command_runs() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "helpers.timing_channel", "--bits", "8", "--slot-ms", "10"],

@@ -49,6 +49,7 @@ def _instances(run: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in (run / "instances.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_evaluate_writes_a_report_html_into_each_run(runs: list[Path]) -> None:
     for run in runs:
         html = (run / VIEW_NAME).read_text()
@@ -101,6 +102,7 @@ def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+@pytest.mark.slow
 def test_renders_in_headless_chromium_without_console_errors(comparison: Path) -> None:
     executable = _chromium()
     try:

@@ -30,7 +30,6 @@ from apmbench.adapters.systems.summary_prompts import text_summary_writer
 from apmbench.adapters.vlm.backend import open_backend
 from apmbench.adapters.vlm.prompt import Clip, Prompt, Text
 from apmbench.adapters.vlm.settings import VlmConfigError, VlmSettings
-from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 pytestmark = pytest.mark.integration
 KEY = "sk-vlm-test"
@@ -154,8 +153,7 @@ def test_an_unreachable_endpoint_fails_at_start_saying_the_container_needs_netwo
 
 
 @pytest.mark.slow
-def test_text_memory_through_the_api_on_the_tiny_benchmark(tmp_path: Path) -> None:
-    tiny = synthetic_dataset("tiny", 0, tmp_path / "cache")
+def test_text_memory_through_the_api_on_the_tiny_benchmark(tmp_path: Path, tiny: Path) -> None:
     out = tmp_path / "run"
     with endpoint() as server:
         env = {
@@ -188,9 +186,8 @@ def test_text_memory_through_the_api_on_the_tiny_benchmark(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_the_default_comparison_includes_the_vlm_systems_when_a_model_is_named(
-    tmp_path: Path,
+    tmp_path: Path, tiny: Path
 ) -> None:
-    tiny = synthetic_dataset("tiny", 0, tmp_path / "cache")
     out = tmp_path / "runs"
     with endpoint() as server:
         env = {

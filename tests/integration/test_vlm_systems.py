@@ -18,14 +18,13 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import simplejpeg
-from helpers.tiny_qwen_vl import build_tiny_qwen_vl
 
 from apmbench.adapters.sdk import (
     ExportedState,
@@ -43,7 +42,6 @@ from apmbench.adapters.vlm.settings import VlmSettings
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes.process import ProcessRuntime
 from apmbench.harness.suites.apmbench.prompts import SYSTEM_PROMPT
-from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 pytest.importorskip("transformers", reason="the models extra is not installed")
 pytestmark = pytest.mark.integration
@@ -57,14 +55,8 @@ FAST = {
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("vlm")
-    return {f: build_tiny_qwen_vl(root / f, f) for f in ("qwen2_5_vl", "qwen3_vl")}
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return synthetic_dataset("tiny", 0, tmp_path_factory.mktemp("cache"))
+def models(tiny_vlm: Callable[[str], Path]) -> dict[str, Path]:
+    return {f: tiny_vlm(f) for f in ("qwen2_5_vl", "qwen3_vl")}
 
 
 def frames(start_ms: int, count: int, seed: int = 0) -> list[Frame]:
@@ -93,6 +85,7 @@ def generated(log: str) -> list[dict[str, str]]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
 def test_both_families_load_from_disk_stream_and_stop_when_closed(
     models: dict[str, Path], family: str, capfd: pytest.CaptureFixture[str]
@@ -145,6 +138,7 @@ def records(out: Path, name: str) -> list[dict[str, Any]]:
         ("vlm-text-memory", "qwen3_vl"),
     ],
 )
+@pytest.mark.slow
 def test_each_system_runs_the_tiny_benchmark_as_a_process(
     tiny: Path, tmp_path: Path, models: dict[str, Path], system: str, family: str
 ) -> None:
@@ -181,6 +175,7 @@ def test_each_system_runs_the_tiny_benchmark_as_a_process(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("system", ["vlm-video-memory", "vlm-text-memory"])
 def test_the_export_is_the_memory_a_new_process_continues_from(
     tmp_path: Path, models: dict[str, Path], system: str, monkeypatch: pytest.MonkeyPatch
