@@ -112,6 +112,7 @@ def assert_exact(session: Session, settings: FrameSettings) -> DecodeStats:
     return stats
 
 
+@pytest.mark.slow
 def test_the_videos_are_what_the_tests_claim(videos: dict[str, Path]) -> None:
     vgop = key_times(videos["vgop"])
     assert vgop[:5] == [0, 1, 2, 3, 4]

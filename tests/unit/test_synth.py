@@ -117,6 +117,7 @@ def test_text_alone_does_not_answer() -> None:
         assert right[task] / asked[task] < 0.5, (task, right[task], asked[task])
 
 
+@pytest.mark.slow
 def test_generation_is_deterministic_for_a_seed(tmp_path: Path) -> None:
     from apmbench.harness.suites.apmbench.synth.presets import PRESETS
     from apmbench.harness.suites.apmbench.synth.writer import build

@@ -40,6 +40,7 @@ def candidates(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, objec
         ]
 
 
+@pytest.mark.slow
 def test_the_positive_comes_first_in_half_the_two_sided_candidates(
     candidates: list[dict[str, object]],
 ) -> None:
