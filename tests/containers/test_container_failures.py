@@ -102,6 +102,9 @@ def test_a_container_that_hangs(mini: Path, tmp_path: Path, engine: docker.Docke
     assert_complete(mini, out)
 
 
+# Exclusive: any evaluate on this host removes a dead harness's leftovers, so another
+# worker's run would remove the one this test kills before its own next run can.
+@pytest.mark.exclusive
 def test_leftovers_of_a_killed_harness_are_removed_by_the_next_run(
     mini: Path, tmp_path: Path, engine: docker.DockerClient
 ) -> None:
