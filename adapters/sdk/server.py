@@ -17,6 +17,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 from apmbench.adapters.sdk import errors, wire
+from apmbench.adapters.sdk.describe_strings import describe_problems
 from apmbench.adapters.sdk.system import MemorySystem
 from apmbench.adapters.sdk.types import (
     ExportedState,
@@ -168,6 +169,13 @@ class MemorySystemServicer(pb_grpc.MemorySystemServicer):
     def __init__(self, system: MemorySystem) -> None:
         self._system = system
         self._info = system.describe()
+        broken = describe_problems(self._info)
+        if broken:
+            # The harness would refuse this server at its first Describe; say so at start.
+            raise errors.ApmbenchError(
+                "Describe breaks rule R15 (Describe strings) of memory_system.proto: "
+                + "; ".join(broken)
+            )
         self._lifecycle = Lifecycle(self._info)
         # One call at a time: method code is a single-threaded state machine. The harness
         # never overlaps calls (R3); a client that does waits here until the call in

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from apmbench.adapters.sdk import errors
+from apmbench.adapters.sdk.describe_strings import describe_problems
 from apmbench.adapters.sdk.types import PROTOCOL_VERSION, FrameEncoding
 from apmbench.harness.check import probes
 from apmbench.harness.check.context import CheckContext
@@ -114,7 +115,19 @@ def describe_version(ctx: CheckContext) -> Passed:
             f"rebuild the server with an apmbench SDK of protocol {ours}.x",
         )
     ctx.described = info
-    return Passed(f"{info.name} {info.version} speaks protocol {version}")
+    return Passed(f"{info.name!r} {info.version!r} speaks protocol {version}")
+
+
+@check("describe-strings", "R15", "name, version and details are identifiers and plain text")
+def describe_strings(ctx: CheckContext) -> Passed:
+    broken = describe_problems(ctx.info)
+    if broken:
+        raise CheckFailed(
+            "; ".join(broken) + ": the harness refuses this server (these strings go into reports)",
+            "name and version like 'my-memory' and '1.2.0'; details keys likewise; details "
+            "values on one line, at most 256 characters",
+        )
+    return Passed(f"name, version and {len(ctx.info.details)} details hold R15")
 
 
 @check("describe-capabilities", "R8", "capabilities are well formed and Describe does not change")
@@ -158,4 +171,4 @@ def describe_capabilities(ctx: CheckContext) -> Passed:
     )
 
 
-CHECKS = (health, reflection, describe_version, describe_capabilities)
+CHECKS = (health, reflection, describe_version, describe_strings, describe_capabilities)

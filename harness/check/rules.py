@@ -103,6 +103,12 @@ _RULES = (
         "behaves as it did at the export",
     ),
     Rule(
+        "R15",
+        "Describe strings",
+        "`name` and `version` are identifiers: 1 to 64 characters, each a letter, a digit, `.`, "
+        "`_`, `+` or `-`, the first a letter or a digit",
+    ),
+    Rule(
         "PRECEDENCE",
         "Status precedence",
         "when a call breaks several rules, the first that applies in this order is answered: "

@@ -20,6 +20,7 @@ from typing import Any
 
 from apmbench.harness.errors import RunDirError
 from apmbench.harness.reports.head import head_lines, header, with_head
+from apmbench.harness.reports.system_text import md_cell
 from apmbench.harness.reports.tradeoff_plot import Point, plot_tradeoff
 from apmbench.harness.run import records
 from apmbench.harness.run.manifest import Manifest
@@ -61,7 +62,8 @@ def load_runs(roots: Sequence[Path]) -> list[Run]:
             )
         manifest = load_manifest(manifest_path).raw
         runs.append(Run(root, manifest, json.loads(report_path.read_text()), ""))
-    names = [r.record.system_name for r in runs]
+    # A name goes into compare.md's tables and notes: kept to one escaped cell.
+    names = [md_cell(r.record.system_name) for r in runs]
     # Two runs of one system (e.g. two persistence modes) need their directory to tell apart.
     return [
         Run(

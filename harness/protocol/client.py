@@ -21,6 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2
 
 from apmbench.adapters.sdk import errors, wire
+from apmbench.adapters.sdk.describe_strings import describe_problems
 from apmbench.adapters.sdk.types import (
     PROTOCOL_VERSION,
     Query,
@@ -30,6 +31,7 @@ from apmbench.adapters.sdk.types import (
     StreamItem,
     SystemInfo,
 )
+from apmbench.harness.errors import WireRuleError
 from apmbench.harness.protocol import wire_rules
 from apmbench.v1 import memory_system_pb2 as pb
 from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
@@ -130,6 +132,11 @@ def _major(version: str) -> str:
     return version.split(".", 1)[0]
 
 
+def _cut(text: str) -> str:
+    """A server's string quoted in a message before R15 was checked: escaped, at most 40."""
+    return repr(text[:40]) if text else ""
+
+
 class SystemClient:
     """A connection to one memory system server."""
 
@@ -219,12 +226,24 @@ class SystemClient:
         return wire.system_info_from_pb(reply)
 
     def describe(self) -> SystemInfo:
+        """Describe, refused unless it holds R9 (the major version) and R15 (its strings are
+        written into reports) and declares a frame encoding."""
         info = self.describe_unchecked()
         if _major(info.protocol_version) != _major(PROTOCOL_VERSION):
             raise errors.FailedPrecondition(
-                f"system {info.name!r} speaks protocol {info.protocol_version or '(none)'}, "
+                f"the system speaks protocol {_cut(info.protocol_version) or '(none)'}, "
                 f"this harness speaks {PROTOCOL_VERSION}: rebuild the server with a matching SDK",
                 rpc="Describe",
+            )
+        broken = describe_problems(info)
+        if broken:
+            raise WireRuleError(
+                "the server broke rule R15 (Describe strings) of memory_system.proto: "
+                + "; ".join(broken),
+                rule="R15",
+                rpc="Describe",
+                hint="give name, version and details keys as identifiers (letters, digits, "
+                "'.', '_', '+', '-'; at most 64) and details values as printable text",
             )
         if not info.capabilities.frame_encodings:
             raise errors.FailedPrecondition(

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from apmbench.harness import shown
+from apmbench.harness.reports.system_text import md_escape
 from apmbench.harness.run.manifest import Manifest
 
 NOT_COMPUTED = "n/c"
@@ -25,9 +27,17 @@ def size(value: float | int | None) -> str:
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
+    """A Markdown table; every cell kept to its cell (newlines, pipes, tags, control bytes
+    escaped: a cell may hold a system's name, see `system_text`)."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+    return [line(header), "|" + "---|" * len(header), *(line(row) for row in rows)]
+
+
+def _cell(text: str) -> str:
+    return md_escape(" ".join(shown.plain(text).split()))
 
 
 def dataset_line(manifest: Manifest | Mapping[str, Any]) -> str:

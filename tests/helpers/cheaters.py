@@ -402,3 +402,37 @@ _VOCABULARY = (
     "BOTTLE PLATE BAG GLASSES REMOTE TAPE SCISSORS CHARGER CAMERA TRAIN ROOM GATE CODE BUS "
     "TABLE LOCKER ORDER SEAT FLOOR"
 )
+
+
+# What the third red team put into Describe and answers to forge rows in the reports.
+FORGED_NAME = "x | yes | yes | 99.99 | 99.99 |\n| forged <script>alert(1)</script> <img src=x onerror=alert(1)>"
+FORGED_VERSION = "1\x1b[2J\x07\r\x08\x00"
+LONG_ANSWER_CHARS = 200_000
+
+
+class ForgedDescribe(_Base):
+    """Answers Describe with a name holding a newline, table pipes and HTML and a version
+    holding ESC, BEL, CR, BS and NUL; switches off the SDK's own R15 check first, as a
+    method author who read the SDK would (the harness must refuse it on the wire)."""
+
+    name = FORGED_NAME
+
+    def describe(self) -> SystemInfo:
+        from dataclasses import replace
+
+        import apmbench.adapters.sdk.server as sdk_server
+
+        sdk_server.describe_problems = lambda info: []  # type: ignore[assignment]
+        return replace(super().describe(), version=FORGED_VERSION)
+
+
+class LongAnswer(_Base):
+    """Every answer carries a 200,000-character reason: the records keep it, a report shows
+    it cut."""
+
+    name = "long-answer"
+
+    def reply(self, query: Query) -> dict[str, Any]:
+        body = super().reply(query)
+        body["reason"] = "a" * LONG_ANSWER_CHARS
+        return body

@@ -27,6 +27,7 @@ from apmbench.harness.media import frame_worker
 from apmbench.harness.media.frame_worker import FrameWorkers
 from apmbench.harness.media.frames import FrameSettings, frame_times, frames_at
 from apmbench.harness.media.timeline import Session
+from apmbench.harness.reports.system_text import html_text
 from apmbench.harness.run.plan import Ask
 from apmbench.harness.runtimes.base import usable_cores
 from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
@@ -174,7 +175,8 @@ def query_rows(
                 when=_when(r, ask),
                 outcome=suite.view_outcome(r),
                 prompt=ask.query.prompt if ask is not None else None,
-                raw_output=str(r.get("raw_output", "")),
+                # A system's answer: cut, control bytes gone (the records keep all of it).
+                raw_output=html_text(r.get("raw_output", "")),
                 chunks=r.get("chunks"),
                 ttft_s=r.get("ttft_s"),
                 total_s=r.get("total_s"),

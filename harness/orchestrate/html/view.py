@@ -32,6 +32,7 @@ from apmbench.harness.orchestrate.html.queries import (
 from apmbench.harness.orchestrate.scoring import dataset_for_run
 from apmbench.harness.reports.format import size
 from apmbench.harness.reports.head import head_lines
+from apmbench.harness.reports.system_text import MD_CHARS, html_text
 from apmbench.harness.reports.tradeoff_plot import Point
 from apmbench.harness.run import records
 from apmbench.harness.scoring.judge.reference import reference_note
@@ -84,8 +85,10 @@ def _audit(report: Mapping[str, Any]) -> list[str]:
 def _manifest_facts(run: Run) -> dict[str, Any]:
     m = run.record
     return {
-        "system": None if m.system_name == "?" else m.system_name,
-        "system version": m.system_version,
+        "system": None if m.system_name == "?" else html_text(m.system_name, MD_CHARS),
+        "system version": None
+        if m.system_version is None
+        else html_text(m.system_version, MD_CHARS),
         "system spec": m.system_spec,
         "runtime": m.runtime_kind,
         "image digest": m.image_id,

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from apmbench.harness.json_types import JSON
 from apmbench.harness.reports.confinement import storage_verified
 from apmbench.harness.reports.format import NOT_COMPUTED, num, size, table
+from apmbench.harness.reports.system_text import md_cell
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.scoring import measures
 from apmbench.harness.scoring.judge.reference import reference_note
@@ -134,7 +135,7 @@ def _ea_latency_lines(lat: Latency) -> list[str]:
 
 def render_markdown(report: Report, manifest: Mapping[str, JSON]) -> str:
     record = Manifest.of(manifest)
-    system = record.system_name
+    system = md_cell(record.system_name)
     lat = report["latency"]
     sto = report["storage"]
     acc = report["decision_accuracy"]

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from apmbench.harness.json_types import JSON
 from apmbench.harness.reports.format import num, size, table
+from apmbench.harness.reports.system_text import md_cell
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.suites.base import ComparedRun, ComparisonHead, RunLine
 from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES
@@ -110,7 +111,7 @@ def render_markdown(report: Report, manifest: Mapping[str, JSON]) -> str:
     linked = report["event_linked"]
     ff = report["format_failures"]
     lines = [
-        f"# EgoProbe report: {Manifest.of(manifest).system_name}",
+        f"# EgoProbe report: {md_cell(Manifest.of(manifest).system_name)}",
         "",
         f"Chance: {report['chance']['single_turn']}% "
         f"single-turn, {report['chance']['r1']}% R1, {report['chance']['two_turn']}% two-turn.",

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from apmbench.harness.json_types import JSON
 from apmbench.harness.reports.format import num, size, table
+from apmbench.harness.reports.system_text import md_cell
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.suites.base import ComparedRun, ComparisonHead, RunLine
 from apmbench.harness.suites.proactegomem import prompts
@@ -95,7 +96,7 @@ def _matching(params: Mapping[str, float]) -> str:
 def render_markdown(report: Report, manifest: Mapping[str, JSON]) -> str:
     levels = report["levels"]
     lines = [
-        f"# ProactEgoMem report: {Manifest.of(manifest).system_name}",
+        f"# ProactEgoMem report: {md_cell(Manifest.of(manifest).system_name)}",
         "",
         f"{_track(report)}Similarity in the matcher: "
         f"{report['similarity']}. Matching: {_matching(report['matching'])}.",

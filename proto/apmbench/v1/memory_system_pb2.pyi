@@ -127,6 +127,13 @@ R14 Resumed sessions (protocol 1.3). A server that declares
    start; such a fork runs after the main pass finished that session, and
    its process holds nothing later than the snapshot (S1). A server that
    does not declare it gets the replay, as in 1.2.
+R15 Describe strings. `name` and `version` are identifiers: 1 to 64
+   characters, each a letter, a digit, `.`, `_`, `+` or `-`, the first a
+   letter or a digit; `protocol_version` is "1.<minor>" in digits (R9); at
+   most 32 `details`, each key such an identifier and each value at most
+   256 printable characters (no newline, no control character). The
+   harness refuses a system whose Describe breaks this before it sends any
+   other call: these strings are written into the reports.
 
 WHAT THE HARNESS PROMISES IN RETURN (the schedule; not checked on servers):
 
@@ -456,11 +463,11 @@ class SystemInfo(_message.Message):
     CAPABILITIES_FIELD_NUMBER: _builtins.int
     DETAILS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """Non-empty; recorded with the results beside the name the harness gives
-    the system.
+    """An identifier (R15); recorded with the results beside the name the
+    harness gives the system.
     """
     version: _builtins.str
-    """Non-empty; recorded with the results."""
+    """An identifier (R15); recorded with the results."""
     protocol_version: _builtins.str
     """"1.<minor>" (R9); "1.3" for this file."""
     @_builtins.property
@@ -469,7 +476,7 @@ class SystemInfo(_message.Message):
 
     @_builtins.property
     def details(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
-        """Free-form facts worth recording with the results (model, settings).
+        """Facts worth recording with the results (model, settings), held to R15.
         One key is read: "spare_memory", what the harness's pre-started spares
         of this system may hold together (a size such as "24g", or "0": no
         spare); it can only lower the harness's default.

@@ -127,6 +127,13 @@ R14 Resumed sessions (protocol 1.3). A server that declares
    start; such a fork runs after the main pass finished that session, and
    its process holds nothing later than the snapshot (S1). A server that
    does not declare it gets the replay, as in 1.2.
+R15 Describe strings. `name` and `version` are identifiers: 1 to 64
+   characters, each a letter, a digit, `.`, `_`, `+` or `-`, the first a
+   letter or a digit; `protocol_version` is "1.<minor>" in digits (R9); at
+   most 32 `details`, each key such an identifier and each value at most
+   256 printable characters (no newline, no control character). The
+   harness refuses a system whose Describe breaks this before it sends any
+   other call: these strings are written into the reports.
 
 WHAT THE HARNESS PROMISES IN RETURN (the schedule; not checked on servers):
 
