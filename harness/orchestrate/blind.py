@@ -7,8 +7,10 @@ predictions elsewhere.
 - `write_predictions`: at the end of a run on a public part, instead of a report: the
   manifest and every trajectory record, with what the stand-in labels graded taken out.
 - `score_predictions`: on the machine with the labels, refuse predictions made on another
-  public part, rebuild the run directory, take each instance's fields (bucket, subset, ...)
-  from the labelled plan, then score exactly as `evaluate` does.
+  public part, edited predictions (the seal, harness/run/seal.py) and any that are not
+  exactly the labelled plan (a record missing, added or repeated), rebuild the run
+  directory, take each instance's fields (bucket, subset, ...) from the labelled plan,
+  then score exactly as `evaluate` does.
 """
 
 from __future__ import annotations
@@ -16,15 +18,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TypedDict, cast
+from typing import Any, TypedDict, cast
 
 from apmbench.harness.errors import DatasetError, RunDirError
 from apmbench.harness.json_types import JsonObject
 from apmbench.harness.orchestrate.scoring import score_run
 from apmbench.harness.reports.head import RunFacts
-from apmbench.harness.run import records
+from apmbench.harness.run import records, seal
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.run.plan import Ask
@@ -34,7 +37,8 @@ from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
 
 PREDICTIONS_NAME = "predictions.json"
 PREDICTIONS_FORMAT = "apmbench-predictions"
-PREDICTIONS_VERSION = 1
+PREDICTIONS_VERSION = 2
+"""2: sealed (harness/run/seal.py); 1 had no seal and is refused."""
 INSTANCE_IDS = "instance_ids.json"
 """In a private part: public instance id -> labelled instance id, where they differ."""
 
@@ -65,6 +69,7 @@ class Predictions(TypedDict):
     dataset_hash: str | None
     manifest: JsonObject
     trajectories: list[PredictedTrajectory]
+    seal: JsonObject
 
 
 def _empty_or_new(path: Path, what: str) -> None:
@@ -138,10 +143,74 @@ def write_predictions(run: records.RunDir, suite: OpaqueSuite, dataset: SuiteDat
         "dataset_hash": manifest.dataset_hash,
         "manifest": manifest.raw,
         "trajectories": trajectories,
+        "seal": {},
     }
+    out["seal"] = seal.seal(sealed_records(out))
     path = run.root / PREDICTIONS_NAME
     records.atomic_write(path, records.dump(out))
     return path
+
+
+def sealed_records(predictions: Mapping[str, Any]) -> list[tuple[str, object]]:
+    """What the seal of a predictions file covers, named as its refusals name them: its
+    head (format, version, benchmark, dataset hash), the manifest, each trajectory's
+    record beside its instances, and each instance record (`TRAJECTORY/SEGMENT/INSTANCE`)."""
+    head = {k: predictions.get(k) for k in ("format", "version", "benchmark", "dataset_hash")}
+    out: list[tuple[str, object]] = [
+        ("predictions", head),
+        ("manifest", predictions.get("manifest")),
+    ]
+    for t in predictions.get("trajectories") or []:
+        tid = str(t.get("trajectory_id"))
+        rec = dict(t.get("record") or {})
+        rows = rec.pop("instances", None) or []
+        out.append((tid, rec))
+        out += [(f"{tid}/{row.get('segment')}/{row.get('instance_id')}", row) for row in rows]
+    return out
+
+
+def _listed(problems: Sequence[str], most: int = 20) -> str:
+    shown = "; ".join(problems[:most])
+    return shown if len(problems) <= most else f"{shown}; and {len(problems) - most} more"
+
+
+def check_sealed(predictions: Predictions) -> None:
+    """Refuse predictions edited after the run, naming each record that changed."""
+    problems = seal.breaks(predictions.get("seal"), sealed_records(predictions))
+    if problems:
+        raise RunDirError(
+            "the predictions are not what the run wrote: " + _listed(problems) + " (score the "
+            "predictions.json the run on the public part wrote, unedited)"
+        )
+
+
+def check_exactly_the_plan(
+    by_id: Mapping[str, records.TrajectoryRecord],
+    fields: Mapping[tuple[str, str], object],
+    dataset: SuiteDataset,
+) -> None:
+    """The predictions answer each ask of the labelled plan once: none missing, added or
+    repeated, and no trajectory the labels do not have."""
+    known = {t.trajectory_id for t in dataset.trajectories}
+    problems = [
+        f"trajectory {tid}: not in the labelled dataset" for tid in by_id if tid not in known
+    ]
+    counts: Counter[tuple[str, str]] = Counter()
+    where: dict[tuple[str, str], str] = {}
+    for tid, rec in by_id.items():
+        for row in rec["instances"]:
+            key = (str(row.get("segment")), str(row.get("instance_id")))
+            counts[key] += 1
+            where[key] = tid
+    for key, n in counts.items():
+        name = f"{where[key]}/{key[0]}/{key[1]}"
+        if key not in fields:
+            problems.append(f"{name}: not in the labelled plan")
+        elif n > 1:
+            problems.append(f"{name}: recorded {n} times")
+    problems += [f"{seg}/{iid}: missing" for seg, iid in fields if (seg, iid) not in counts]
+    if problems:
+        raise RunDirError("the predictions are not exactly the labelled plan: " + _listed(problems))
 
 
 def read_predictions(path: Path) -> Predictions:
@@ -158,7 +227,11 @@ def read_predictions(path: Path) -> Predictions:
     if not isinstance(doc, dict) or doc.get("format") != PREDICTIONS_FORMAT:
         raise RunDirError(f"{path} is not a predictions file (format {PREDICTIONS_FORMAT!r})")
     if doc.get("version") != PREDICTIONS_VERSION:
-        raise RunDirError(f"{path}: predictions version {doc.get('version')!r} is not supported")
+        raise RunDirError(
+            f"{path}: predictions version {doc.get('version')!r} is not supported (version "
+            f"{PREDICTIONS_VERSION} is sealed against edits): run the system on the public part "
+            "again with this harness"
+        )
     return cast(Predictions, doc)  # its format and version, as `write_predictions` wrote it
 
 
@@ -223,6 +296,12 @@ def _renamed(obj: object, ids: Mapping[str, str]) -> object:
     return obj
 
 
+def _without(record: Mapping[str, Any], decoys: set[str]) -> dict[str, Any]:
+    """A trajectory record without the rows of the split's decoy probes (never scored)."""
+    rows = [r for r in record.get("instances", []) if str(r.get("instance_id")) not in decoys]
+    return {**record, "instances": rows}
+
+
 def score_predictions(
     predictions_path: Path,
     private: Path,
@@ -232,6 +311,7 @@ def score_predictions(
 ) -> RunFacts:
     """Rebuild a run directory at `out` from the predictions and score it with the labels."""
     predictions = read_predictions(predictions_path)
+    check_sealed(predictions)
     labels = read_labels(private)
     check_match(predictions, labels)
     suite = get_suite(str(labels["benchmark"]))
@@ -244,14 +324,19 @@ def score_predictions(
     fields = labelled_fields(suite, dataset, bool(caps.get("supports_import", True)))
     ids_path = Path(private) / INSTANCE_IDS
     renamed: dict[str, str] = json.loads(ids_path.read_text()) if ids_path.is_file() else {}
+    decoys = {public for public, labelled in renamed.items() if labelled == withheld.DECOY}
+    renamed = {public: labelled for public, labelled in renamed.items() if public not in decoys}
     # Renaming replaces strings only: each record keeps its shape.
     by_id = {
-        str(t["trajectory_id"]): cast(records.TrajectoryRecord, _renamed(t["record"], renamed))
+        str(t["trajectory_id"]): cast(
+            records.TrajectoryRecord, _renamed(_without(t["record"], decoys), renamed)
+        )
         for t in predictions["trajectories"]
     }
     missing = [t.trajectory_id for t in dataset.trajectories if t.trajectory_id not in by_id]
     if missing:
         raise RunDirError(f"the predictions hold no record of trajectories {', '.join(missing)}")
+    check_exactly_the_plan(by_id, fields, dataset)
     manifest = predicted.with_fields(
         labels={
             "withheld_during_run": True,

@@ -24,6 +24,10 @@ WITHHELD = "withheld"
 SPLIT_RECORD = "split.json"
 LABELS_FORMAT = "apmbench-labels"
 LABELS_VERSION = 1
+DECOY = ""
+"""In a private part's instance_ids.json, what a public probe id maps to when it is a decoy
+(asked on the public part only so that the probes' number and order give nothing away):
+its records are dropped before scoring."""
 
 
 def is_public(root: Path) -> bool:

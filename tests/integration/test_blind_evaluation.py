@@ -15,6 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from apmbench.harness.cli import main
+from apmbench.harness.orchestrate.blind import sealed_records
+from apmbench.harness.run import seal
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset as apmbench_synthetic
 from apmbench.harness.suites.egoprobe.synth import synthetic_dataset as egoprobe_synthetic
 from apmbench.harness.suites.proactegomem.metrics import ORACLE_WITHHELD
@@ -229,6 +231,7 @@ def test_the_public_part_reveals_no_label(blind: dict[str, Any]) -> None:
 def test_predictions_of_another_public_part_are_refused(blind: dict[str, Any]) -> None:
     doc = json.loads(blind["predictions"].read_text())
     doc["dataset_hash"] = "0" * 64
+    doc["seal"] = seal.seal(sealed_records(doc))  # made, and sealed, on another public part
     other = blind["work"] / "other-predictions.json"
     other.write_text(json.dumps(doc))
     out = blind["work"] / "refused"
@@ -265,3 +268,49 @@ def test_the_apmbench_release_layout_is_refused_with_a_reason(tmp_path: Path) ->
     assert result.exit_code == 2, result.output
     assert "is in the release layout: split reads the project layout" in result.output
     assert not (tmp_path / "p").exists()
+
+
+def _edit(doc: dict[str, Any], how: str) -> str:
+    """One of the red team's edits of a predictions.json; returns the record it names."""
+    trajectory = doc["trajectories"][0]
+    rows = trajectory["record"]["instances"]
+    tid = trajectory["trajectory_id"]
+    row = rows[0]
+    name = f"{tid}/{row['segment']}/{row['instance_id']}"
+    if how == "altered":
+        row["raw_output"] = json.dumps({"decision": "SPEAK", "answer": "A", "reason": "edited"})
+    elif how == "removed":
+        del rows[0]
+    else:
+        rows.append(dict(row))
+    return name
+
+
+EXPECTED = {
+    ("altered", False): "changed after the run",
+    ("removed", False): "removed after the run",
+    ("duplicated", False): "more than once",
+    # Re-sealed with the public algorithm, a dropped record is still not the labelled plan.
+    ("removed", True): "missing",
+}
+
+
+@pytest.mark.parametrize(("how", "resealed"), sorted(EXPECTED))
+def test_edited_predictions_are_refused_naming_the_record(
+    blind: dict[str, Any], how: str, resealed: bool
+) -> None:
+    """The red team's edits of predictions.json: each is exit 2 with the record named. (A
+    re-sealed alteration is what a keyless seal cannot see: docs/blind-evaluation.md.)"""
+    doc = json.loads(blind["predictions"].read_text())
+    name = _edit(doc, how)
+    if resealed:
+        doc["seal"] = seal.seal(sealed_records(doc))
+    edited = blind["work"] / f"edited-{how}-{resealed}.json"
+    edited.write_text(json.dumps(doc))
+    out = blind["work"] / f"refused-{how}-{resealed}"
+    result = cli("score", str(edited), "--labels", str(blind["private"]), "--out", str(out))
+    assert result.exit_code == 2, result.output
+    said = "".join(result.output.split())
+    assert "".join(name.split()) in said or "".join(name.split("/", 1)[1].split()) in said, said
+    assert "".join(EXPECTED[(how, resealed)].split()) in said, said
+    assert not out.exists()

@@ -1,9 +1,12 @@
 """APM-Bench's split (project layout): the public part keeps dataset.json's trajectories and
 videos and, of each candidate, what goes on the wire: the question and options, the query
 time, the registration turn, and each probe's time (heartbeats) or interval (windows) with
-no word of which are positive. The correct option, the evidence, the availability of
-evidence, every reference response and silence reason, which probe is the positive one,
-and the generator (its seed regenerates every label) stay in the private part.
+no word of which are positive. ERA and RCR, which probe at heartbeats, show no window (their
+ideal window says which heartbeat is the positive one), and ERA's heartbeats are followed by
+decoys (`era_decoys`: its positive is always the last). The correct option, the evidence,
+the availability of evidence, every reference response and silence reason, which probe is
+the positive one, and the generator (its seed regenerates every label) stay in the private
+part.
 
 `fill_withheld` gives a public candidate stand-in labels the loader accepts (option A,
 the earliest probe positive, evidence at the query) and `instance_ids` pairs each public
@@ -12,7 +15,9 @@ probe id with its labelled id (same candidate, same time), for `score --labels`.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,6 +34,8 @@ WINDOW = ("session_id", "day_id", "start_time", "end_time")
 REGISTRATION = ("session_id", "day_id", "registration_time", "registration_text")
 HEARTBEATS = ("positive_heartbeat", "negative_heartbeats")
 WINDOWS = ("ideal_response_window", "ideal_response_windows", "negative_or_silence_windows")
+WINDOW_TASKS = ("MPA", "PRM", "TPG")
+"""The tasks whose probes are windows: only theirs are shown, unlabelled, in the public part."""
 
 
 def _only(obj: Any, keys: tuple[str, ...]) -> Any:
@@ -39,8 +46,52 @@ def _time_key(obj: Mapping[str, Any], key: str) -> tuple[str, str]:
     return (str(obj.get("day_id", "")), str(obj.get(key, "")))
 
 
-def public_candidate(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """What a run needs of one candidate (its candidate_id made explicit by the caller)."""
+def _clock(ms: int) -> str:
+    s = ms // 1000
+    return f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def _ms(clock: str) -> int:
+    h, m, s = (int(x) for x in clock.split(":"))
+    return ((h * 60 + m) * 60 + s) * 1000
+
+
+def era_decoys(raw: Mapping[str, Any], session_end: str, stop: float) -> list[dict[str, Any]]:
+    """Unlabelled heartbeats after an ERA candidate's last one, for its public part.
+
+    ERA's positive is the first checkpoint after the event, so it is always the last
+    heartbeat a candidate has: shown alone, the public part would say which one it is.
+    The decoys continue the generator's renewal process (a checkpoint every 3-9 s) for a
+    geometric number of steps with the stopping probability `stop` that the dataset's
+    own number of negatives before the positive shows (`era_stop`): the sum of two such
+    counts is uniform in its parts, so the positive's rank among the public heartbeats
+    says nothing of it. Decoys are asked on the wire like any heartbeat and dropped
+    before scoring (the private part lists them). Seeded by the candidate id."""
+    rng = random.Random(hashlib.sha256(str(raw.get("candidate_id")).encode()).digest())
+    last = raw["positive_heartbeat"]
+    t, end = _ms(str(last["query_time"])), _ms(session_end) - 1000
+    out: list[dict[str, Any]] = []
+    while rng.random() >= stop and (t := t + rng.randint(3, 9) * 1000) <= end:
+        out.append(
+            {"session_id": last["session_id"], "day_id": last["day_id"], "query_time": _clock(t)}
+        )
+    return out
+
+
+def era_stop(candidates: list[Mapping[str, Any]]) -> float:
+    """The geometric stopping probability of ERA's negatives-before-the-positive count,
+    fitted to the dataset (1 / (1 + mean)); 0.5 when it has no ERA candidate."""
+    counts = [
+        len(c.get("negative_heartbeats") or []) for c in candidates if c.get("task_type") == "ERA"
+    ]
+    return 1 / (1 + sum(counts) / len(counts)) if counts else 0.5
+
+
+def public_candidate(
+    raw: Mapping[str, Any], session_end: str | None = None, stop: float = 0.5
+) -> dict[str, Any]:
+    """What a run needs of one candidate (its candidate_id made explicit by the caller);
+    `session_end`, the end_time of an ERA candidate's session, and `stop` place its decoys."""
     task = raw.get("task_type")
     out: dict[str, Any] = _only(raw, COMMON)
     if task in tasks.MCQA_TASKS:
@@ -52,9 +103,15 @@ def public_candidate(raw: Mapping[str, Any]) -> dict[str, Any]:
     if "positive_heartbeat" in raw:
         beats = [raw["positive_heartbeat"], *(raw.get("negative_heartbeats") or [])]
         beats = [_only(b, HEARTBEAT) for b in beats]
+        if task == "ERA" and session_end is not None:
+            beats += era_decoys(raw, session_end, stop)
         out["heartbeats"] = sorted(beats, key=lambda b: _time_key(b, "query_time"))
         if task == "ERA":
             out.update(_only(raw, ("question", "choices")))
+    if task not in WINDOW_TASKS:
+        # ERA and RCR probe at heartbeats; their ideal_response_window is a label (the
+        # positive heartbeat lies inside it) that no run needs.
+        return out
     windows = [raw[k] for k in ("ideal_response_window",) if k in raw]
     windows += list(raw.get("ideal_response_windows") or [])
     windows += list(raw.get("negative_or_silence_windows") or [])
@@ -108,12 +165,30 @@ def split(root: Path, public: Path, private: Path) -> None:
         raise DatasetError(f"{root} is already a public part, or not a dataset")
     kept = {k: v for k, v in doc.items() if k != "generator"}
     withheld.write_doc(public, {**kept, **withheld.public_name(doc), "labels": withheld.WITHHELD})
-    for path in sorted((root / "candidates").glob("*.json")):
-        items = _read(path)
+    ends = {
+        (str(t.get("trajectory_id")), str(s.get("session_id"))): str(s.get("end_time"))
+        for t in doc.get("trajectories", [])
+        for s in t.get("sessions", [])
+    }
+
+    def end_of(raw: Mapping[str, Any]) -> str | None:
+        beat = raw.get("positive_heartbeat")
+        if not isinstance(beat, dict):
+            return None
+        return ends.get((str(raw.get("trajectory_id")), str(beat.get("session_id"))))
+
+    files = {path: _read(path) for path in sorted((root / "candidates").glob("*.json"))}
+    for path, items in files.items():
         if not isinstance(items, list):
             raise DatasetError(f"{path}: must hold a JSON array of candidates")
+    stop = era_stop([c for items in files.values() for c in items if isinstance(c, dict)])
+    for path, items in files.items():
         shown = [
-            public_candidate({**raw, "candidate_id": raw.get("candidate_id", f"{path.stem}/{k}")})
+            public_candidate(
+                {**raw, "candidate_id": raw.get("candidate_id", f"{path.stem}/{k}")},
+                end_of(raw),
+                stop,
+            )
             for k, raw in enumerate(items)
         ]
         (public / "candidates").mkdir(parents=True, exist_ok=True)
@@ -132,22 +207,26 @@ def split(root: Path, public: Path, private: Path) -> None:
 
 def instance_ids(public: Any, labelled: Any) -> dict[str, str]:
     """Public probe id -> labelled probe id, where they differ: the same candidate's probes
-    paired by time (and interval start)."""
+    paired by time (and interval start); an ERA decoy maps to "" (`withheld.DECOY`)."""
     out: dict[str, str] = {}
     by_id = {c.candidate_id: c for c in labelled.candidates}
     for c in public.candidates:
         twin = by_id.get(c.candidate_id)
-        if twin is None or len(twin.probes) != len(c.probes):
+        if twin is None or len(twin.probes) > len(c.probes):
             raise DatasetError(f"the split changed candidate {c.candidate_id}'s probes")
 
         def order(p: Any) -> tuple[int, int]:
             return (p.time_ms, p.interval_start_ms or 0)
 
-        for mine, theirs in zip(
-            sorted(c.probes, key=order), sorted(twin.probes, key=order), strict=True
-        ):
-            if order(mine) != order(theirs):
-                raise DatasetError(f"the split moved a probe of candidate {c.candidate_id}")
-            if mine.probe_id != theirs.probe_id:
+        theirs_at = {order(p): p for p in twin.probes}
+        for mine in c.probes:
+            theirs = theirs_at.pop(order(mine), None)
+            if theirs is None:
+                if twin.task != "ERA":
+                    raise DatasetError(f"the split moved a probe of candidate {c.candidate_id}")
+                out[mine.probe_id] = withheld.DECOY
+            elif mine.probe_id != theirs.probe_id:
                 out[mine.probe_id] = theirs.probe_id
+        if theirs_at:
+            raise DatasetError(f"the split lost a probe of candidate {c.candidate_id}")
     return out
