@@ -336,7 +336,10 @@ def score_predictions(
     missing = [t.trajectory_id for t in dataset.trajectories if t.trajectory_id not in by_id]
     if missing:
         raise RunDirError(f"the predictions hold no record of trajectories {', '.join(missing)}")
-    check_exactly_the_plan(by_id, fields, dataset)
+    blind = labelled_fields(
+        suite, suite.planned_blind(dataset), bool(caps.get("supports_import", True))
+    )
+    check_exactly_the_plan(by_id, blind, dataset)
     manifest = predicted.with_fields(
         labels={
             "withheld_during_run": True,

@@ -273,6 +273,12 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
         name a label, a positive probe say, is neutral in the public part): public -> labelled."""
         return {}
 
+    def planned_blind(self, labelled: DatasetT) -> DatasetT:
+        """`labelled` as a run on its public part plans it: `score --labels` takes exactly
+        this plan's asks. The same dataset, unless a suite leaves something out of a public
+        run (ProactEgoMem's Oracle Memory condition)."""
+        return labelled
+
     def load_labels(self, root: Path) -> DatasetT:
         """A private part's labelled dataset, read without its media (`score --labels`)."""
         form = self.dataset_format()

@@ -177,12 +177,12 @@ def split(root: Path, public: Path, private: Path) -> None:
             return None
         return ends.get((str(raw.get("trajectory_id")), str(beat.get("session_id"))))
 
-    files = {path: _read(path) for path in sorted((root / "candidates").glob("*.json"))}
-    for path, items in files.items():
+    by_file = {path: _read(path) for path in sorted((root / "candidates").glob("*.json"))}
+    for path, items in by_file.items():
         if not isinstance(items, list):
             raise DatasetError(f"{path}: must hold a JSON array of candidates")
-    stop = era_stop([c for items in files.values() for c in items if isinstance(c, dict)])
-    for path, items in files.items():
+    stop = era_stop([c for items in by_file.values() for c in items if isinstance(c, dict)])
+    for path, items in by_file.items():
         shown = [
             public_candidate(
                 {**raw, "candidate_id": raw.get("candidate_id", f"{path.stem}/{k}")},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import ClassVar
 
 from rich.table import Table
@@ -45,6 +46,10 @@ class ProactEgoMem(Suite[Dataset, StepItem | QAItem, Report]):
     synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
     # Section 5.2: one step per second, each with the frame of that second.
     required_fps: ClassVar[float | None] = 1.0
+
+    def planned_blind(self, labelled: Dataset) -> Dataset:
+        # A public run plans no Oracle Memory condition (it would show the events).
+        return replace(labelled, labels_withheld=True)
 
     def dataset_format(self) -> DatasetFormat[Dataset]:
         from apmbench.harness.suites.proactegomem.split import split
