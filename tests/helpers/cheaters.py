@@ -404,6 +404,38 @@ _VOCABULARY = (
 )
 
 
+class FreeWordStuffer(TextLog):
+    """Round two of judge stuffing: text-log's answers with, appended to every decision's
+    reason, the words the synthetic references use that name no world fact (verbs,
+    "nothing", day names, numbers) and the fact words of the query's own prompt (its
+    question, options and registration). Judge VERSION 3 charged only wrong fact words:
+    this took Adaptive from 68.00 to 89.17 on `small` seed 0."""
+
+    name = "free-word-stuffer"
+
+    def query(self, query: Query) -> Iterator[str]:
+        text = "".join(super().query(query))
+        try:
+            body = json.loads(text)
+        except ValueError:
+            yield text
+            return
+        if query.kind is QueryKind.DECISION and isinstance(body, dict):
+            extra = f"{_FREE_WORDS} {query.prompt}"
+            for key in ("reason", "response"):
+                if isinstance(body.get(key), str):
+                    body[key] = f"{body[key]} {extra}"
+        yield json.dumps(body)
+
+
+# Words of the synthetic references that name no fact, as the red team listed them.
+_FREE_WORDS = (
+    "picked put left remind remember take check nothing happened stays calls help arrives "
+    "resumes restocking interval day1 day2 day3 day4 day5 day6 day7 monday tuesday wednesday "
+    "thursday friday saturday sunday 1 2 3 4 5 6 7 8 9 10 11 12"
+)
+
+
 # What the third red team put into Describe and answers to forge rows in the reports.
 FORGED_NAME = "x | yes | yes | 99.99 | 99.99 |\n| forged <script>alert(1)</script> <img src=x onerror=alert(1)>"
 FORGED_VERSION = "1\x1b[2J\x07\r\x08\x00"

@@ -1,7 +1,9 @@
 """Keyword stuffing against the offline reference judge: text-log's answers with the
 synthetic world's whole vocabulary appended. A judge that only counts the reference
-terms it finds took Adaptive from 70 to 99 this way; the reference judge now charges
-every fact word the candidate's annotations do not hold, so stuffing cannot pay.
+terms it finds took Adaptive from 70 to 99 this way (KeywordStuffer). Round two appended
+the words references use that name no fact and the question's own facts (FreeWordStuffer:
+68 -> 89 against judge VERSION 3, which charged only wrong fact words); VERSION 4 charges
+every content word past the reference's length, so neither pays.
 (tests/unit/test_reference_judge.py shows the charge lowering stuffed verdicts.)"""
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ def adaptive(out: Path, system: str) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-def test_stuffed_answers_score_no_higher_than_honest_ones(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stuffer", ["KeywordStuffer", "FreeWordStuffer"])
+def test_stuffed_answers_score_no_higher_than_honest_ones(tmp_path: Path, stuffer: str) -> None:
     honest = adaptive(tmp_path / "honest", "text-log")
-    stuffed = adaptive(tmp_path / "stuffed", "helpers.cheaters:KeywordStuffer")
+    stuffed = adaptive(tmp_path / "stuffed", f"helpers.cheaters:{stuffer}")
     assert honest["score"] is not None and stuffed["score"] is not None
     assert stuffed["score"] <= honest["score"]

@@ -45,33 +45,45 @@ def _score(judge: object, candidate: object, probe: object, raw: str) -> int:
     return verdict.score
 
 
+def _reference(candidate: object, probe: object) -> str:
+    """The reference text the judge reads for this probe (its request's annotations)."""
+    from apmbench.harness.suites.apmbench.reference_judge import parse_request, reference_texts
+
+    messages = rubric.request_messages(candidate, probe, {"raw_output": ""})  # type: ignore[arg-type]
+    _, annotations, _ = parse_request(messages)
+    return " ".join(reference_texts(annotations))
+
+
 def test_the_facts_score_five_a_generic_answer_two_and_nothing_one(tiny: Path) -> None:
     judge = APMBench().reference_judge(tiny)
     probes = _probes(tiny)
     assert probes
     for candidate, probe in probes:
-        label = dict(probe.label)  # type: ignore[attr-defined]
-        raw = candidate.raw  # type: ignore[attr-defined]
-        facts = " ".join(
-            str(v)
-            for source in (label, raw)
-            for k, v in source.items()
-            if isinstance(v, str)
-            and k
-            in (
-                "proactive_response",
-                "reference_proactive_response",
-                "response_reason",
-                "reason",
-                "trigger_match_reason",
-                "response_window_rationale",
-                "silence_reason",
-            )
-        )
+        facts = _reference(candidate, probe)
+        assert facts
         assert _score(judge, candidate, probe, _answer(candidate, probe, facts)) == 5
         generic = _answer(candidate, probe, "Okay.")
         assert _score(judge, candidate, probe, generic) == 2
         assert _score(judge, candidate, probe, _answer(candidate, probe, "")) == 1
+
+
+def test_content_the_reference_does_not_need_dilutes_the_score(tiny: Path) -> None:
+    """Every reference text of the candidate, both polarities, as the answer to a negative
+    probe: its facts are all stated, but most of its words are not what this probe needs."""
+    judge = APMBench().reference_judge(tiny)
+    diluted = 0
+    for candidate, probe in _probes(tiny):
+        if probe.positive:  # type: ignore[attr-defined]
+            continue
+        raw = candidate.raw  # type: ignore[attr-defined]
+        others = [str(v) for k, v in raw.items() if isinstance(v, str) and k.endswith(_TEXTS)]
+        facts = _reference(candidate, probe)
+        padded = _answer(candidate, probe, " ".join([facts, *others]))
+        diluted += _score(judge, candidate, probe, padded) < 5
+    assert diluted > 0
+
+
+_TEXTS = ("response", "reason", "rationale")
 
 
 def test_a_stuffed_answer_scores_no_higher_than_the_honest_one(tiny: Path) -> None:
@@ -155,3 +167,44 @@ def test_without_reference_text_no_answer_scores_above_three() -> None:
     v = verdict("RCR", bare, '{"decision": "INTERVENE", "reason": "anything at all"}')
     assert v["score"] == 3
     assert v["critical_issues"] == ["the annotations hold no reference text for this probe"]
+
+
+def _free_words(root: Path) -> str:
+    """Round two of stuffing: every word the references use that names no world fact
+    (verbs, "nothing", day names, numbers), as a method author would list them."""
+    from apmbench.harness.suites.apmbench.reference_judge import fact_words, reference_texts, terms
+
+    words: set[str] = set()
+    for candidate, probe in _probes(root):
+        raw = candidate.raw  # type: ignore[attr-defined]
+        for polarity in ("positive", "negative"):
+            label = {**dict(probe.label), "polarity": polarity}  # type: ignore[attr-defined]
+            words |= set(terms(" ".join(reference_texts({**raw, "this_probe": label}))))
+    return " ".join(sorted(words - fact_words()))
+
+
+def _own_facts(candidate: object) -> str:
+    """The fact words of the probe's own question, options and registration."""
+    raw = candidate.raw  # type: ignore[attr-defined]
+    parts = [str(raw.get("question", ""))]
+    parts += [str(c.get("text", "")) for c in raw.get("choices") or []]
+    parts.append(str((raw.get("registration_event") or {}).get("registration_text", "")))
+    return " ".join(parts)
+
+
+def test_free_words_and_the_questions_own_facts_buy_nothing(tiny: Path) -> None:
+    """The red team's round two: judge VERSION 3 charged only wrong fact words, so free
+    words and the question's own facts appended to every reason bought Adaptive 68 -> 89."""
+    judge = APMBench().reference_judge(tiny)
+    free = _free_words(tiny)
+    assert len(free.split()) > 10
+    compared = 0
+    for candidate, probe in _probes(tiny):
+        reference = _reference(candidate, probe).split()
+        for honest in ("I am not sure.", " ".join(reference[: max(1, len(reference) // 2)])):
+            fair = _score(judge, candidate, probe, _answer(candidate, probe, honest))
+            stuffed_text = f"{honest} {free} {_own_facts(candidate)}"
+            stuffed = _score(judge, candidate, probe, _answer(candidate, probe, stuffed_text))
+            assert stuffed <= fair, (candidate.raw.get("candidate_id"), honest)  # type: ignore[attr-defined]
+            compared += 1
+    assert compared > 10

@@ -8,14 +8,18 @@ response), takes the content words of the probe's reference texts as the facts
 a good answer must state, and scores the share the response states:
 
     no fact-bearing text at all       1   (the decision is right, nothing else is usable)
-    share 0, 1/3, 2/3, 1 (rounded)    2, 3, 4, 5
+    share below 1/3, 1/3, 2/3, 1      2, 3, 4, 5   (a score is earned whole)
     no reference text in the probe    3   (nothing to check against: never more)
 
-Wrong facts cost: the share is the reference terms stated over the reference terms
-plus the world's fact words (places, objects, fixtures and their states, screen
-words) the response names that none of the candidate's annotations holds. Appending the benchmark's
-vocabulary states every fact and dozens of wrong ones, so it scores no higher than
-stating the facts alone; words of explanation that name no fact cost nothing.
+Every word costs: the share is the reference terms stated over the larger of the
+reference's terms and the response's own content terms (numbers and day names
+included), plus the world's fact words (places, objects, fixtures and their states,
+screen words) the response names that none of the candidate's annotations holds. An
+answer as long as its reference pays nothing for its wording; each content word past
+that length dilutes the share, so appending words (the benchmark's vocabulary, the
+words its references use, the question's own facts) scores no higher than not
+appending them. Version 3 charged only wrong fact words, and free words bought
+Adaptive 68.00 -> 89.17 (text-log, `small` seed 0).
 
 It answers in the rubric's JSON, so its verdicts go through the same strict
 parsing, cache and Eq. 1 / Eq. 3 arithmetic as an LLM's. It never sees the
@@ -39,8 +43,10 @@ from apmbench.harness.scoring.judge.reference import KIND, LABEL
 from apmbench.harness.suites.apmbench.synth.live import GENERATOR
 from apmbench.harness.synthetic import world
 
-VERSION = 3
-"""Bumped whenever a verdict could change for the same request."""
+VERSION = 4
+"""Bumped whenever a verdict could change for the same request (4: every content word
+of the response counts, not only wrong fact words, and thirds of the facts are earned
+whole)."""
 
 # Fields of the annotations (the probe's own label first) whose text states
 # what a response should say when it intervenes, or why it stays silent.
@@ -108,7 +114,9 @@ def fact_words() -> frozenset[str]:
 def score_of(share: float, stated_any: bool) -> int:
     if not stated_any:
         return 1
-    return 2 + round(3 * share)
+    # Thirds earned whole, not rounded: rounding gave a point for a sixth of the facts,
+    # which a response of every word the references use reaches on a silence probe.
+    return 2 + min(3, int(3 * share + 1e-9))
 
 
 def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[str, Any]:
@@ -119,7 +127,9 @@ def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[st
     missing = [t for t in wanted if t not in said]
     known = set(terms(json.dumps(annotations)))  # the candidate's own facts are never wrong
     wrong = sorted((said & fact_words()) - known)
-    share = len(stated) / (len(wanted) + len(wrong)) if wanted else 0.0
+    # Precision as well as recall: a response longer than its reference dilutes its share.
+    room = max(len(wanted), len(said))
+    share = len(stated) / (room + len(wrong)) if wanted else 0.0
     # No reference text to check against (an annotation format this judge does not
     # know): the rubric's "basically correct but generic", never a full score.
     score = score_of(share, bool(said)) if wanted else min(3, score_of(0.0, bool(said)) + 1)
@@ -135,6 +145,8 @@ def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[st
         "usefulness": level if positive else "not_applicable",
     }
     issues = [] if not missing else ["does not state: " + ", ".join(missing)]
+    if len(said) > len(wanted) and wanted:
+        issues.append(f"{len(said)} content words where the reference needs {len(wanted)}")
     if wrong:
         issues.append("names facts the reference does not hold: " + ", ".join(wrong))
     if not wanted:
