@@ -224,3 +224,27 @@ def test_the_reader_takes_noise_frames_without_failing() -> None:
     for _ in range(20):
         seen = detect(rng.integers(0, 256, size=(240, 320, 3), dtype=np.uint8))
         assert set(seen) == {"lit", "placed", "shown"}
+
+
+def test_the_options_alone_answer_no_question_family(tmp_path: Path) -> None:
+    """The red team's options-only policy (how often an option text is the answer, whether
+    another question of the clip names it), learnt on seeds 0-5 of `small` and tested on
+    6-11: at chance (1 in 4) in every category. Generator 3 gave it 68.1 % of count
+    questions (every answer 2 or 3)."""
+    from helpers.options_prior import OptionsPrior, proactegomem_questions
+
+    from apmbench.harness.suites.proactegomem.synth import PRESETS, build
+
+    def questions(seeds: range) -> list[Any]:
+        out = []
+        for seed in seeds:
+            build(PRESETS["small"], seed, tmp_path / str(seed))
+            doc = json.loads((tmp_path / str(seed) / "dataset.json").read_text())
+            out += proactegomem_questions(doc)
+        return out
+
+    accuracy = OptionsPrior().fit(questions(range(6))).accuracy(questions(range(6, 12)))
+    assert {"count", "destination", "original", "read", "order"} <= set(accuracy)
+    for category, (share, n) in accuracy.items():
+        # 1 in 4 plus about two standard errors of a 25 % rate on n questions.
+        assert share <= 0.25 + 2 * (0.25 * 0.75 / n) ** 0.5, (category, share, n)
