@@ -31,6 +31,7 @@ from apmbench.adapters.sdk.types import (
     StreamItem,
     SystemInfo,
 )
+from apmbench.harness import shown
 from apmbench.harness.errors import WireRuleError
 from apmbench.harness.protocol import wire_rules
 from apmbench.v1 import memory_system_pb2 as pb
@@ -133,8 +134,9 @@ def _major(version: str) -> str:
 
 
 def _cut(text: str) -> str:
-    """A server's string quoted in a message before R15 was checked: escaped, at most 40."""
-    return repr(text[:40]) if text else ""
+    """A server's string shown in a message before R15 was checked: without control
+    characters, at most 40 characters."""
+    return shown.plain(text)[:40]
 
 
 class SystemClient:

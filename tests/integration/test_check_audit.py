@@ -107,7 +107,10 @@ def test_a_cache_keyed_on_the_query_id(mini: Path, tmp_path: Path) -> None:
     ]
 
 
+# Exclusive: it times asks against each other, and another worker's load can stall the
+# confirming ask too (its rule is about one stall, not a host busy with other tests).
 @pytest.mark.slow
+@pytest.mark.exclusive
 def test_one_stalled_fresh_ask_is_not_a_cache(mini: Path, tmp_path: Path) -> None:
     # The same 5x rule as above, met by one descheduled ask: the confirming second fresh
     # id comes back at normal speed, so nothing is flagged (before the confirmation, this
@@ -135,6 +138,7 @@ def test_a_cache_keyed_on_content(mini: Path, tmp_path: Path) -> None:
         assert repeat["seconds"]["first"] >= 5 * repeat["seconds"]["fresh_query_id"]
 
 
+@pytest.mark.exclusive  # it times asks against each other, as the one above
 def test_one_stalled_first_ask_is_not_a_cache(mini: Path, tmp_path: Path) -> None:
     # The 5x rule met by one descheduled first ask (every question is sampled, so the stalled
     # one is too): no second question's repeat is as much faster, so nothing is flagged
