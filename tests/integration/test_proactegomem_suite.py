@@ -18,7 +18,7 @@ from apmbench.harness.suites.proactegomem.synth import synthetic_dataset
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-# `small`: 38 events over the three tasks (on tiny's 8 chance is too coarse) and 60 s clips,
+# `small`: 52 events over the three tasks (on tiny's 8 chance is too coarse) and 60 s clips,
 # so No Memory's 40 uniform frames miss short placements and panels (tiny's 30 s clips
 # would show every frame).
 SYSTEMS = (
@@ -74,7 +74,7 @@ def test_qa_orders_oracle_over_proact_over_no_memory(reports: dict[str, dict[str
     qa = reports["proact-rules"]["report"]["qa"]
     acc = {c: qa[c]["accuracy"] for c in ("No Memory", "Proact Memory", "Oracle Memory")}
     assert acc["Oracle Memory"] >= acc["Proact Memory"] > acc["No Memory"], acc
-    assert acc["Oracle Memory"] == 100.0 and all(qa[c]["n"] == 34 for c in acc)
+    assert acc["Oracle Memory"] == 100.0 and all(qa[c]["n"] == 45 for c in acc)
     for task in ("ST", "LT", "IC"):
         by = {c: qa[c]["by_task"][task]["accuracy"] for c in acc}
         assert by["Oracle Memory"] >= by["Proact Memory"] >= by["No Memory"], (task, by)
@@ -90,7 +90,7 @@ def test_timing_and_metadata_alone_stay_at_chance(reports: dict[str, dict[str, A
     rep = reports["TimingOnlyProactive"]["report"]
     iv, nt = rep["levels"]["intervention"], rep["levels"]["notification"]
     # One 4 s tracker every 7 s over five names, against events drawn per clip: what it
-    # matches it matches by chance. Start@0.2 is a share of the few matches (8 of 38 here),
+    # matches it matches by chance. Start@0.2 is a share of the few matches (of 52 events here),
     # so the on-time hits are counted against every opportunity (the rule-based system: 100).
     for cell in (iv, nt):
         on_time = cell["start_at"]["0.2"] * cell["matched"] / cell["ground_truth"]
@@ -106,7 +106,7 @@ def test_trackers_opened_blind_and_never_closed_match_nothing(
     """Five trackers per clip at the first step, never closed: they overlap most events, but
     start within the window (section 5.1 gates both levels on it: [-2 s, +5 s]) only of an
     event that starts in the clip's first 2 s. Matched on overlap alone (before) they
-    scored intervention 13 matches, P 59.1 / R 34.2 / F1 43.3 on `small`."""
+    scored intervention 13 matches, P 59.1 / R 34.2 / F1 43.3 on `small` (generator 3)."""
     rep = reports["BlindTracker"]
     iv = rep["report"]["levels"]["intervention"]
     assert iv["predictions"] > 0 and iv["invalid_calls"] > 0  # IC: one recording at a time
