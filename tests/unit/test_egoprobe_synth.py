@@ -120,3 +120,41 @@ def test_related_events_intervene_between_target_and_query() -> None:
                 n_echo += 1
                 assert len(between) >= len(q["related_events"]) > 0
     assert n_echo > 5 and n_base > 5
+
+
+def test_the_options_alone_do_not_answer() -> None:
+    """The red team's options-only policy (tests/helpers/options_prior.py), learnt on the
+    questions of `small` seeds 0-5 and tested on 6-11 (no video is written: the questions
+    come from the simulation): at chance, since every question offers the same four
+    moving objects. Measured: 25.0 % of 519 questions."""
+    import random
+
+    from helpers.options_prior import OptionsPrior, Question
+
+    from apmbench.harness.suites.egoprobe import synth
+
+    def questions(seeds: range) -> list[Question]:
+        preset, out = synth.PRESETS["small"], []
+        for seed in seeds:
+            counter: list[int] = [0]
+            asked: dict[str, int] = {}
+            for i in range(preset.videos):
+                vid = f"V{i + 1:03d}"
+                key = f"{synth.GENERATOR}/{synth.GENERATOR_VERSION}/{preset.name}/{seed}/{i}"
+                rng = random.Random(key)
+                plans, downs, objects = synth.simulate(
+                    rng, synth.SCHEDULES[preset.schedule], preset.segment_seconds
+                )
+                made, _ = synth._questions(
+                    rng, vid, plans, downs, objects, preset.questions_per_target, counter, asked
+                )
+                out += [
+                    Question(f"{seed}/{vid}", q["question_type"], q["question"], q["options"],
+                             q["answer"])
+                    for q in made
+                ]  # fmt: skip
+        return out
+
+    accuracy = OptionsPrior().fit(questions(range(6))).accuracy(questions(range(6, 12)))
+    for category, (share, n) in accuracy.items():
+        assert n > 100 and share <= 0.25 + 2 * (0.25 * 0.75 / n) ** 0.5, (category, share, n)
