@@ -20,7 +20,7 @@ from typing import Any
 
 from apmbench.harness.errors import RunDirError
 from apmbench.harness.reports.head import head_lines, header, with_head
-from apmbench.harness.reports.system_text import md_cell
+from apmbench.harness.reports.system_text import md_cell, md_document
 from apmbench.harness.reports.tradeoff_plot import Point, plot_tradeoff
 from apmbench.harness.run import records
 from apmbench.harness.run.manifest import Manifest
@@ -145,5 +145,5 @@ def write_comparison(
     ]
     records.atomic_write(out / "compare.json", records.dump(data))
     markdown = suite.render_comparison(compared, data, plot_path.name)
-    records.atomic_write(out / "compare.md", with_head(markdown, head))
+    records.atomic_write(out / "compare.md", md_document(with_head(markdown, head)))
     return data, plot_path

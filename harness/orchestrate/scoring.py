@@ -18,6 +18,7 @@ from apmbench.harness.errors import DatasetError, RunDirError
 from apmbench.harness.json_types import JSON, JsonObject
 from apmbench.harness.reports.confinement import mounted_into_system
 from apmbench.harness.reports.head import RunFacts, head_lines, header, with_head
+from apmbench.harness.reports.system_text import md_document
 from apmbench.harness.run import records
 from apmbench.harness.run.audits.summary import audit_summary
 from apmbench.harness.run.manifest import Manifest
@@ -204,5 +205,5 @@ def score_run(
     report["header"] = header(report, manifest)
     records.atomic_write(run.root / "report.json", records.dump(report))
     markdown = with_head(suite.render(report, manifest.raw), head_lines(report, manifest))
-    records.atomic_write(run.root / "report.md", markdown)
+    records.atomic_write(run.root / "report.md", md_document(markdown))
     return report

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from apmbench.harness import shown
-from apmbench.harness.reports.system_text import md_escape
+from apmbench.harness.reports.system_text import md_code, md_escape
 from apmbench.harness.run.manifest import Manifest
 
 NOT_COMPUTED = "n/c"
@@ -45,4 +45,5 @@ def dataset_line(manifest: Manifest | Mapping[str, Any]) -> str:
     content hash, as every suite's report header gives them (never the manifest's dict)."""
     record = Manifest.of(manifest)
     name, digest = record.dataset_name, record.dataset_hash
-    return f"Dataset `{name or '?'}` (hash `{str(digest)[:12] if digest else '?'}`)"
+    shown_hash = md_code(str(digest)[:12]) if digest else "?"
+    return f"Dataset `{md_code(name or '?')}` (hash `{shown_hash}`)"

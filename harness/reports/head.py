@@ -21,6 +21,7 @@ from apmbench.harness.reports.confinement import (
     storage_verified,
 )
 from apmbench.harness.reports.format import dataset_line
+from apmbench.harness.reports.system_text import md_cell, md_code
 from apmbench.harness.run.manifest import Manifest
 
 
@@ -54,8 +55,8 @@ class RunFacts(TypedDict, total=False):
 def judge_label(manifest: ManifestLike) -> str:
     """The judge the run was scored with: its kind and what names it (model, endpoint)."""
     judge = Manifest.of(manifest).judge or {"kind": "none"}
-    described = ", ".join(f"{k}={v}" for k, v in judge.items() if k != "kind")
-    return f"`{judge.get('kind', 'none')}`" + (f" ({described})" if described else "")
+    described = ", ".join(f"{md_cell(k)}={md_cell(v)}" for k, v in judge.items() if k != "kind")
+    return f"`{md_code(judge.get('kind', 'none'))}`" + (f" ({described})" if described else "")
 
 
 def header(report: Mapping[str, Any], manifest: ManifestLike) -> ReportHeader:
@@ -74,7 +75,7 @@ def header(report: Mapping[str, Any], manifest: ManifestLike) -> ReportHeader:
 
 def identity_line(manifest: ManifestLike) -> str:
     return (
-        f"{dataset_line(manifest)}; persistence `{persistence(manifest)}`; "
+        f"{dataset_line(manifest)}; persistence `{md_code(persistence(manifest))}`; "
         f"judge {judge_label(manifest)}."
     )
 

@@ -27,6 +27,9 @@ HTML_CHARS = 4000
 
 _TAG = re.compile(r"<(?=[A-Za-z/!?])")
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+_MARKUP = re.compile(r"([\\`*\[\]()!~])")
+"""Markdown punctuation a name never needs (R15's alphabet has none of it): escaped, so a
+name from an edited manifest cannot open a link, an image, emphasis or a code span."""
 
 
 def cut(text: str, limit: int) -> str:
@@ -37,9 +40,22 @@ def cut(text: str, limit: int) -> str:
 
 def md_cell(text: object, limit: int = MD_CHARS) -> str:
     """`text` as one Markdown table cell or heading word: it cannot end the row, open a
-    column, start an HTML tag or carry a control byte."""
+    column, start an HTML tag, a link, an image or a code span, or carry a control byte."""
     one_line = " ".join(shown.plain(text).split())
-    return md_escape(cut(one_line, limit))
+    return md_escape(_MARKUP.sub(r"\\\1", cut(one_line, limit)))
+
+
+def md_code(text: object, limit: int = MD_CHARS) -> str:
+    """`text` for inside a Markdown code span (`...`): one line, no backtick, no control
+    byte, cut. For a manifest's strings (a dataset's name, a version, a setting), which a
+    predictions file or a run directory from elsewhere may carry."""
+    return cut(" ".join(shown.plain(text).replace("`", "'").split()), limit)
+
+
+def md_document(text: str) -> str:
+    """A whole Markdown report without a control byte (tab and newline kept): the last
+    line of defence for report.md and compare.md, whatever a field forgot."""
+    return shown.plain(text)
 
 
 def md_escape(text: str) -> str:

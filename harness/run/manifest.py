@@ -11,6 +11,7 @@ score of old runs) still load.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,25 @@ def _object(value: object) -> JsonObject:
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def _shown_text(value: object) -> str | None:
+    return None if value is None else _shown(value)
+
+
+_SHOWN_CHARS = 120
+
+
+def _shown(value: object) -> str:
+    """A manifest string the reports print (a dataset's name, a version, a mode): one line,
+    no control byte, no backtick, at most 120 characters. A manifest may come from a
+    predictions file or a run directory made elsewhere; the harness's own values are
+    unchanged by this, and the raw record (`raw`) keeps everything."""
+    text = " ".join(_CONTROL.sub("", str(value)).replace("`", "'").split())
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _synthetic(value: object) -> Synthetic | None:
@@ -115,14 +135,14 @@ class Manifest:
             raw=raw,
             benchmark=_text(raw.get("benchmark")),
             # Early manifests recorded the dataset as its bare name.
-            dataset_name=_text(
+            dataset_name=_shown_text(
                 dataset_map.get("name") if isinstance(dataset, Mapping) else dataset
             ),
             dataset_path=_text(dataset_map.get("path")),
             dataset_hash=_text(raw.get("dataset_hash")),
             synthetic=_synthetic(dataset_map.get("synthetic")),
-            system_name=str(system.get("name", "?")),
-            system_version=_text(system.get("version")),
+            system_name=_shown(system.get("name", "?")),
+            system_version=_shown_text(system.get("version")),
             system_spec=raw.get("system_spec"),
             capabilities=_object(system.get("capabilities")),
             shard=(
@@ -146,7 +166,7 @@ class Manifest:
             scoring_signature=scoring.get("signature"),
             # `restart` for runs from before the field.
             settings=settings,
-            persistence=str(settings.get("persistence", "restart")),
+            persistence=_shown(settings.get("persistence", "restart")),
             fps=float(_object(settings.get("frames")).get("fps", 1.0)),
             runtime=runtime,
             # Early manifests recorded the runtime as its bare kind.
@@ -157,8 +177,8 @@ class Manifest:
             ),
             image_id=_text(_object(runtime.get("image")).get("id")),
             mounts=tuple(str(m) for m in _object(runtime.get("container")).get("mounts") or []),
-            harness_version=_text(raw.get("harness_version")),
-            protocol_version=_text(raw.get("protocol_version")),
+            harness_version=_shown_text(raw.get("harness_version")),
+            protocol_version=_shown_text(raw.get("protocol_version")),
         )
 
     def values(self, keys: tuple[str, ...]) -> dict[str, object]:

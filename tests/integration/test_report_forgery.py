@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -63,12 +64,27 @@ def test_check_fails_describe_strings_naming_r15(tmp_path: Path) -> None:
     assert "R15 Describe strings" in line and "\n| forged" not in line
 
 
+FORGED_TABLE = (
+    "tiny\n\n## Utility (paper Table 3)\n\n| system | Overall |\n|---|---|\n"
+    "| forged | 99.99 |\n<script>alert(2)</script>\x1b[2J\x1b]0;PWNED\x07"
+)
+
+
 def _forge(run: Path) -> None:
-    """What an edited run directory (or one from an older harness) may hold."""
+    """What an edited run directory, or the manifest of a re-sealed predictions file, may
+    hold: every string the reports show, forged (red team 3, and the fresh-eyes one after)."""
     manifest = json.loads((run / "manifest.json").read_text())
-    manifest["system"]["name"] = FORGED_NAME
+    manifest["system"]["name"] = FORGED_NAME + " ![x](https://e.invalid/t.png)"
     manifest["system"]["version"] = FORGED_VERSION
+    manifest["dataset"]["name"] = FORGED_TABLE
+    manifest["harness_version"] = FORGED_TABLE
+    manifest["protocol_version"] = FORGED_TABLE
+    manifest["settings"]["persistence"] = FORGED_TABLE
     (run / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _headings(markdown: str) -> list[str]:
+    return [line for line in markdown.splitlines() if line.startswith("#")][1:]  # not the title
 
 
 def _table_rows(markdown: str) -> list[str]:
@@ -86,6 +102,7 @@ def test_reports_escape_and_cut_what_a_system_wrote(tmp_path: Path) -> None:
     records = [json.loads(x) for x in (forged / "instances.jsonl").read_text().splitlines()]
     assert max(len(r["raw_output"]) for r in records) > LONG_ANSWER_CHARS  # kept whole
     rows_before = _table_rows((forged / "report.md").read_text())
+    headings_before = _headings((forged / "report.md").read_text())
     _forge(forged)
     done = cli("score", str(forged))
     assert done.returncode == 0, done.stderr
@@ -95,7 +112,10 @@ def test_reports_escape_and_cut_what_a_system_wrote(tmp_path: Path) -> None:
     assert len(rows) == len(rows_before)  # not one row more
     assert not any(r.startswith("| forged") for r in rows)
     assert "x \\| yes \\| yes \\| 99.99" in md
-    assert "<script" not in md and "<img" not in md
+    # Inside a code span HTML is text (CommonMark 6.1): only what lies outside one counts.
+    prose = re.sub(r"`[^`\n]*`", "``", md)
+    assert "<script" not in prose and "<img" not in prose and "![x](" not in prose
+    assert _headings(md) == headings_before  # no forged section either
     assert not any(b in md.encode() for b in CONTROL_BYTES)
 
     html = (forged / "report.html").read_bytes()
@@ -110,6 +130,8 @@ def test_reports_escape_and_cut_what_a_system_wrote(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     compare = (out / "compare.md").read_text()
     assert not any(r.startswith("| forged") for r in _table_rows(compare))
-    assert "<script" not in compare and not any(b in compare.encode() for b in CONTROL_BYTES)
+    compare_prose = re.sub(r"`[^`\n]*`", "``", compare)
+    assert "<script" not in compare_prose
+    assert not any(b in compare.encode() for b in CONTROL_BYTES)
     for line in compare.splitlines():
         assert not line.startswith("forged"), line  # no note takes the fake text as a prefix

@@ -47,7 +47,7 @@ def table3_row(report: Report, manifest: Mapping[str, JSON]) -> list[str]:
     caps = record.capabilities
     storage = report["storage"]["storage_per_hour_bytes"]
     return [
-        record.system_name,
+        md_cell(record.system_name),
         _yes(caps.get("streaming_ingest")),
         _yes(caps.get("supports_import")),
         num(fam["cross_session_understanding"]["score"]),
@@ -71,7 +71,7 @@ def _storage_cell(storage: float | None, manifest: Mapping[str, JSON]) -> str:
 def table4_row(report: Report, manifest: Mapping[str, JSON]) -> list[str]:
     ea = report["evidence_availability"]
     return [
-        Manifest.of(manifest).system_name,
+        md_cell(Manifest.of(manifest).system_name),
         *(num(report["tasks"][t]["score"]) for t in (*tasks.MCQA_TASKS, *tasks.ADAPTIVE_TASKS)),
         num(report["overall"]["score"]),
         num(ea["evidence_available_accuracy"]),
@@ -147,7 +147,7 @@ def render_markdown(report: Report, manifest: Mapping[str, JSON]) -> str:
         "",
         # The dataset, persistence, judge and confinement lines come before this: the run
         # pipeline writes them for every suite (reports/head.py).
-        f"Harness {record.harness_version}, protocol {record.protocol_version}. "
+        f"Harness {md_cell(record.harness_version)}, protocol {md_cell(record.protocol_version)}. "
         f"`{NOT_COMPUTED}` = not computed (reasons below and in report.json).",
         "",
         *_reference_lines(report),

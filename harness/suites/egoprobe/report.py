@@ -193,7 +193,7 @@ def comparison(runs: Sequence[Run]) -> Comparison:
             {
                 "label": r.label,
                 "run_dir": str(r.root),
-                "system": r.record.system_name,
+                "system": md_cell(r.record.system_name),
                 "plot_y": rep["single_turn"]["all"]["accuracy"],
                 "single_turn": rep["single_turn"],
                 "buckets": {b: rep["buckets"][b]["all"]["accuracy"] for b in BUCKET_NAMES},

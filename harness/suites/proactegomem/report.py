@@ -237,7 +237,7 @@ def comparison(runs: Sequence[Run]) -> Comparison:
             {
                 "label": r.label,
                 "run_dir": str(r.root),
-                "system": r.record.system_name,
+                "system": md_cell(r.record.system_name),
                 "plot_y": start_at(iv),
                 "cells": _cells(r.report),
             }
