@@ -436,6 +436,57 @@ _FREE_WORDS = (
 )
 
 
+class NullTemplates(MemorySystem):
+    """The null system (always SILENT, option A) whose reasons are the synthetic references'
+    fixed silence templates, chosen from the prompt's wording: no memory at all. Judge
+    VERSION 4 scored a copied template 5, doubling null's Adaptive (18.0 -> 36.5 on `small`
+    seed 0, fresh-eyes red team); a reference that names no fact now scores any reason 2."""
+
+    _TEMPLATES = (
+        ("previously asked question", "Nothing has been picked up yet."),
+        ("longer-term task", "No restocking is happening in this interval."),
+        ("", "The wearer stays where they are; nothing calls for help."),
+    )
+
+    def __init__(self) -> None:
+        from apmbench.adapters.systems.null import NullSystem
+
+        self._null = NullSystem()
+
+    def describe(self) -> SystemInfo:
+        from dataclasses import replace
+
+        return replace(self._null.describe(), name="null-templates")
+
+    def reset(self, trajectory_id: str) -> None:
+        self._null.reset(trajectory_id)
+
+    def start_session(self, start: SessionStart) -> None:
+        self._null.start_session(start)
+
+    def ingest_frame(self, frame: Frame) -> None:
+        self._null.ingest_frame(frame)
+
+    def ingest_user_turn(self, turn: UserTurn) -> None:
+        self._null.ingest_user_turn(turn)
+
+    def end_session(self, end: SessionEnd) -> None:
+        self._null.end_session(end)
+
+    def query(self, query: Query) -> Iterator[str]:
+        text = "".join(self._null.query(query))
+        body = json.loads(text)
+        if "decision" in body:
+            body["reason"] = next(r for cue, r in self._TEMPLATES if cue in query.prompt)
+        yield json.dumps(body)
+
+    def export_state(self) -> ExportedState:
+        return self._null.export_state()
+
+    def import_state(self, state: ExportedState) -> None:
+        self._null.import_state(state)
+
+
 # What the third red team put into Describe and answers to forge rows in the reports.
 FORGED_NAME = "x | yes | yes | 99.99 | 99.99 |\n| forged <script>alert(1)</script> <img src=x onerror=alert(1)>"
 FORGED_VERSION = "1\x1b[2J\x07\r\x08\x00"

@@ -43,3 +43,12 @@ def test_stuffed_answers_score_no_higher_than_honest_ones(tmp_path: Path, stuffe
     stuffed = adaptive(tmp_path / "stuffed", f"helpers.cheaters:{stuffer}")
     assert honest["score"] is not None and stuffed["score"] is not None
     assert stuffed["score"] <= honest["score"]
+
+
+@pytest.mark.slow
+def test_copied_silence_templates_score_what_any_reason_scores(tmp_path: Path) -> None:
+    """A fixed template ("Nothing has been picked up yet.") names no fact: judge VERSION 4
+    scored it 5 and doubled null's Adaptive; now it scores what null's own reason does."""
+    plain = adaptive(tmp_path / "null", "null")
+    templates = adaptive(tmp_path / "templates", "helpers.cheaters:NullTemplates")
+    assert plain["score"] is not None and templates["score"] == plain["score"]

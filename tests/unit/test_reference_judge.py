@@ -58,13 +58,22 @@ def test_the_facts_score_five_a_generic_answer_two_and_nothing_one(tiny: Path) -
     judge = APMBench().reference_judge(tiny)
     probes = _probes(tiny)
     assert probes
+    from apmbench.harness.suites.apmbench.reference_judge import fact_words, terms
+
+    templates = 0
     for candidate, probe in probes:
         facts = _reference(candidate, probe)
         assert facts
-        assert _score(judge, candidate, probe, _answer(candidate, probe, facts)) == 5
+        # A reference naming no fact (a templated silence reason) only checks that a reason
+        # was given: copying it word for word scores what "Okay." scores.
+        named = any(w in fact_words() or any(c.isdigit() for c in w) for w in terms(facts))
+        templates += not named
+        expected = 5 if named else 2
+        assert _score(judge, candidate, probe, _answer(candidate, probe, facts)) == expected
         generic = _answer(candidate, probe, "Okay.")
         assert _score(judge, candidate, probe, generic) == 2
         assert _score(judge, candidate, probe, _answer(candidate, probe, "")) == 1
+    assert templates > 0  # the tiny set has such probes: the rule is exercised
 
 
 def test_content_the_reference_does_not_need_dilutes_the_score(tiny: Path) -> None:

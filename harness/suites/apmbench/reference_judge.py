@@ -4,22 +4,25 @@ Only for the built-in synthetic benchmark, whose candidates were written from
 the simulated events: every reference response, reason and silence reason
 names the objects, places and states that decide the probe. The judge reads
 the same request an LLM judge gets (the reference annotations and the raw
-response), takes the content words of the probe's reference texts as the facts
-a good answer must state, and scores the share the response states:
+response), takes the facts of the probe's reference texts (the world's places,
+objects, fixtures, states and screen words, and every number or day) as what a good
+answer must state, and scores the share the response states:
 
     no fact-bearing text at all       1   (the decision is right, nothing else is usable)
     share below 1/3, 1/3, 2/3, 1      2, 3, 4, 5   (a score is earned whole)
     no reference text in the probe    3   (nothing to check against: never more)
+    a reference that names no fact    2   (any reason: it can only check one was given)
 
-Every word costs: the share is the reference terms stated over the larger of the
-reference's terms and the response's own content terms (numbers and day names
-included), plus the world's fact words (places, objects, fixtures and their states,
-screen words) the response names that none of the candidate's annotations holds. An
-answer as long as its reference pays nothing for its wording; each content word past
-that length dilutes the share, so appending words (the benchmark's vocabulary, the
-words its references use, the question's own facts) scores no higher than not
-appending them. Version 3 charged only wrong fact words, and free words bought
-Adaptive 68.00 -> 89.17 (text-log, `small` seed 0).
+Only facts earn, and every word costs: the share is the facts stated over the larger
+of the number of facts and the response's content words less `SLACK` (the few words a
+sentence needs around its facts), plus the world facts the response names that none
+of the candidate's annotations holds. So neither appending words (the benchmark's
+vocabulary, the references' other words, the question's own facts) nor copying the
+references' templates earns anything; only the facts do. History: version 3 charged
+only wrong fact words, and appended free words bought Adaptive 68.00 -> 89.17
+(text-log, `small` seed 0); version 4 charged every word but counted the references'
+template words as facts, so a reason reworded into the templates, or a fixed silence
+template with no memory at all, scored 5 (a fresh-eyes red team: Adaptive 57 -> 98).
 
 It answers in the rubric's JSON, so its verdicts go through the same strict
 parsing, cache and Eq. 1 / Eq. 3 arithmetic as an LLM's. It never sees the
@@ -43,10 +46,11 @@ from apmbench.harness.scoring.judge.reference import KIND, LABEL
 from apmbench.harness.suites.apmbench.synth.live import GENERATOR
 from apmbench.harness.synthetic import world
 
-VERSION = 4
+VERSION = 5
 """Bumped whenever a verdict could change for the same request (4: every content word
 of the response counts, not only wrong fact words, and thirds of the facts are earned
-whole)."""
+whole; 5: only facts and numbers are wanted, with a few words of slack, and a reference
+that names no fact scores any reason 2)."""
 
 # Fields of the annotations (the probe's own label first) whose text states
 # what a response should say when it intervenes, or why it stays silent.
@@ -111,6 +115,15 @@ def fact_words() -> frozenset[str]:
     return frozenset(t for name in names for t in terms(name))
 
 
+SLACK = 4
+"""Content words a response may use around its facts without dilution ("picked up ...
+at ... on"): a sentence needs a few; a list of the benchmark's words needs many."""
+
+
+def _has_digit(word: str) -> bool:
+    return any(c.isdigit() for c in word)
+
+
 def score_of(share: float, stated_any: bool) -> int:
     if not stated_any:
         return 1
@@ -121,18 +134,29 @@ def score_of(share: float, stated_any: bool) -> int:
 
 def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[str, Any]:
     """The rubric's JSON object for one gate-passing probe."""
-    wanted = terms(" ".join(reference_texts(annotations)))
+    texts = reference_texts(annotations)
+    # The facts a good answer states: the reference's world facts and numbers (a day, a
+    # count). Its other words are one way to phrase them: copying them earns nothing.
+    wanted = [w for w in terms(" ".join(texts)) if w in fact_words() or _has_digit(w)]
     said = set(terms(response))
     stated = [t for t in wanted if t in said]
     missing = [t for t in wanted if t not in said]
     known = set(terms(json.dumps(annotations)))  # the candidate's own facts are never wrong
     wrong = sorted((said & fact_words()) - known)
-    # Precision as well as recall: a response longer than its reference dilutes its share.
-    room = max(len(wanted), len(said))
+    # Precision as well as recall: past the words a sentence needs around its facts
+    # (SLACK), every content word dilutes the share, so appending words never pays.
+    room = max(len(wanted), len(said) - SLACK)
     share = len(stated) / (room + len(wrong)) if wanted else 0.0
-    # No reference text to check against (an annotation format this judge does not
-    # know): the rubric's "basically correct but generic", never a full score.
-    score = score_of(share, bool(said)) if wanted else min(3, score_of(0.0, bool(said)) + 1)
+    if wanted:
+        score = score_of(share, bool(said))
+    elif texts:
+        # "Nothing has been picked up yet.": a reference naming no fact, a template any
+        # system can copy; any reason is the generic one it is, or a fixed string scores 5.
+        score = min(2, score_of(0.0, bool(said)))
+    else:
+        # No reference text to check against (an annotation format this judge does not
+        # know): the rubric's "basically correct but generic", never a full score.
+        score = min(3, score_of(0.0, bool(said)) + 1)
     level = "pass" if share >= 2 / 3 else "partial" if share > 0 else "fail"
     positive = (annotations.get("this_probe") or {}).get("polarity") == "positive"
     checks = {
@@ -145,16 +169,18 @@ def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[st
         "usefulness": level if positive else "not_applicable",
     }
     issues = [] if not missing else ["does not state: " + ", ".join(missing)]
-    if len(said) > len(wanted) and wanted:
-        issues.append(f"{len(said)} content words where the reference needs {len(wanted)}")
+    if len(said) - SLACK > len(wanted) and wanted:
+        issues.append(f"{len(said)} content words for {len(wanted)} facts")
     if wrong:
         issues.append("names facts the reference does not hold: " + ", ".join(wrong))
-    if not wanted:
+    if not texts:
         issues = ["the annotations hold no reference text for this probe"]
+    elif not wanted:
+        issues = ["the reference names no fact: any reason is a generic one"]
     if not said:
         issues = ["no explanation or response beyond the decision"]
     justification = (
-        f"{LABEL}: the response states {len(stated)} of {len(wanted)} reference terms"
+        f"{LABEL}: the response states {len(stated)} of {len(wanted)} reference facts"
         + (f" ({', '.join(stated)})" if stated else "")
         + "."
     )
