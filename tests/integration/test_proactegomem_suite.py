@@ -74,7 +74,7 @@ def test_qa_orders_oracle_over_proact_over_no_memory(reports: dict[str, dict[str
     qa = reports["proact-rules"]["report"]["qa"]
     acc = {c: qa[c]["accuracy"] for c in ("No Memory", "Proact Memory", "Oracle Memory")}
     assert acc["Oracle Memory"] >= acc["Proact Memory"] > acc["No Memory"], acc
-    assert acc["Oracle Memory"] == 100.0 and all(qa[c]["n"] == 45 for c in acc)
+    assert acc["Oracle Memory"] == 100.0 and all(qa[c]["n"] == 46 for c in acc)
     for task in ("ST", "LT", "IC"):
         by = {c: qa[c]["by_task"][task]["accuracy"] for c in acc}
         assert by["Oracle Memory"] >= by["Proact Memory"] >= by["No Memory"], (task, by)

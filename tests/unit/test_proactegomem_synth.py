@@ -248,3 +248,18 @@ def test_the_options_alone_answer_no_question_family(tmp_path: Path) -> None:
     for category, (share, n) in accuracy.items():
         # 1 in 4 plus about two standard errors of a 25 % rate on n questions.
         assert share <= 0.25 + 2 * (0.25 * 0.75 / n) ** 0.5, (category, share, n)
+
+
+def test_every_lt_object_is_asked_where_it_was_first_placed(tmp_path: Path) -> None:
+    """A question asked only of objects placed twice told, by its absence from the public
+    part, that the count was 1 (46-50 % of count questions answered, fresh-eyes red team)."""
+    from apmbench.harness.suites.proactegomem.synth import PRESETS, build
+
+    for seed in range(4):
+        build(PRESETS["small"], seed, tmp_path / str(seed))
+        doc = json.loads((tmp_path / str(seed) / "dataset.json").read_text())
+        for clip in (c for c in doc["clips"] if c["task"] == "LT"):
+            ids = {q["question_id"] for q in clip["questions"]}
+            counted = {i.split("-count-", 1)[1] for i in ids if "-count-" in i}
+            first = {i.split("-first-", 1)[1] for i in ids if "-first-" in i}
+            assert counted and counted == first, (clip["clip_id"], counted, first)

@@ -56,8 +56,9 @@ GENERATOR = "proactegomem-synth"
 GENERATOR_VERSION = 4
 """4: counts drawn uniformly over the four options (1-4), `small` shows four devices and
 objects, and which-device questions are asked only of clips that show four (their options
-are then the clip's own devices): an options-only policy had been right on 68.8 % of
-count questions, every answer being 2 or 3."""
+are then the clip's own devices), and every LT object is asked where it was first placed
+(asked only of objects placed twice or more, the question's absence gave a count away): an
+options-only policy had been right on 68.8 % of count questions, every answer being 2 or 3."""
 WIDTH, HEIGHT, SIDE = 320, 240, 56
 
 # The colours, the panel header and the digit font come from the table the proact-rules
@@ -307,10 +308,11 @@ def _lt_clip(rng: random.Random, preset: Preset, cid: str) -> Made:
         ch, ans = _choices(rng, where[-1], rng.sample(places, len(places)))
         q = f"Where {be} the {name} placed last?"
         qs.append(_q(f"{cid}-last-{name}", q, ch, ans, "destination"))
-        if len(where) > 1:
-            ch, ans = _choices(rng, where[0], rng.sample(places, len(places)))
-            q = f"Where {be} the {name} first placed?"
-            qs.append(_q(f"{cid}-first-{name}", q, ch, ans, "original"))
+        # Asked of every object, placed once or more: asked only after two placements, its
+        # absence from a public part told that the count was 1.
+        ch, ans = _choices(rng, where[0], rng.sample(places, len(places)))
+        q = f"Where {be} the {name} first placed?"
+        qs.append(_q(f"{cid}-first-{name}", q, ch, ans, "original"))
     render: Scene = {
         "surfaces": [{"name": p, "slot": list(SURFACE_SLOTS[k])} for k, p in enumerate(places)],
         "objects": objects,
