@@ -19,6 +19,7 @@ from apmbench.harness.commands.common import (
 )
 from apmbench.harness.commands.common import console as err_console
 from apmbench.harness.commands.limits import deadline_options
+from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes import RuntimeSpec
@@ -52,13 +53,14 @@ if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
 @click.option("--list", "list_checks", is_flag=True, help="List the checks and their rules.")
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=OutputPath(),
     default=None,
     help="Where check.json and the server's log go. Default: runs/check-<target>.",
 )
 @click.option(
     "--json",
     "json_path",
+    type=OutputPath(directory=False, dash=True),
     default=None,
     help="Also write the JSON report to this path ('-' prints it instead of the table).",
 )
@@ -85,7 +87,7 @@ def check(
     quick: bool,
     list_checks: bool,
     out: Path | None,
-    json_path: str | None,
+    json_path: Path | None,
     query_timeout: float,
     startup_timeout: float,
     image: str | None,
@@ -141,7 +143,7 @@ def check(
         sys.exit(code)
     text = to_json(report)
     (out / "check.json").write_text(text)
-    if json_path == "-":
+    if json_path is not None and str(json_path) == "-":
         click.echo(text, nl=False)
     else:
         if json_path is not None:

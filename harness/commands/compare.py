@@ -9,6 +9,7 @@ import click
 
 from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import RunDirError
 
 
@@ -16,7 +17,7 @@ from apmbench.harness.errors import RunDirError
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=OutputPath(),
     default=Path("runs/compare"),
     show_default=True,
     help="Where compare.md, compare.json and tradeoff.png go.",

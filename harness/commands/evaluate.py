@@ -39,6 +39,7 @@ from apmbench.harness.commands.judge_options import (
     resolve_auto,
 )
 from apmbench.harness.commands.limits import Caps, cap_options, deadline_options
+from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.protocol.client import Deadlines
@@ -125,7 +126,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=OutputPath(),
     default=None,
     help="Run directory. Default: runs/<dataset>-<system>.",
 )

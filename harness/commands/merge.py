@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 
 
@@ -15,7 +16,7 @@ from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=OutputPath(),
     required=True,
     help="The merged run directory (new or empty).",
 )

@@ -17,6 +17,7 @@ from apmbench.harness.commands.judge_options import (
     judge_unreachable,
     judge_warnings,
 )
+from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.suites import withheld
 
@@ -39,7 +40,7 @@ from apmbench.harness.suites import withheld
 )
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=OutputPath(),
     default=None,
     help="With --labels: the new run directory to score into.",
 )

@@ -10,6 +10,7 @@ import click
 
 from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError, DatasetError
 from apmbench.harness.suites import SUITES
 
@@ -19,14 +20,14 @@ from apmbench.harness.suites import SUITES
 @click.option(
     "--public",
     "public",
-    type=click.Path(path_type=Path),
+    type=OutputPath(),
     required=True,
     help="New directory: what a run needs (videos, questions, options, times), no labels.",
 )
 @click.option(
     "--private",
     "private",
-    type=click.Path(path_type=Path),
+    type=OutputPath(),
     required=True,
     help="New directory: what scoring needs (answers, evidence, references), no videos.",
 )

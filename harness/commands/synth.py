@@ -9,6 +9,7 @@ import click
 
 from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_USAGE, checked_benchmark, console
+from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.suites import BUILTIN, DEFAULT, get_suite
 
@@ -23,9 +24,7 @@ from apmbench.harness.suites import BUILTIN, DEFAULT, get_suite
 )
 @click.option("--preset", default="small", show_default=True, help="tiny, small or paper.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option(
-    "--out", type=click.Path(path_type=Path), required=True, help="New dataset directory."
-)
+@click.option("--out", type=OutputPath(), required=True, help="New dataset directory.")
 def synth(benchmark: str, preset: str, seed: int, out: Path) -> None:
     """Generate the synthetic benchmark (videos and annotations) for PRESET and SEED."""
     if out.exists() and any(out.iterdir()):

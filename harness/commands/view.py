@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import DatasetError, RunDirError
 
 
@@ -15,7 +16,7 @@ from apmbench.harness.errors import DatasetError, RunDirError
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=OutputPath(directory=False),
     default=None,
     help="The HTML file. Default: RUN_DIR/report.html for one run, "
     "runs/compare/compare.html for several.",
