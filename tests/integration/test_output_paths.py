@@ -62,6 +62,7 @@ def _bad_outputs(tmp_path: Path, unwritable: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_every_command_refuses_every_bad_output_before_starting(
     tmp_path: Path, unwritable: Path
 ) -> None:
