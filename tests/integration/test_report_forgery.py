@@ -91,6 +91,7 @@ def _table_rows(markdown: str) -> list[str]:
     return [line for line in markdown.splitlines() if line.startswith("|")]
 
 
+@pytest.mark.slow
 def test_reports_escape_and_cut_what_a_system_wrote(tmp_path: Path) -> None:
     honest, forged = tmp_path / "honest", tmp_path / "forged"
     for run in (honest, forged):
