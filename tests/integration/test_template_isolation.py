@@ -49,8 +49,10 @@ def tag() -> Iterator[str]:
     subprocess.run(["ipcrm", "-M", key, "-Q", key], capture_output=True, check=False)
 
 
-def _wait_serving(pid: int, directory: Path, timeout: float = 60.0) -> None:
-    """Until a process of the tree at `pid` has a socket at `directory`/sock in its root."""
+def _wait_serving(pid: int, directory: Path, timeout: float = 180.0) -> None:
+    """Until a process of the tree at `pid` has a socket at `directory`/sock in its root.
+    A wait, not a measurement: 60 s ran out on a 2-core CI machine at load 10 (a CPU
+    hog beside four workers)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         with contextlib.suppress(psutil.Error):
