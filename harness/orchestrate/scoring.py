@@ -141,7 +141,9 @@ def judge_instances(
     requests = suite.judge_requests(dataset, instances)
     if backend is None or not requests:
         return {"requests": 0, "model_calls": 0, "cache_hits": 0}
-    cache = ReplyCache(cache_dir)
+    # A deterministic judge that costs nothing is asked again rather than trusted from a
+    # cache anyone with the run directory can edit.
+    cache = ReplyCache(cache_dir, reads=not getattr(backend, "deterministic", False))
     calls_before = backend.calls
     done = 0
 

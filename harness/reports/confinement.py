@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from apmbench.harness.reports.system_text import md_code
 from apmbench.harness.run.manifest import Manifest
 
 ManifestLike = Manifest | Mapping[str, Any]
@@ -102,14 +103,15 @@ def confinement_lines(report: Mapping[str, Any], manifest: ManifestLike) -> list
         ]
     if sandbox is not None and not sandbox.get("confined"):
         lines += [
-            f"**{sandbox['note']}**: the system ran with `--no-sandbox`, so it could read the "
+            f"**{md_code(sandbox.get('note', 'Not confined'))}**: the system ran with "
+            "`--no-sandbox`, so it could read the "
             "dataset and keep memory outside its exported state.",
             "",
         ]
     mounted = mounted_into_system(record)
     if not mounted:
         return lines
-    paths = ", ".join(f"`{m}`" for m in mounted)
+    paths = ", ".join(f"`{md_code(m, 200)}`" for m in mounted)
     return [
         *lines,
         f"Mounted into the system: {paths} (the user's --mount; nothing else of the host, "

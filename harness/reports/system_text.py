@@ -53,9 +53,10 @@ def md_code(text: object, limit: int = MD_CHARS) -> str:
 
 
 def md_document(text: str) -> str:
-    """A whole Markdown report without a control byte (tab and newline kept): the last
-    line of defence for report.md and compare.md, whatever a field forgot."""
-    return shown.plain(text)
+    """A whole Markdown report without a control byte (tab and newline kept) and without
+    raw HTML (every tag or comment opener defused; the harness writes none): the last line
+    of defence for report.md and compare.md, whatever a field forgot."""
+    return _TAG.sub("&lt;", shown.plain(text))
 
 
 def md_escape(text: str) -> str:

@@ -80,6 +80,8 @@ def _forge(run: Path) -> None:
     manifest["harness_version"] = FORGED_TABLE
     manifest["protocol_version"] = FORGED_TABLE
     manifest["settings"]["persistence"] = FORGED_TABLE
+    container = manifest.setdefault("runtime", {}).setdefault("container", {})
+    container["mounts"] = [f"/data:/data:ro`{FORGED_TABLE}\n<!-- the rest hidden"]
     (run / "manifest.json").write_text(json.dumps(manifest))
 
 
@@ -116,6 +118,7 @@ def test_reports_escape_and_cut_what_a_system_wrote(tmp_path: Path) -> None:
     # Inside a code span HTML is text (CommonMark 6.1): only what lies outside one counts.
     prose = re.sub(r"`[^`\n]*`", "``", md)
     assert "<script" not in prose and "<img" not in prose and "![x](" not in prose
+    assert "<!--" not in md
     assert _headings(md) == headings_before  # no forged section either
     assert not any(b in md.encode() for b in CONTROL_BYTES)
 

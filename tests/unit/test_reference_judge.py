@@ -217,3 +217,37 @@ def test_free_words_and_the_questions_own_facts_buy_nothing(tiny: Path) -> None:
             assert stuffed <= fair, (candidate.raw.get("candidate_id"), honest)  # type: ignore[attr-defined]
             compared += 1
     assert compared > 10
+
+
+def test_a_guessed_place_beside_the_right_object_does_not_pay(tiny: Path) -> None:
+    """An ERA positive wants the object and the place. Version 5 scored a wrong place
+    beside the right object as high as no place, so guessing one was a free bet (a
+    fresh-eyes red team: +0.86 Adaptive on average, no information)."""
+    from apmbench.harness.suites.apmbench.reference_judge import fact_words, terms
+
+    judge = APMBench().reference_judge(tiny)
+    checked = 0
+    for candidate, probe in _probes(tiny):
+        if candidate.task != "ERA" or not probe.positive:  # type: ignore[attr-defined]
+            continue
+        facts = [w for w in terms(_reference(candidate, probe)) if w in fact_words()]
+        places = {terms(p)[0] for p in world.PLACES}
+        obj = next(w for w in facts if w not in places)
+        place = next(w for w in facts if w in places)
+        alone = _score(
+            judge, candidate, probe, _answer(candidate, probe, f"I picked up the {obj}.")
+        )
+        guesses = [
+            _score(
+                judge,
+                candidate,
+                probe,
+                _answer(candidate, probe, f"I picked up the {obj} at the {p}."),
+            )
+            for p in sorted(places)
+        ]
+        wrong = [s for p, s in zip(sorted(places), guesses, strict=True) if p != place]
+        assert max(wrong) < alone, (alone, guesses)
+        assert sum(guesses) / len(guesses) <= alone, (alone, guesses)
+        checked += 1
+    assert checked > 0

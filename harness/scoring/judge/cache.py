@@ -30,8 +30,17 @@ def cache_key(judge: Mapping[str, Any], messages: Sequence[Mapping[str, str]]) -
 
 
 class ReplyCache:
-    def __init__(self, root: Path) -> None:
+    """Judge replies by request, in a run directory's judge-cache/.
+
+    A reply read back is trusted: whoever can edit the run directory can edit it (a
+    fresh-eyes red team rewrote every entry to score 5: Adaptive 60.50 -> 98.33). So a
+    judge that is cheap to ask again and deterministic is never read from it
+    (`reads=False`: the synthetic reference judge), and docs/blind-evaluation.md tells a
+    maintainer to re-score a submission with a fresh `--judge-cache`."""
+
+    def __init__(self, root: Path, reads: bool = True) -> None:
         self.root = Path(root)
+        self.reads = reads
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
@@ -41,6 +50,10 @@ class ReplyCache:
 
     def get(self, key: str) -> str | None:
         path = self._path(key)
+        if not self.reads:
+            with self._lock:
+                self.misses += 1
+            return None
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:

@@ -13,10 +13,11 @@ answer must state, and scores the share the response states:
     no reference text in the probe    3   (nothing to check against: never more)
     a reference that names no fact    2   (any reason: it can only check one was given)
 
-Only facts earn, and every word costs: the share is the facts stated over the larger
-of the number of facts and the response's content words less `SLACK` (the few words a
-sentence needs around its facts), plus the world facts the response names that none
-of the candidate's annotations holds. So neither appending words (the benchmark's
+Only facts earn, and every word costs: the share is the facts stated, less the world
+facts the response names that none of the candidate's annotations holds (a wrong fact
+cancels a right one, so a guess never pays), over the larger of the number of facts and
+the response's content words less `SLACK` (the few words a sentence needs around its
+facts). So neither appending words (the benchmark's
 vocabulary, the references' other words, the question's own facts) nor copying the
 references' templates earns anything; only the facts do. History: version 3 charged
 only wrong fact words, and appended free words bought Adaptive 68.00 -> 89.17
@@ -46,11 +47,11 @@ from apmbench.harness.scoring.judge.reference import KIND, LABEL
 from apmbench.harness.suites.apmbench.synth.live import GENERATOR
 from apmbench.harness.synthetic import world
 
-VERSION = 5
+VERSION = 6
 """Bumped whenever a verdict could change for the same request (4: every content word
 of the response counts, not only wrong fact words, and thirds of the facts are earned
 whole; 5: only facts and numbers are wanted, with a few words of slack, and a reference
-that names no fact scores any reason 2)."""
+that names no fact scores any reason 2; 6: a wrong fact cancels a right one)."""
 
 # Fields of the annotations (the probe's own label first) whose text states
 # what a response should say when it intervenes, or why it stays silent.
@@ -146,7 +147,9 @@ def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[st
     # Precision as well as recall: past the words a sentence needs around its facts
     # (SLACK), every content word dilutes the share, so appending words never pays.
     room = max(len(wanted), len(said) - SLACK)
-    share = len(stated) / (room + len(wrong)) if wanted else 0.0
+    # A wrong fact cancels a right one: with it merely diluting, guessing a place beside
+    # the right object scored no lower than not guessing, a free bet (version 5).
+    share = max(0, len(stated) - len(wrong)) / room if wanted else 0.0
     if wanted:
         score = score_of(share, bool(said))
     elif texts:
@@ -218,6 +221,8 @@ class SyntheticReferenceJudge:
     """A ChatBackend whose replies are `verdict`; no model, no network."""
 
     max_concurrency = 4
+    deterministic = True
+    """Asked again at every scoring, never read back from a run directory's judge-cache."""
 
     def __init__(self, generator: Mapping[str, Any]) -> None:
         self.cache_identity: dict[str, Any] = {"kind": KIND, "version": VERSION, "label": LABEL}
