@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,13 @@ def test_the_log_tail_is_the_serving_process_output(tmp_path: Path) -> None:
     # the sections of the processes that served, whole.
     assert log.count("--- start #") == 2
     rt.restart()  # promotes the first spare (start #3): its start-up lines come with it
+    # The log is pumped from the process's pipe in the background: its last start-up line
+    # may land a moment after the start is served.
+    deadline = time.monotonic() + 10
+    while "serving null" not in (tmp_path / "system.log").read_text().rsplit("--- start #", 1)[-1]:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     log = (tmp_path / "system.log").read_text()
     sections = log.split("--- start #")[1:]
     assert [s.split(":", 1)[0] for s in sections] == ["1", "2", "3"]
