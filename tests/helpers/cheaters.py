@@ -381,6 +381,10 @@ class KeywordStuffer(TextLog):
 
     name = "keyword-stuffer"
 
+    def stuffing(self, query: Query) -> str:
+        """What is appended to each decision's reason and response."""
+        return _VOCABULARY
+
     def query(self, query: Query) -> Iterator[str]:
         text = "".join(super().query(query))
         try:
@@ -389,9 +393,10 @@ class KeywordStuffer(TextLog):
             yield text
             return
         if query.kind is QueryKind.DECISION and isinstance(body, dict):
+            extra = self.stuffing(query)
             for key in ("reason", "response"):
                 if isinstance(body.get(key), str):
-                    body[key] = f"{body[key]} {_VOCABULARY}"
+                    body[key] = f"{body[key]} {extra}"
         yield json.dumps(body)
 
 
@@ -404,7 +409,7 @@ _VOCABULARY = (
 )
 
 
-class FreeWordStuffer(TextLog):
+class FreeWordStuffer(KeywordStuffer):
     """Round two of judge stuffing: text-log's answers with, appended to every decision's
     reason, the words the synthetic references use that name no world fact (verbs,
     "nothing", day names, numbers) and the fact words of the query's own prompt (its
@@ -413,19 +418,8 @@ class FreeWordStuffer(TextLog):
 
     name = "free-word-stuffer"
 
-    def query(self, query: Query) -> Iterator[str]:
-        text = "".join(super().query(query))
-        try:
-            body = json.loads(text)
-        except ValueError:
-            yield text
-            return
-        if query.kind is QueryKind.DECISION and isinstance(body, dict):
-            extra = f"{_FREE_WORDS} {query.prompt}"
-            for key in ("reason", "response"):
-                if isinstance(body.get(key), str):
-                    body[key] = f"{body[key]} {extra}"
-        yield json.dumps(body)
+    def stuffing(self, query: Query) -> str:
+        return f"{_FREE_WORDS} {query.prompt}"
 
 
 # Words of the synthetic references that name no fact, as the red team listed them.
