@@ -22,12 +22,16 @@ from apmbench.harness import logs, shown
 from apmbench.harness.commands.common import (
     EXIT_SYSTEM,
     EXIT_USAGE,
-    checked_benchmark,
     console,
     interrupted_exit,
     process_options,
     start_option,
     stoppable,
+)
+from apmbench.harness.commands.evaluate_suites import (
+    checked_benchmarks,
+    run_suites,
+    several_suites,
 )
 from apmbench.harness.commands.judge_options import (
     AUTO,
@@ -71,10 +75,12 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--benchmark",
-    callback=checked_benchmark,
+    callback=checked_benchmarks,
     default=None,
     help=f"The benchmark suite: {', '.join(BUILTIN)}, or one an installed plugin registers. "
-    "Default: the one the dataset names, else apmbench.",
+    "Default: the one the dataset names, else apmbench. 'all' or a comma list (e.g. "
+    "apmbench,egoprobe): the one system on each suite in turn, into OUT/<suite>, and a "
+    "comparison page in OUT.",
 )
 @click.option(
     "--synthetic",
@@ -249,7 +255,11 @@ def evaluate(**given: Any) -> None:
     With no arguments: the built-in synthetic benchmark (`small`) with every
     reference system, one after another, and a comparison table.
     """
-    run_settings(settings_of(**given))
+    settings = settings_of(**given)
+    if several_suites(settings):
+        run_suites(settings, run_settings)
+    else:
+        run_settings(settings)
 
 
 @dataclass(frozen=True)
