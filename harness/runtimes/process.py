@@ -44,6 +44,7 @@ from apmbench.harness.runtimes.base import (
     usable_cores,
 )
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
+from apmbench.harness.runtimes.page_cache import PageCacheReset, ServeCgroup
 from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, Sandbox, unconfined
 from apmbench.harness.stopping import uninterrupted
 
@@ -165,6 +166,8 @@ class ProcessRuntime(Runtime):
         # before the launch is kept (start's bookkeeping, a spare's append) would leak
         # them otherwise; stop() removes whatever is still here.
         self._made: list[tuple[Path, ServerProcess | None]] = []
+        self._page_cache = PageCacheReset() if sandbox is not None else None
+        self._cgroup: ServeCgroup | None = None
 
     @property
     def can_restart(self) -> bool:
@@ -231,6 +234,11 @@ class ProcessRuntime(Runtime):
                 + self._sandbox_hint()
             ) from e
         self._check_socket()
+        if self._page_cache is not None:
+            # Before the first request: what it reads from now on leaves with it.
+            self._cgroup = self._page_cache.for_start(launch.number)
+            if self._cgroup is not None:
+                self._cgroup.serving(launch.proc.pid)
         self._client = client
         pid = launch.proc.pid
         self.spares.served(launch.launched, asked, time.monotonic(), lambda: tree_cpu_s(pid))
@@ -442,6 +450,9 @@ class ProcessRuntime(Runtime):
             self._client = None
         if proc is not None:
             _terminate(proc)
+        cgroup, self._cgroup = self._cgroup, None
+        if cgroup is not None:
+            cgroup.release()
         pump, self._pump = self._pump, None
         if pump is not None:
             pump.join(5.0)
@@ -497,6 +508,8 @@ class ProcessRuntime(Runtime):
             template, self._template = self._template, None
             if template is not None:
                 template.stop()
+            if self._page_cache is not None:
+                self._page_cache.close()
         if self.starts:
             self.spares.write(self.log_path.parent / STARTS_FILE, self.starts)
 
@@ -509,6 +522,7 @@ class ProcessRuntime(Runtime):
             "max_log_bytes": self.max_log_bytes,
             "spare": self.spare,
             "start": self.start_mode,
+            **({"page_cache": self._page_cache.describe()} if self._page_cache is not None else {}),
             **({"template": TEMPLATE_FACTS} if self.start_mode == "template" else {}),
         }
 

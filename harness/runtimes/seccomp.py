@@ -22,6 +22,11 @@ Denied, with EPERM unless said otherwise:
   opens and reads of shared files);
 - io_uring (ENOSYS: its operations would not pass through this filter; libuv and others
   fall back to plain system calls);
+- page-cache eviction succeeds without evicting anything: posix_fadvise (every advice: DONTNEED
+  and NOREUSE drop another start's pages, WILLNEED sets them) and madvise's MADV_COLD and
+  MADV_PAGEOUT. Residency is a bit per page that outlives the process; without these calls a
+  system can only make pages resident (by reading them), and the per-start memory cgroup
+  (page_cache.py) evicts every page a start brought in when it stops;
 - flock succeeds without locking anything: a BSD lock on a shared read-only file is a
   bit another sandbox can test, and a real failure would break libraries that lock
   their own private files (their locks then do not exclude each other within one box).
@@ -73,6 +78,7 @@ CLONE_NEW_FLAGS = (
 )
 F_GETLK, F_OFD_GETLK, F_SETLEASE, F_GETLEASE, F_NOTIFY = 5, 36, 1024, 1025, 1026
 RWF_NOWAIT = 0x00000008
+MADV_COLD, MADV_PAGEOUT = 20, 21
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,8 @@ _COMMON_GENERIC = {
     "name_to_handle_at": 264, "open_by_handle_at": 265, "init_module": 105,
     "finit_module": 273, "delete_module": 106, "kexec_load": 104, "kexec_file_load": 294,
     "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "clone": 220,
-    "fcntl": 25, "preadv2": 286, "pwritev2": 287, "lookup_dcookie": 18, "quotactl": 60,
+    "fcntl": 25, "preadv2": 286, "pwritev2": 287, "fadvise64": 223, "madvise": 233,
+    "lookup_dcookie": 18, "quotactl": 60,
 }  # fmt: skip
 _NEW_API = {
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
@@ -109,7 +116,8 @@ _X86_64 = {
     "open_by_handle_at": 304, "init_module": 175, "finit_module": 313,
     "delete_module": 176, "kexec_load": 246, "kexec_file_load": 320, "swapon": 167,
     "swapoff": 168, "reboot": 169, "acct": 163, "clone": 56, "fcntl": 72,
-    "preadv2": 327, "pwritev2": 328, "uselib": 134, "ustat": 136, "sysfs": 139,
+    "preadv2": 327, "pwritev2": 328, "fadvise64": 221, "madvise": 28, "uselib": 134,
+    "ustat": 136, "sysfs": 139,
     "_sysctl": 156, "lookup_dcookie": 212, "quotactl": 179, "nfsservctl": 180,
 }  # fmt: skip
 ABIS = {
@@ -130,14 +138,18 @@ DENIED = (
     "ustat", "sysfs", "_sysctl", "lookup_dcookie", "quotactl", "nfsservctl",
 )  # fmt: skip
 NOT_IMPLEMENTED = ("io_uring_setup", "io_uring_enter", "io_uring_register", "clone3")
-PRETEND_SUCCESS = ("flock",)
+PRETEND_SUCCESS = ("flock", "fadvise64")
 BY_ARGUMENT = {
     # call: (argument index, values refused, flag bits refused)
     "fcntl": (1, (F_GETLK, F_OFD_GETLK, F_SETLEASE, F_GETLEASE, F_NOTIFY), 0),
     "clone": (0, (), CLONE_NEW_FLAGS),
     "preadv2": (5, (), RWF_NOWAIT),
     "pwritev2": (5, (), RWF_NOWAIT),
+    "madvise": (2, (MADV_COLD, MADV_PAGEOUT), 0),
 }
+BY_ARGUMENT_ERRNO = {"madvise": 0}
+"""Calls refused by argument with another code than EPERM: madvise's eviction advice
+succeeds without evicting (a library that asks for it must not fail)."""
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -176,11 +188,12 @@ def compile_filter(machine: str | None = None, allow: frozenset[str] = frozenset
     for call, (index, values, flags) in BY_ARGUMENT.items():
         if call in allow:
             continue
+        code = BY_ARGUMENT_ERRNO.get(call, errno.EPERM)
         body = [_insn(_LD_W_ABS, 0, 0, _arg_low(index))]
         for value in values:
-            body += [_insn(_JEQ_K, 0, 1, value), _deny(errno.EPERM)]
+            body += [_insn(_JEQ_K, 0, 1, value), _deny(code)]
         if flags:
-            body += [_insn(_JSET_K, 0, 1, flags), _deny(errno.EPERM)]
+            body += [_insn(_JSET_K, 0, 1, flags), _deny(code)]
         body.append(_insn(_LD_W_ABS, 0, 0, _NR))  # the next rule compares the call again
         out += [_insn(_JEQ_K, 0, len(body), abi.numbers[call]), *body]
     out.append(_insn(_RET_K, 0, 0, _RET_ALLOW))
@@ -218,8 +231,9 @@ def docker_profile(machine: str | None = None) -> str:
             for bit in bits
         ]
         # One rule per condition: Docker ANDs the conditions within a rule.
+        code = BY_ARGUMENT_ERRNO.get(call, errno.EPERM)
         rules += [
-            {"names": [call], "action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM, "args": [c]}
+            {"names": [call], "action": "SCMP_ACT_ERRNO", "errnoRet": code, "args": [c]}
             for c in conditions
         ]
     profile = {
@@ -241,6 +255,7 @@ def describe() -> dict[str, object]:
             "clone": ["CLONE_NEW*"],
             "preadv2": ["RWF_NOWAIT"],
             "pwritev2": ["RWF_NOWAIT"],
+            "madvise": ["MADV_COLD", "MADV_PAGEOUT (succeed without evicting)"],
         },
         "other_abis": "refused",
     }

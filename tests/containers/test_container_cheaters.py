@@ -194,3 +194,45 @@ def test_a_symlink_at_the_socket_path_is_refused(
     assert f"is a symbolic link (to {target})" in err, done.stderr
     assert "will not follow links" in err
     assert run_containers(engine, out) == [] and socket_mounts(done.pid) == []
+
+
+@pytest.mark.usefixtures("cheaters")
+def test_the_page_cache_keeps_nothing_from_one_container_to_the_next(
+    mini: Path, tmp_path: Path, engine: docker.DockerClient
+) -> None:
+    """Attack 1 of the third red team through --image: each container counts the sessions
+    it saw into the residency of a sparse file in the image (the same lower-layer inode
+    for every container); the pages a container made resident while it served are
+    evicted when it stops, so no container recovers a count (test_page_cache_store.py has
+    the process runtimes and the unconfined control)."""
+    evict_image_file(engine, CHEATERS, "opt/apmbench-tests/helpers/pages.bin")
+    out = tmp_path / "run"
+    evaluate(
+        EvaluateOptions(
+            dataset=mini, out=out, persistence=Persistence.RESTART,
+            runtime=RuntimeSpec(image=CHEATERS, container=cheat("page-cache"), spare=True),
+        )
+    )  # fmt: skip
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["runtime"]["page_cache"]["reset"] is True, manifest["runtime"]["page_cache"]
+    rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]
+    said = [json.loads(r["raw_output"]) for r in rows]
+    assert said and all(s["recalled"] is None for s in said), said
+    assert min(s["count"] for s in said) >= 1  # it ran, and counted
+
+
+def evict_image_file(engine: docker.DockerClient, image: str, inner: str) -> None:
+    """Drop the page cache of a file in an image's layers (the host's copy every container
+    reads): building the image read it whole, and a store needs pages no one has read."""
+    data = engine.images.get(image).attrs["GraphDriver"]["Data"]
+    layers = [
+        Path(d) for key in ("UpperDir", "LowerDir") for d in data.get(key, "").split(":") if d
+    ]
+    found = [layer / inner for layer in layers if (layer / inner).is_file()]
+    assert found, f"{inner} is in no layer of {image}"
+    for path in found:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)

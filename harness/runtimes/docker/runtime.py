@@ -53,6 +53,7 @@ from apmbench.harness.runtimes.docker.logstream import LogStream, log_config, ta
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.runtimes.docker.socketdir import SocketDir, SocketRefused
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
+from apmbench.harness.runtimes.page_cache import ServeCgroup, in_container_cgroup
 from apmbench.harness.stopping import uninterrupted
 
 if TYPE_CHECKING:
@@ -165,6 +166,9 @@ class DockerRuntime(Runtime):
             # from the user, no second copy of a model is started beside it.
             self.spares.gpu_cap = 0
         self._spare_number = 0
+        self._serving_in: dict[str, ServeCgroup] = {}
+        """Each serving container's page-cache cgroup (page_cache.py), by container id."""
+        self._page_cache_why = ""
 
     # -- Runtime ---------------------------------------------------------------
 
@@ -250,6 +254,7 @@ class DockerRuntime(Runtime):
                     directory.remove()
                 return
             self._retired.append(container)
+            self._freeze_and_evict(container)
             self._retiring = self._worker().submit(
                 self._take_down, container, logs, directory, self._retiring
             )
@@ -266,6 +271,7 @@ class DockerRuntime(Runtime):
                 before.result()  # sections close in start order
         with contextlib.suppress(docker.errors.APIError, requests.RequestException):
             container.stop(timeout=int(self.stop_timeout_s))
+        self._release_cgroup(container)
         if logs is not None:
             logs.join()
         with contextlib.suppress(docker.errors.APIError, requests.RequestException):
@@ -357,6 +363,11 @@ class DockerRuntime(Runtime):
             "socket_dir": socketdir.record(),
             "image_volumes_as_tmpfs": volumes,
             "max_log_bytes": self.max_log_bytes,
+            "page_cache": {
+                "reset": not self._page_cache_why,
+                **({"why_not": self._page_cache_why} if self._page_cache_why else {}),
+                "rule": "pages a start makes resident while it serves are evicted when it stops",
+            },
         }
 
     def _applied_cpus(self) -> float | None:
@@ -533,8 +544,45 @@ class DockerRuntime(Runtime):
             )
         except errors.Unavailable as e:
             self._fail(f"did not become ready: {e}")
+        self._serve_in_cgroup(container)
         self.spares.served(spare.launched, asked, time.monotonic(), self._cpu_s)
         return client
+
+    def _serve_in_cgroup(self, container: Container) -> None:
+        """Before its first request: pages it makes resident from now on leave with it."""
+        try:
+            container.reload()
+            pid = int(container.attrs["State"]["Pid"])
+        except (docker.errors.APIError, requests.RequestException, KeyError, ValueError):
+            pid = 0
+        cgroup = in_container_cgroup(pid) if pid else None
+        if cgroup is None:
+            self._page_cache_why = "the container's memory cgroup is not writable here"
+            return
+        cgroup.serving(pid)
+        if container.id:
+            self._serving_in[container.id] = cgroup
+
+    def _freeze_and_evict(self, container: Container) -> None:
+        """A retiring container is stopped off the main thread while the next one serves:
+        paused and its pages evicted first, so the next one reads nothing it set; killed
+        while paused (a stop would thaw it for its grace period)."""
+        cgroup = self._serving_in.get(container.id or "")
+        if cgroup is None:
+            return
+        try:
+            container.pause()
+        except (docker.errors.APIError, requests.RequestException):
+            return  # already gone: its processes are dead
+        cgroup.evict()
+        with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+            container.kill()
+
+    def _release_cgroup(self, container: Container) -> None:
+        """After it stopped, before its removal: its pages evicted, the cgroup removed."""
+        cgroup = self._serving_in.pop(container.id or "", None)
+        if cgroup is not None:
+            cgroup.release()
 
     def _cpu_s(self) -> float | None:
         """CPU the serving container has used, read from /proc through its init's pid as
@@ -654,6 +702,7 @@ class DockerRuntime(Runtime):
             # Already gone or dead: the removal below still applies.
             with contextlib.suppress(docker.errors.APIError, requests.RequestException):
                 container.stop(timeout=int(self.stop_timeout_s))
+            self._release_cgroup(container)
             if self._logs is not None:
                 self._logs.join()
             leftovers.remove(container)

@@ -7,6 +7,7 @@
   a disk.
 - "fill": before serving, tries to write 2 GiB into the socket directory;
   Describe reports how much it could and what stopped it.
+- "page-cache": helpers.page_cache_store.PageCacheStore, its sparse file made at build.
 - "symlink": plants its socket path as a symbolic link to $CHEAT_TARGET (a host
   socket the harness could reach) and serves on another name.
 """
@@ -142,6 +143,10 @@ def main() -> None:
     elif cheat == "fill":
         fill()
         serve(Fill(), address)
+    elif cheat == "page-cache":
+        from helpers.page_cache_store import PageCacheStore
+
+        serve(PageCacheStore(), address)
     elif cheat == "symlink":
         os.symlink(os.environ["CHEAT_TARGET"], os.path.join(SOCKET_DIR, "sock"))
         print(f"planted sock -> {os.environ['CHEAT_TARGET']}", flush=True)
