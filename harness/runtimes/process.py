@@ -46,6 +46,7 @@ from apmbench.harness.runtimes.base import (
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.page_cache import PageCacheReset, ServeCgroup
 from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, Sandbox, unconfined
+from apmbench.harness.runtimes.spare_freezer import MIN_DEADLINE_S, SpareFreezer
 from apmbench.harness.stopping import uninterrupted
 
 START_MODES = ("fresh", "template")
@@ -168,6 +169,11 @@ class ProcessRuntime(Runtime):
         self._made: list[tuple[Path, ServerProcess | None]] = []
         self._page_cache = PageCacheReset() if sandbox is not None else None
         self._cgroup: ServeCgroup | None = None
+        self._freezer = SpareFreezer() if sandbox is not None and spare else None
+        self._spare_lock = threading.Lock()
+        self._watcher: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._first_load_s: float | None = None
 
     @property
     def can_restart(self) -> bool:
@@ -200,10 +206,14 @@ class ProcessRuntime(Runtime):
         asked = time.monotonic()
         launch: _Launch | None = None
         while launch is None and self._spares:
-            launch = self._spares.popleft()
+            with self._spare_lock:
+                launch = self._spares.popleft()
+                if self._freezer is not None:
+                    self._freezer.thaw(launch.number)  # the live one has stopped
             if launch.proc.poll() is not None:
                 launch.discard()  # it died while waiting: the next one, or a new one
                 launch = None
+        fresh = launch is None
         launch = launch or self._launch(spare=False)
         # Its section reaches the log only now that the previous start's is closed.
         launch.log.activate()
@@ -234,6 +244,8 @@ class ProcessRuntime(Runtime):
                 + self._sandbox_hint()
             ) from e
         self._check_socket()
+        if fresh and self._first_load_s is None:
+            self._first_load_s = time.monotonic() - launch.launched
         if self._page_cache is not None:
             # Before the first request: what it reads from now on leaves with it.
             self._cgroup = self._page_cache.for_start(launch.number)
@@ -494,12 +506,45 @@ class ProcessRuntime(Runtime):
             # delaying the restarts. Each is a new process in its own sandbox and socket
             # directory, gets no request before it is promoted, and serves one start only.
             self._spares.append(self._launch(spare=True))
+        if self._freezer is not None and self._freezer.active and self._watcher is None:
+            self._watcher = threading.Thread(
+                target=self._freeze_loaded, name="spare-freezer", daemon=True
+            )
+            self._watcher.start()
+
+    def _freeze_loaded(self) -> None:
+        """Freeze each spare once its socket appears, or once its load took too long."""
+        assert self._freezer is not None
+        while not self._stopping.wait(0.02):
+            deadline = max(MIN_DEADLINE_S, 2 * (self._first_load_s or 15.0))
+            with self._spare_lock:
+                for launch in self._spares:
+                    if launch.number in self._freezer.frozen or launch.proc.poll() is not None:
+                        continue
+                    if self._loaded(launch) or time.monotonic() - launch.launched > deadline:
+                        self._freezer.freeze(launch.number, launch.proc.pid)
+
+    def _loaded(self, launch: _Launch) -> bool:
+        if self.sandbox is None or not self.bound_socket_dir:
+            return os.path.lexists(launch.dir / "sock")
+        return any(
+            os.path.lexists(f"/proc/{child}/root{launch.dir}/sock")
+            for child in descendants(launch.proc.pid)
+        )
 
     def stop(self) -> None:
         self._kill()
+        self._stopping.set()
+        if self._watcher is not None:
+            self._watcher.join(5.0)
+            self._watcher = None
         with uninterrupted():
             while self._spares:
-                self._spares.popleft().discard()
+                with self._spare_lock:
+                    spare = self._spares.popleft()
+                    if self._freezer is not None:
+                        self._freezer.thaw(spare.number)  # a frozen process dies only thawed
+                spare.discard()
             made, self._made = self._made, []
             for directory, proc in made:
                 if proc is not None and proc.poll() is None:
@@ -510,6 +555,8 @@ class ProcessRuntime(Runtime):
                 template.stop()
             if self._page_cache is not None:
                 self._page_cache.close()
+            if self._freezer is not None:
+                self._freezer.close()
         if self.starts:
             self.spares.write(self.log_path.parent / STARTS_FILE, self.starts)
 
@@ -523,6 +570,7 @@ class ProcessRuntime(Runtime):
             "spare": self.spare,
             "start": self.start_mode,
             **({"page_cache": self._page_cache.describe()} if self._page_cache is not None else {}),
+            **({"spares": self._freezer.describe()} if self._freezer is not None else {}),
             **({"template": TEMPLATE_FACTS} if self.start_mode == "template" else {}),
         }
 
