@@ -18,6 +18,7 @@ import os
 import shutil
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -236,3 +237,34 @@ def evict_image_file(engine: docker.DockerClient, image: str, inner: str) -> Non
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+
+
+@pytest.mark.usefixtures("cheaters")
+def test_a_loaded_spare_container_runs_nothing_until_promoted(tmp_path: Path) -> None:
+    """A spare container whose system keeps a thread busy from its constructor on (a
+    listener) is paused once its socket is up: no CPU while the live one serves; promoted,
+    it is unpaused and serves (tests/integration/test_spare_freezer.py for processes)."""
+    from apmbench.harness.runtimes.base import tree_cpu_s
+
+    rt = DockerRuntime(CHEATERS, tmp_path / "run", Deadlines(), settings=cheat("spin"), spare=True)
+    try:
+        rt.start()
+        rt.expect_restarts()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+            rt._spares and all(f.done() and f.result().number in rt._paused for f in rt._spares)
+        ):
+            time.sleep(0.2)
+        boxes = [f.result() for f in rt._spares]
+        assert boxes and all(b.number in rt._paused for b in boxes)
+        pids = []
+        for box in boxes:
+            box.container.reload()
+            pids.append(int(box.container.attrs["State"]["Pid"]))
+        before = sum(tree_cpu_s(p) or 0.0 for p in pids)
+        time.sleep(1.0)
+        used = sum(tree_cpu_s(p) or 0.0 for p in pids) - before
+        assert used < 0.05, f"paused spares used {used:.2f} s of CPU in 1 s"
+        rt.restart().describe()  # promoted: unpaused, and it serves
+    finally:
+        rt.stop()

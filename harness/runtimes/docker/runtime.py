@@ -54,6 +54,7 @@ from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.runtimes.docker.socketdir import SocketDir, SocketRefused
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 from apmbench.harness.runtimes.page_cache import ServeCgroup, in_container_cgroup
+from apmbench.harness.runtimes.spare_freezer import MIN_DEADLINE_S
 from apmbench.harness.stopping import uninterrupted
 
 if TYPE_CHECKING:
@@ -166,6 +167,12 @@ class DockerRuntime(Runtime):
             # from the user, no second copy of a model is started beside it.
             self.spares.gpu_cap = 0
         self._spare_number = 0
+        self._paused: set[int] = set()
+        """Spares paused once loaded (spare_freezer.py says why), by start number."""
+        self._spare_lock = threading.Lock()
+        self._watcher: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._first_load_s: float | None = None
         self._serving_in: dict[str, ServeCgroup] = {}
         """Each serving container's page-cache cgroup (page_cache.py), by container id."""
         self._page_cache_why = ""
@@ -216,11 +223,15 @@ class DockerRuntime(Runtime):
         self.spares.restarted(asked)
         box = None
         while box is None and self._spares:
+            with self._spare_lock:
+                future = self._spares.popleft()
             try:
-                box = self._spares.popleft().result()
+                box = future.result()
             except (EngineError, docker.errors.APIError, requests.RequestException):
                 box = None  # this spare could not be made: the next one, or a new one
                 continue
+            with self._spare_lock:
+                self._unpause(box)  # the live one has stopped and its pages are evicted
             if not _box_running(box):
                 self._discard(box)  # it died while waiting: the next one, or a new one
                 box = None
@@ -288,6 +299,34 @@ class DockerRuntime(Runtime):
             self._spare_number += 1
             name = leftovers.container_name(self.key, f"{self._part}-s{self._spare_number}")
             self._spares.append(self._worker().submit(self._create, name, False))
+        if self.spare and self._watcher is None:
+            self._watcher = threading.Thread(
+                target=self._pause_loaded, name="spare-pauser", daemon=True
+            )
+            self._watcher.start()
+
+    def _pause_loaded(self) -> None:
+        """Pause each spare once its socket appears, or once its load took too long."""
+        while not self._stopping.wait(0.05):
+            deadline = max(MIN_DEADLINE_S, 2 * (self._first_load_s or 30.0))
+            with self._spare_lock:
+                for future in self._spares:
+                    if not future.done() or future.exception() is not None:
+                        continue
+                    box = future.result()
+                    if box.number in self._paused:
+                        continue
+                    loaded = os.path.lexists(box.dir.path / socketdir.SOCKET)
+                    if loaded or time.monotonic() - box.launched > deadline:
+                        with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+                            box.container.pause()
+                            self._paused.add(box.number)
+
+    def _unpause(self, box: _Box) -> None:
+        if box.number in self._paused:
+            self._paused.discard(box.number)
+            with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+                box.container.unpause()
 
     def _memory_of(self, container: Container | None) -> int | None:
         """The container's memory use (its model included), from the engine's stats."""
@@ -304,12 +343,17 @@ class DockerRuntime(Runtime):
 
     def _discard(self, box: _Box) -> None:
         with uninterrupted():
+            self._unpause(box)
             with contextlib.suppress(docker.errors.APIError, requests.RequestException):
                 box.container.stop(timeout=int(self.stop_timeout_s))
             leftovers.remove(box.container)
             box.dir.remove()
 
     def stop(self) -> None:
+        self._stopping.set()
+        if self._watcher is not None:
+            self._watcher.join(5.0)
+            self._watcher = None
         retiring = self._retiring
         if retiring is not None:
             # The serving start's section is held back until the one before is closed.
@@ -368,6 +412,7 @@ class DockerRuntime(Runtime):
                 **({"why_not": self._page_cache_why} if self._page_cache_why else {}),
                 "rule": "pages a start makes resident while it serves are evicted when it stops",
             },
+            "spares": {"frozen_once_loaded": self.spare, "how": "docker pause"},
         }
 
     def _applied_cpus(self) -> float | None:
@@ -545,6 +590,8 @@ class DockerRuntime(Runtime):
         except errors.Unavailable as e:
             self._fail(f"did not become ready: {e}")
         self._serve_in_cgroup(container)
+        if self._first_load_s is None:
+            self._first_load_s = time.monotonic() - spare.launched
         self.spares.served(spare.launched, asked, time.monotonic(), self._cpu_s)
         return client
 

@@ -8,6 +8,7 @@
 - "fill": before serving, tries to write 2 GiB into the socket directory;
   Describe reports how much it could and what stopped it.
 - "page-cache": helpers.page_cache_store.PageCacheStore, its sparse file made at build.
+- "spin": helpers.spinning_spare.SpinningSystem, a thread busy from its constructor on.
 - "symlink": plants its socket path as a symbolic link to $CHEAT_TARGET (a host
   socket the harness could reach) and serves on another name.
 """
@@ -147,6 +148,10 @@ def main() -> None:
         from helpers.page_cache_store import PageCacheStore
 
         serve(PageCacheStore(), address)
+    elif cheat == "spin":
+        from helpers.spinning_spare import SpinningSystem
+
+        serve(SpinningSystem(), address)
     elif cheat == "symlink":
         os.symlink(os.environ["CHEAT_TARGET"], os.path.join(SOCKET_DIR, "sock"))
         print(f"planted sock -> {os.environ['CHEAT_TARGET']}", flush=True)
