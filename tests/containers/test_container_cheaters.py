@@ -268,3 +268,40 @@ def test_a_loaded_spare_container_runs_nothing_until_promoted(tmp_path: Path) ->
         rt.restart().describe()  # promoted: unpaused, and it serves
     finally:
         rt.stop()
+
+
+@pytest.mark.usefixtures("cheaters")
+def test_a_forged_describe_from_an_image_is_refused(mini: Path, tmp_path: Path) -> None:
+    """Attack 3 (rows forged in the reports) through --image: R15 refuses the Describe
+    before any other call, exit 3, nothing recorded (test_report_forgery.py: processes)."""
+    out = tmp_path / "run"
+    done = cli(
+        "--dataset", str(mini), "--image", CHEATERS, "--env", "CHEAT=ForgedDescribe",
+        "--out", str(out),
+    )  # fmt: skip
+    said = " ".join(done.stdout.split() + done.stderr.split())
+    assert done.returncode == EXIT_SYSTEM, said
+    assert "R15 (Describe strings)" in said and "<script>" not in said
+    assert not (out / "instances.jsonl").exists()
+
+
+@pytest.mark.usefixtures("cheaters")
+@pytest.mark.parametrize("stuffer", ["KeywordStuffer", "FreeWordStuffer"])
+def test_stuffed_answers_from_an_image_score_no_higher(tmp_path: Path, stuffer: str) -> None:
+    """Attack 2 (judge stuffing) through --image: the stuffed text-log scores no higher on
+    Adaptive than text-log itself (test_judge_stuffing.py: processes)."""
+    from apmbench.harness.scoring.judge import JudgeConfig
+    from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
+
+    def adaptive(out: Path, runtime: RuntimeSpec) -> Any:
+        result = evaluate(
+            EvaluateOptions(
+                dataset=synthetic_dataset("tiny", 0), out=out, runtime=runtime,
+                persistence=Persistence.RESET, judge=JudgeConfig(kind="synthetic"),
+            )
+        )  # fmt: skip
+        return result.report["families"]["adaptive_response"]["score"]
+
+    honest = adaptive(tmp_path / "honest", RuntimeSpec(system="text-log"))
+    stuffed = adaptive(tmp_path / "stuffed", RuntimeSpec(image=CHEATERS, container=cheat(stuffer)))
+    assert honest is not None and stuffed is not None and stuffed <= honest

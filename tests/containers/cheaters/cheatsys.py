@@ -9,6 +9,8 @@
   Describe reports how much it could and what stopped it.
 - "page-cache": helpers.page_cache_store.PageCacheStore, its sparse file made at build.
 - "spin": helpers.spinning_spare.SpinningSystem, a thread busy from its constructor on.
+- "ForgedDescribe", "KeywordStuffer", "FreeWordStuffer": the gallery's classes of those
+  names (helpers/cheaters.py), served as they are.
 - "symlink": plants its socket path as a symbolic link to $CHEAT_TARGET (a host
   socket the harness could reach) and serves on another name.
 """
@@ -152,6 +154,10 @@ def main() -> None:
         from helpers.spinning_spare import SpinningSystem
 
         serve(SpinningSystem(), address)
+    elif cheat in ("ForgedDescribe", "FreeWordStuffer", "KeywordStuffer"):
+        from helpers import cheaters
+
+        serve(getattr(cheaters, cheat)(), address)
     elif cheat == "symlink":
         os.symlink(os.environ["CHEAT_TARGET"], os.path.join(SOCKET_DIR, "sock"))
         print(f"planted sock -> {os.environ['CHEAT_TARGET']}", flush=True)
