@@ -505,7 +505,9 @@ class ProcessRuntime(Runtime):
             # interpreter, imports and server set-up overlap with the sessions instead of
             # delaying the restarts. Each is a new process in its own sandbox and socket
             # directory, gets no request before it is promoted, and serves one start only.
-            self._spares.append(self._launch(spare=True))
+            launched = self._launch(spare=True)
+            with self._spare_lock:  # the freezer's thread walks the deque
+                self._spares.append(launched)
         if self._freezer is not None and self._freezer.active and self._watcher is None:
             self._watcher = threading.Thread(
                 target=self._freeze_loaded, name="spare-freezer", daemon=True
@@ -518,7 +520,7 @@ class ProcessRuntime(Runtime):
         while not self._stopping.wait(0.02):
             deadline = max(MIN_DEADLINE_S, 2 * (self._first_load_s or 15.0))
             with self._spare_lock:
-                for launch in self._spares:
+                for launch in list(self._spares):
                     if launch.number in self._freezer.frozen or launch.proc.poll() is not None:
                         continue
                     if self._loaded(launch) or time.monotonic() - launch.launched > deadline:

@@ -298,7 +298,9 @@ class DockerRuntime(Runtime):
         while self.spare and len(self._spares) < self.spares.wanted(ProcessRuntime.SPARES):
             self._spare_number += 1
             name = leftovers.container_name(self.key, f"{self._part}-s{self._spare_number}")
-            self._spares.append(self._worker().submit(self._create, name, False))
+            made = self._worker().submit(self._create, name, False)
+            with self._spare_lock:  # the pausing thread walks the deque
+                self._spares.append(made)
         if self.spare and self._watcher is None:
             self._watcher = threading.Thread(
                 target=self._pause_loaded, name="spare-pauser", daemon=True
@@ -310,7 +312,7 @@ class DockerRuntime(Runtime):
         while not self._stopping.wait(0.05):
             deadline = max(MIN_DEADLINE_S, 2 * (self._first_load_s or 30.0))
             with self._spare_lock:
-                for future in self._spares:
+                for future in list(self._spares):
                     if not future.done() or future.exception() is not None:
                         continue
                     box = future.result()
