@@ -111,6 +111,7 @@ LAYERS = (
     ("suites",),
     ("check",),
     ("orchestrate",),
+    ("bundle",),
     ("build",),
     ("commands", "cli"),
 )
