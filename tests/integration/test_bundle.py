@@ -156,6 +156,7 @@ def test_bundle_then_verify_passes_on_each_suite(
     assert "every rule passed" in said(result)
     read = read_bundle(path)
     assert read.index["suites"] == [suite]
+    assert read.index["run"]["synthetic"] == {"preset": "tiny", "seed": 0}
     assert (
         read.index["run"]["dataset_hash"]
         == json.loads((runs[suite] / "manifest.json").read_text())["dataset_hash"]
@@ -476,3 +477,31 @@ def test_a_run_judged_by_an_llm_is_rederived_without_it_unless_asked(
         assert server.calls == 2 * calls  # a fresh cache: every verdict asked again
         assert rules["numbers"]["facts"]["not_rederived"] == []
         assert "judge: openai" in rules["numbers"]["reason"]
+
+
+def test_the_index_names_the_image_and_the_dataset_from_the_manifest(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    digest = "apmbench/my-method@sha256:" + "ab" * 32
+    manifest = {
+        "benchmark": "egoprobe",
+        "dataset": {"name": "mine", "path": "/data/mine", "synthetic": None},
+        "dataset_hash": "f00d" * 16,
+        "harness_version": "0.1.0",
+        "runtime": {
+            "kind": "docker",
+            "image": {"id": "sha256:" + "cd" * 32, "repo_digests": [digest]},
+        },
+        "system": {"name": "my-method", "version": "3"},
+    }
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "report.json").write_text("{}")
+    index = read_bundle(bundle(run, tmp_path / "b.tar")).index
+    assert index["suites"] == ["egoprobe"]
+    assert index["harness_version"] == "0.1.0"
+    assert index["run"] == {
+        "system": "my-method", "system_version": "3", "dataset": "mine",
+        "dataset_hash": "f00d" * 16, "public_part": False, "synthetic": None,
+        "runtime": "docker", "image": {"id": "sha256:" + "cd" * 32, "repo_digests": [digest]},
+        "judge": None, "started_at": None, "finished_at": None,
+    }  # fmt: skip
