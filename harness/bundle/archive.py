@@ -34,8 +34,11 @@ FORMAT = "apmbench-bundle"
 VERSION = 1
 INDEX_NAME = "BUNDLE.json"
 SUFFIX = ".apmbundle.tar"
+MANIFEST_NAME = "manifest.json"
 PREDICTIONS_NAME = "predictions.json"
 REPORT_NAME = "report.json"
+SUITES_PAGE = "suites.json"
+"""What `evaluate --benchmark all` writes beside its runs (harness/orchestrate/multi_suite.py)."""
 
 LOG_BOUND_BYTES = 1 << 20
 """The most of one file under logs/ a bundle keeps: its first and last half MiB around a
@@ -85,6 +88,26 @@ class Bundle:
         """Whether the bundle is of a run on a public part (it holds predictions.json)."""
         return PREDICTIONS_NAME in self.members
 
+    @property
+    def runs(self) -> list[str]:
+        """The prefix of each run the bundle holds, from its members: "" for a bundle of one
+        run directory, "<suite>/" for each run of `evaluate --benchmark all`."""
+        found = {
+            name[: -len(MANIFEST_NAME)]
+            for name in self.members
+            if name == MANIFEST_NAME
+            or (name.endswith(f"/{MANIFEST_NAME}") and name.count("/") == 1)
+        }
+        return sorted(found)
+
+    def run(self, prefix: str) -> Bundle:
+        """The run at `prefix` as a bundle of its own (its members without the prefix; the
+        same index)."""
+        if not prefix:
+            return self
+        members = {k[len(prefix) :]: v for k, v in self.members.items() if k.startswith(prefix)}
+        return Bundle(self.path, self.index, members, self.anomalies)
+
     def json(self, name: str) -> JSON:
         """Member `name` parsed as JSON; None when it is absent or not valid JSON."""
         data = self.members.get(name)
@@ -115,7 +138,7 @@ def harness_version() -> str:
 
 
 def summary(manifest: Manifest, blind: bool) -> JsonObject:
-    """What the index states about the run, all of it from the manifest (verify recomputes
+    """What the index states about one run, all of it from its manifest (verify recomputes
     it from the bundled manifest.json and compares)."""
     synthetic: JSON = None
     if manifest.synthetic is not None:
@@ -125,6 +148,8 @@ def summary(manifest: Manifest, blind: bool) -> JsonObject:
         image = {"id": manifest.image_id, "repo_digests": list(manifest.image_repo_digests)}
     judge = manifest.judge.get("kind")
     return {
+        "suite": manifest.benchmark or "apmbench",
+        "harness_version": manifest.harness_version,
         "system": manifest.system_name,
         "system_version": manifest.system_version,
         "dataset": manifest.dataset_name,
@@ -138,6 +163,29 @@ def summary(manifest: Manifest, blind: bool) -> JsonObject:
         "started_at": manifest.started_at,
         "finished_at": manifest.finished_at,
     }
+
+
+def run_dirs(root: Path) -> list[tuple[str, Path]]:
+    """The runs under `root`, each with the prefix its members get in the bundle: `root`
+    itself (prefix ""), or the runs of `evaluate --benchmark all|a,b` (OUT/<suite>/, named
+    in OUT/suites.json; prefix "<suite>/")."""
+    if (root / MANIFEST_NAME).is_file():
+        return [("", root)]
+    page = root / SUITES_PAGE
+    if not page.is_file():
+        raise BundleError(
+            f"{root} is not an apmbench run directory (no {MANIFEST_NAME}, nor the "
+            f"{SUITES_PAGE} of `evaluate --benchmark all`)"
+        )
+    try:
+        listed = json.loads(page.read_text()).get("suites")
+        names = [str(entry["name"]) for entry in listed]
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise BundleError(f"{page} is not the suites page `evaluate` writes ({e})") from None
+    for name in names:
+        if not (root / name / MANIFEST_NAME).is_file():
+            raise BundleError(f"{root / name} (a suite {page} names) holds no {MANIFEST_NAME}")
+    return [(f"{name}/", root / name) for name in names]
 
 
 @dataclass(frozen=True)
@@ -181,15 +229,18 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield Path(here) / name
 
 
-def collect(run_dir: Path) -> tuple[list[_Member], list[JsonObject]]:
-    """The members of a run directory's bundle, sorted by name, and what was left out."""
+def collect(root: Path) -> tuple[list[_Member], list[JsonObject]]:
+    """The members of a bundle of `root`, sorted by name, and what was left out."""
     members: list[_Member] = []
     left: dict[str, JsonObject] = {}
-    for path in _walk(run_dir):
-        name = path.relative_to(run_dir).as_posix()
-        top = name.split("/", 1)[0]
-        if top in LEFT_OUT and "/" in name:
-            entry = left.setdefault(top, {"path": f"{top}/", "files": 0, "why": LEFT_OUT[top]})
+    for path in _walk(root):
+        name = path.relative_to(root).as_posix()
+        folders = name.split("/")[:-1]
+        skipped = next((k for k, f in enumerate(folders) if f in LEFT_OUT), None)
+        if skipped is not None:
+            where = "/".join(folders[: skipped + 1]) + "/"
+            why = LEFT_OUT[folders[skipped]]
+            entry = left.setdefault(where, {"path": where, "files": 0, "why": why})
             entry["files"] = cast(int, entry["files"]) + 1
             continue
         if path.name.startswith(".") and path.name.endswith(".tmp"):
@@ -198,28 +249,29 @@ def collect(run_dir: Path) -> tuple[list[_Member], list[JsonObject]]:
         if path.is_symlink() or not path.is_file():
             left[name] = {"path": name, "files": 1, "why": "not a plain file (a link)"}
             continue
-        if name == INDEX_NAME:
-            raise BundleError(f"{run_dir} holds a {INDEX_NAME}: it is not a run directory")
-        data, cut = _read_log(path) if top == "logs" else (path.read_bytes(), None)
+        if path.name == INDEX_NAME:
+            raise BundleError(f"{root} holds a {INDEX_NAME}: it is not a run directory")
+        data, cut = _read_log(path) if "logs" in folders else (path.read_bytes(), None)
         members.append(_Member(name, data, cut))
     members.sort(key=lambda m: m.name)
     return members, [left[k] for k in sorted(left)]
 
 
-def build_index(run_dir: Path) -> tuple[JsonObject, list[_Member]]:
-    """The index of `run_dir`'s bundle (id included) and its members."""
-    run_dir = Path(run_dir)
-    manifest_path = run_dir / "manifest.json"
-    if not manifest_path.is_file():
-        raise BundleError(f"{run_dir} is not an apmbench run directory (no manifest.json)")
-    manifest = load_manifest(manifest_path)
-    blind = (run_dir / PREDICTIONS_NAME).is_file()
-    if not blind and not (run_dir / REPORT_NAME).is_file():
-        raise BundleError(
-            f"{run_dir} has neither a report.json nor a predictions.json: finish the run "
-            "(`apmbench-grpc evaluate ... --resume`) or score it (`apmbench-grpc score`) first"
-        )
-    members, left_out = collect(run_dir)
+def build_index(root: Path) -> tuple[JsonObject, list[_Member]]:
+    """The index of `root`'s bundle (id included) and its members."""
+    root = Path(root)
+    runs: list[JSON] = []
+    for prefix, run_dir in run_dirs(root):
+        manifest = load_manifest(run_dir / MANIFEST_NAME)
+        blind = (run_dir / PREDICTIONS_NAME).is_file()
+        if not blind and not (run_dir / REPORT_NAME).is_file():
+            raise BundleError(
+                f"{run_dir} has neither a report.json nor a predictions.json: finish the run "
+                "(`apmbench-grpc evaluate ... --resume`) or score it (`apmbench-grpc score`) "
+                "first"
+            )
+        runs.append({"dir": prefix, **summary(manifest, blind)})
+    members, left_out = collect(root)
     listed: list[JSON] = []
     for m in members:
         entry: JsonObject = {
@@ -233,10 +285,9 @@ def build_index(run_dir: Path) -> tuple[JsonObject, list[_Member]]:
     index: JsonObject = {
         "format": FORMAT,
         "version": VERSION,
-        "harness_version": manifest.harness_version,
         "bundled_by": harness_version(),
-        "suites": [manifest.benchmark or "apmbench"],
-        "run": summary(manifest, blind),
+        "suites": [cast(JsonObject, r)["suite"] for r in runs],
+        "runs": runs,
         "log_bound_bytes": LOG_BOUND_BYTES,
         "members": listed,
         "left_out": cast(list[JSON], left_out),
@@ -266,8 +317,9 @@ class Written:
 
 
 def write_bundle(run_dir: Path, out: Path) -> Written:
-    """Bundle `run_dir` into the file `out`, or into `out/<id>.apmbundle.tar` when `out` is a
-    directory; written to a temporary name first, so a reader never sees half a bundle."""
+    """Bundle `run_dir` (a run directory, or the OUT of `evaluate --benchmark all`) into the
+    file `out`, or into `out/<id>.apmbundle.tar` when `out` is a directory; written to a
+    temporary name first, so a reader never sees half a bundle."""
     index, members = build_index(run_dir)
     out = Path(out)
     target = out / f"{index['id']}{SUFFIX}" if out.is_dir() else out

@@ -18,9 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from apmbench.adapters.sdk.errors import ApmbenchError
-from apmbench.harness.bundle.archive import PREDICTIONS_NAME, REPORT_NAME, Bundle
+from apmbench.harness.bundle.archive import MANIFEST_NAME, PREDICTIONS_NAME, REPORT_NAME, Bundle
 from apmbench.harness.bundle.rules import (
-    MANIFEST_NAME,
     RuleResult,
     failed,
     manifest_of,

@@ -12,14 +12,16 @@ import enum
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from apmbench.harness.bundle import timing
 from apmbench.harness.bundle.archive import (
     INDEX_NAME,
+    MANIFEST_NAME,
     PREDICTIONS_NAME,
     REPORT_NAME,
+    SUITES_PAGE,
     Bundle,
     bundle_id,
     summary,
@@ -28,7 +30,6 @@ from apmbench.harness.json_types import JSON, JsonObject
 from apmbench.harness.run import seal
 from apmbench.harness.run.manifest import Manifest
 
-MANIFEST_NAME = "manifest.json"
 SHOWN_PROBLEMS = 50
 """Problems listed per rule (the count says how many more there were)."""
 
@@ -54,10 +55,17 @@ class RuleResult:
     """Each problem found, naming the file and the record or field (failures only)."""
     facts: JsonObject = field(default_factory=dict)
     """Numbers a reader may want (the headline of a blind score, counts)."""
+    run: str = ""
+    """The run it is about, in a bundle of several (its suite's folder); "" otherwise."""
+
+    def of_run(self, run: str) -> RuleResult:
+        """This verdict about the run at `run` (a prefix "<suite>/" or "")."""
+        return replace(self, run=run.rstrip("/"))
 
     def as_dict(self) -> JsonObject:
         return {
             "rule": self.rule,
+            "run": self.run,
             "title": self.title,
             "outcome": self.outcome.value,
             "reason": self.reason,
@@ -92,7 +100,7 @@ def manifest_of(bundle: Bundle) -> Manifest | None:
 # -- the index --------------------------------------------------------------------------
 
 INDEX = "index"
-INDEX_TITLE = f"{INDEX_NAME}: its id, its entries, its summary of the run"
+INDEX_TITLE = f"{INDEX_NAME}: its id, its entries, its summary of each run"
 
 
 def _entries(index: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -118,6 +126,55 @@ def _entries(index: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]
     return entries, problems
 
 
+def _runs_named(bundle: Bundle) -> str:
+    runs = bundle.runs
+    if runs == [""]:
+        return "the run"
+    return f"{len(runs)} runs ({', '.join(r.rstrip('/') for r in runs)})"
+
+
+def _runs_as_listed(bundle: Bundle) -> list[str]:
+    """The index's `suites` and `runs` are what each bundled manifest.json says."""
+    listed = bundle.index.get("runs")
+    stated = (
+        {str(r.get("dir")): r for r in listed if isinstance(r, dict)}
+        if isinstance(listed, list)
+        else {}
+    )
+    found = bundle.runs
+    if not found:
+        return [f"{MANIFEST_NAME}: not in the bundle (every bundle of a run holds one)"]
+    problems = []
+    if sorted(stated) != found:
+        problems.append(
+            f"{INDEX_NAME}: runs at {sorted(stated)!r}, but the bundle holds manifests at {found!r}"
+        )
+    suites: list[str] = []
+    for prefix in found:
+        name = f"{prefix}{MANIFEST_NAME}"
+        manifest = manifest_of(bundle.run(prefix))
+        if manifest is None:
+            problems.append(f"{name}: not a JSON object")
+            continue
+        expected = {"dir": prefix, **summary(manifest, bundle.run(prefix).blind)}
+        suites.append(str(expected["suite"]))
+        entry = stated.get(prefix, {})
+        problems += [
+            f"{INDEX_NAME}: runs[{prefix!r}].{key} is {entry.get(key)!r}, but {name} says "
+            f"{expected[key]!r}"
+            for key in sorted(expected)
+            if entry.get(key) != expected[key]
+        ]
+    stated_suites = bundle.index.get("suites")
+    if not isinstance(stated_suites, list) or sorted(str(x) for x in stated_suites) != sorted(
+        suites
+    ):
+        problems.append(
+            f"{INDEX_NAME}: suites {bundle.index.get('suites')!r}, but the manifests say {suites!r}"
+        )
+    return problems
+
+
 def check_index(bundle: Bundle) -> RuleResult:
     """The id is the sha256 of the canonical index; the entries are well formed; what the
     index says of the run is what manifest.json says."""
@@ -131,36 +188,15 @@ def check_index(bundle: Bundle) -> RuleResult:
         )
     entries, entry_problems = _entries(index)
     problems += entry_problems
-    manifest = manifest_of(bundle)
-    if manifest is None:
-        problems.append(f"{MANIFEST_NAME}: missing, or not a JSON object")
-    else:
-        expected = summary(manifest, bundle.blind)
-        stated = index.get("run")
-        stated = stated if isinstance(stated, dict) else {}
-        problems += [
-            f"{INDEX_NAME}: run.{key} is {stated.get(key)!r}, but {MANIFEST_NAME} says "
-            f"{expected[key]!r}"
-            for key in sorted(expected)
-            if stated.get(key) != expected[key]
-        ]
-        suites = [manifest.benchmark or "apmbench"]
-        if index.get("suites") != suites:
-            problems.append(
-                f"{INDEX_NAME}: suites {index.get('suites')!r}, but {MANIFEST_NAME} says {suites!r}"
-            )
-        if index.get("harness_version") != manifest.harness_version:
-            problems.append(
-                f"{INDEX_NAME}: harness_version {index.get('harness_version')!r}, but "
-                f"{MANIFEST_NAME} says {manifest.harness_version!r}"
-            )
+    problems += _runs_as_listed(bundle)
     if problems:
         return failed(INDEX, INDEX_TITLE, problems)
     return passed(
         INDEX,
         INDEX_TITLE,
         f"the id is the sha256 of the canonical index; {len(entries)} members listed; its "
-        f"summary of the run (suite, system, dataset hash, image) is {MANIFEST_NAME}'s",
+        f"summary of {_runs_named(bundle)} (suite, system, dataset hash, image) is "
+        f"{MANIFEST_NAME}'s",
         id=computed,
     )
 
@@ -194,9 +230,12 @@ def check_members(bundle: Bundle) -> RuleResult:
         for name in sorted(bundle.members)
         if name not in listed
     ]
-    for needed in (MANIFEST_NAME, PREDICTIONS_NAME if bundle.blind else REPORT_NAME):
+    if not bundle.runs:
+        problems.append(f"{MANIFEST_NAME}: not in the bundle (every bundle of a run holds it)")
+    for prefix in bundle.runs:
+        needed = prefix + (PREDICTIONS_NAME if bundle.run(prefix).blind else REPORT_NAME)
         if needed not in listed and needed not in bundle.members:
-            problems.append(f"{needed}: not in the bundle (every bundle of a run holds it)")
+            problems.append(f"{needed}: not in the bundle (every run's bundle holds it)")
     if problems:
         return failed(MEMBERS, MEMBERS_TITLE, problems)
     logs = f"; {cut} log{'s' if cut != 1 else ''} cut to the index's bound" if cut else ""
@@ -356,6 +395,55 @@ def check_timing(bundle: Bundle) -> RuleResult:
         f"{fastest}",
         answers=found.answers,
         fastest_s=found.fastest_s,
+    )
+
+
+# -- the page of a multi-suite run -----------------------------------------------------
+
+PAGE = "suites-page"
+PAGE_TITLE = "suites.json's headline per suite is that run's report.json's"
+
+
+def check_suites_page(bundle: Bundle) -> RuleResult:
+    """`evaluate --benchmark all` writes each suite's headline beside its runs: they must be
+    what each (re-derived) report.json gives."""
+    from dataclasses import asdict
+
+    from apmbench.harness.suites import get_suite
+
+    if bundle.runs == [""]:
+        return not_applicable(PAGE, PAGE_TITLE, "one run: no page across suites")
+    page = bundle.json(SUITES_PAGE)
+    listed = page.get("suites") if isinstance(page, dict) else None
+    if not isinstance(listed, list):
+        return failed(PAGE, PAGE_TITLE, [f"{SUITES_PAGE}: missing, or not the suites page"])
+    problems: list[str] = []
+    named = sorted(f"{e.get('name')}/" for e in listed if isinstance(e, dict))
+    if named != bundle.runs:
+        problems.append(f"{SUITES_PAGE}: names runs {named!r}, the bundle holds {bundle.runs!r}")
+    for entry in listed:
+        if not isinstance(entry, dict):
+            continue
+        name = str(entry.get("name"))
+        report = bundle.json(f"{name}/{REPORT_NAME}")
+        if not isinstance(report, dict):
+            continue  # the members and numbers rules name it
+        given = entry.get("headline")
+        given = given if isinstance(given, dict) else {}
+        derived = asdict(get_suite(name).headline(report))
+        problems += [
+            f"{SUITES_PAGE}: {name}: headline.{key} is {given.get(key)!r}, its report.json "
+            f"gives {value!r}"
+            for key, value in sorted(derived.items())
+            if given.get(key) != value
+        ]
+    if problems:
+        return failed(PAGE, PAGE_TITLE, problems)
+    return passed(
+        PAGE,
+        PAGE_TITLE,
+        f"{len(listed)} suites: each headline (utility, mean time to first token, storage per "
+        "hour) is the one its report.json gives",
     )
 
 

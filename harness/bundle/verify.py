@@ -10,7 +10,12 @@ The rules (rules.py, rescore.py), each pass, fail or not applicable:
 4. numbers: every number of report.json re-derived from the records;
 5. records: instances.jsonl, sessions.jsonl and report.md as re-scoring writes them;
 6. blind-score: with labels, a blind run's predictions scored with them;
-7. timing: every recorded time could have been measured.
+7. timing: every recorded time could have been measured;
+8. suites-page: the headlines `evaluate --benchmark all` wrote beside its runs are
+   their reports'.
+
+Rules 3 to 7 are about one run: a bundle of `evaluate --benchmark all` has them once per
+suite's run, each result naming its run.
 
 A failed rule does not stop the others: a bundle edited in one place is reported with
 everything that edit broke.
@@ -49,18 +54,23 @@ class Verification:
 
     def head(self) -> JsonObject:
         """What the verification was of (for the table's title and --json)."""
-        run = self.bundle.index.get("run")
-        run = run if isinstance(run, dict) else {}
+        listed = self.bundle.index.get("runs")
+        runs = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
         suites = self.bundle.index.get("suites")
+
+        def each(key: str) -> JSON:
+            values = sorted({str(r.get(key)) for r in runs})
+            return values[0] if len(values) == 1 else list[JSON](values)
+
         return {
             "bundle": str(self.bundle.path),
             "id": self.bundle.id,
             "suites": suites if isinstance(suites, list) else [],
-            "system": run.get("system"),
-            "dataset": run.get("dataset"),
-            "dataset_hash": run.get("dataset_hash"),
-            "blind": self.bundle.blind,
-            "harness_version": self.bundle.index.get("harness_version"),
+            "system": each("system"),
+            "dataset": each("dataset"),
+            "dataset_hash": each("dataset_hash"),
+            "blind": any(r.get("public_part") is True for r in runs),
+            "harness_version": each("harness_version"),
             "verified_by": harness_version(),
             "ok": self.ok,
             "counts": dict[str, JSON](self.counts()),
@@ -86,12 +96,25 @@ def verify_bundle(bundle: Bundle | Path, options: RescoreOptions | None = None) 
         results = [
             _guarded(rules.INDEX, rules.INDEX_TITLE, lambda: rules.check_index(bundle)),
             _guarded(rules.MEMBERS, rules.MEMBERS_TITLE, lambda: rules.check_members(bundle)),
-            _guarded(rules.SEAL, rules.SEAL_TITLE, lambda: rules.check_seal(bundle)),
-            *rescore.rederive(bundle, options, work / "rederive"),
-            rescore.blind_score(bundle, options, work / "blind"),
-            _guarded(rules.TIMING, rules.TIMING_TITLE, lambda: rules.check_timing(bundle)),
         ]
+        for k, prefix in enumerate(bundle.runs or [""]):
+            results += [
+                r.of_run(prefix) for r in _run_rules(bundle.run(prefix), options, work / str(k))
+            ]
+        results.append(
+            _guarded(rules.PAGE, rules.PAGE_TITLE, lambda: rules.check_suites_page(bundle))
+        )
     return Verification(bundle, tuple(results), time.monotonic() - started)
+
+
+def _run_rules(run: Bundle, options: RescoreOptions, work: Path) -> list[RuleResult]:
+    """The rules about one run (`run`: the bundle, or one run of a multi-suite bundle)."""
+    return [
+        _guarded(rules.SEAL, rules.SEAL_TITLE, lambda: rules.check_seal(run)),
+        *rescore.rederive(run, options, work / "rederive"),
+        rescore.blind_score(run, options, work / "blind"),
+        _guarded(rules.TIMING, rules.TIMING_TITLE, lambda: rules.check_timing(run)),
+    ]
 
 
 def _guarded(rule: str, title: str, check: Callable[[], RuleResult]) -> RuleResult:

@@ -40,9 +40,10 @@ class BundlePath(OutputPath):
     help="The bundle file to write, or an existing directory to write <id>.apmbundle.tar in.",
 )
 def bundle(run_dir: Path, out: Path) -> None:
-    """Write RUN_DIR (a finished run, or a blind run's predictions) as one archive for a
-    leaderboard: manifest, records, predictions, reports, logs (each cut to 1 MiB) and
-    BUNDLE.json, which lists every member's sha256 and size. Prints the bundle's id, the
+    """Write RUN_DIR (a finished run, a blind run's predictions, or the OUT of `evaluate
+    --benchmark all`) as one archive for a leaderboard: manifest, records, predictions,
+    reports, logs (each cut to 1 MiB) and BUNDLE.json, which lists every member's sha256
+    and size. Prints the bundle's id, the
     sha256 of its index; the same run gives the same bytes. Leaves judge-cache/ out.
     Check one with `apmbench-grpc verify`.
     """

@@ -124,7 +124,8 @@ def table(verification: Verification) -> Table:
         said = Text(shown.plain(r.reason))
         for p in r.problems[1:PROBLEMS_IN_TABLE] if r.outcome is Outcome.FAIL else ():
             said.append(f"\n{shown.plain(p)}")
-        out.add_row(r.rule, Text(r.outcome.value, style=style[r.outcome]), r.title, said)
+        rule = f"{r.rule}\n({r.run})" if r.run else r.rule
+        out.add_row(rule, Text(r.outcome.value, style=style[r.outcome]), r.title, said)
     return out
 
 
@@ -137,8 +138,9 @@ def _print(verification: Verification) -> None:
     # Each problem on a line of its own, never wrapped: names of files and fields whole.
     for r in verification.results:
         if r.outcome is Outcome.FAIL:
+            rule = f"{r.rule} ({r.run})" if r.run else r.rule
             for p in r.problems or (r.reason,):
-                click.echo(shown.plain(f"FAIL {r.rule}: {p}"))
+                click.echo(shown.plain(f"FAIL {rule}: {p}"))
     click.echo(
         shown.plain(
             f"bundle {verification.bundle.id}: "

@@ -67,8 +67,9 @@ def said(result: Result) -> str:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A finished run of each suite and a blind run (split, then evaluate on the public
-    part) of APM-Bench; tests bundle them, never change them."""
+    """A finished run of each suite, a blind run (split, then evaluate on the public part)
+    of APM-Bench, and `null` on all three suites at once (`--benchmark all`); tests bundle
+    them, never change them."""
     work = tmp_path_factory.mktemp("bundle-runs")
     out: dict[str, Path] = {}
     with pytest.MonkeyPatch.context() as env:
@@ -87,6 +88,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         result = cli("evaluate", "--dataset", str(public), "--system", "text-log",
                      "--out", str(work / "blind"))  # fmt: skip
         assert result.exit_code == 0, result.output
+        result = cli("evaluate", "--benchmark", "all", "--synthetic", "tiny", "--seed", "0",
+                     "--system", "null", "--out", str(work / "all"))  # fmt: skip
+        assert result.exit_code == 0, result.output
+        out["all"] = work / "all"
     out["blind"], out["private"] = work / "blind", private
     return out
 
@@ -105,7 +110,9 @@ def verify(path: Path, *args: str) -> tuple[Result, dict[str, Any]]:
     result = cli("verify", str(path), "--json", str(report), *args)
     assert result.exit_code in (0, 1), result.output
     data = json.loads(report.read_text())
-    return result, {r["rule"]: r for r in data["rules"]}
+    return result, {
+        f"{r['rule']} ({r['run']})" if r["run"] else r["rule"]: r for r in data["rules"]
+    }
 
 
 def outcomes(rules: dict[str, Any]) -> dict[str, str]:
@@ -149,16 +156,16 @@ def test_bundle_then_verify_passes_on_each_suite(
     assert result.exit_code == 0, said(result)
     assert outcomes(rules) == {
         "index": "pass", "members": "pass", "seal": "n/a", "numbers": "pass",
-        "records": "pass", "blind-score": "n/a", "timing": "pass",
+        "records": "pass", "blind-score": "n/a", "timing": "pass", "suites-page": "n/a",
     }  # fmt: skip
     assert rules["numbers"]["facts"]["compared"] > 50
     assert rules["numbers"]["facts"]["not_rederived"] == []
     assert "every rule passed" in said(result)
     read = read_bundle(path)
     assert read.index["suites"] == [suite]
-    assert read.index["run"]["synthetic"] == {"preset": "tiny", "seed": 0}
+    assert read.index["runs"][0]["synthetic"] == {"preset": "tiny", "seed": 0}
     assert (
-        read.index["run"]["dataset_hash"]
+        read.index["runs"][0]["dataset_hash"]
         == json.loads((runs[suite] / "manifest.json").read_text())["dataset_hash"]
     )
     # The judge cache stays out, and the index says so.
@@ -291,12 +298,12 @@ def test_a_blind_bundle_verifies_and_scores_with_the_labels(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:
     path = bundle(runs["blind"], tmp_path)
-    assert read_bundle(path).index["run"]["public_part"] is True
+    assert read_bundle(path).index["runs"][0]["public_part"] is True
     result, rules = verify(path)
     assert result.exit_code == 0, said(result)
     assert outcomes(rules) == {
         "index": "pass", "members": "pass", "seal": "pass", "numbers": "n/a",
-        "records": "n/a", "blind-score": "n/a", "timing": "pass",
+        "records": "n/a", "blind-score": "n/a", "timing": "pass", "suites-page": "n/a",
     }  # fmt: skip
     result, rules = verify(path, "--labels", str(runs["private"]), "--judge", "synthetic")
     assert result.exit_code == 0, said(result)
@@ -347,7 +354,7 @@ def test_a_resealed_blind_run_with_unmeasurable_latencies_fails_the_timing_rule(
     assert result.exit_code == 1
     assert outcomes(rules) == {
         "index": "pass", "members": "pass", "seal": "pass", "numbers": "n/a",
-        "records": "n/a", "blind-score": "n/a", "timing": "fail",
+        "records": "n/a", "blind-score": "n/a", "timing": "fail", "suites-page": "n/a",
     }  # fmt: skip
     assert "FAIL timing: predictions.json T001/main/T001-ACR-004: ttft_s 1e-05 s" in said(result)
 
@@ -498,10 +505,59 @@ def test_the_index_names_the_image_and_the_dataset_from_the_manifest(tmp_path: P
     (run / "report.json").write_text("{}")
     index = read_bundle(bundle(run, tmp_path / "b.tar")).index
     assert index["suites"] == ["egoprobe"]
-    assert index["harness_version"] == "0.1.0"
-    assert index["run"] == {
-        "system": "my-method", "system_version": "3", "dataset": "mine",
+    assert index["runs"] == [{
+        "dir": "", "suite": "egoprobe", "harness_version": "0.1.0", "system": "my-method", "system_version": "3", "dataset": "mine",
         "dataset_hash": "f00d" * 16, "public_part": False, "synthetic": None,
         "runtime": "docker", "image": {"id": "sha256:" + "cd" * 32, "repo_digests": [digest]},
         "judge": None, "started_at": None, "finished_at": None,
-    }  # fmt: skip
+    }]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_run_on_all_suites_is_one_bundle_checked_run_by_run(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    path = bundle(runs["all"], tmp_path / "all.tar")
+    read = read_bundle(path)
+    assert read.index["suites"] == ["apmbench", "egoprobe", "proactegomem"]
+    assert [r["dir"] for r in read.index["runs"]] == ["apmbench/", "egoprobe/", "proactegomem/"]
+    assert {"suites.json", "report.md", "egoprobe/trajectories/V001.json"} <= set(read.members)
+    result, rules = verify(path)
+    assert result.exit_code == 0, said(result)
+    for suite in ("apmbench", "egoprobe", "proactegomem"):
+        assert rules[f"numbers ({suite})"]["outcome"] == "pass"
+        assert rules[f"records ({suite})"]["outcome"] == "pass"
+        assert rules[f"timing ({suite})"]["outcome"] == "pass"
+    assert rules["suites-page"]["outcome"] == "pass"
+
+    # One suite's report forged consistently: that run's numbers fail, naming the run.
+    def forged_report(index: dict[str, Any], members: dict[str, bytes]) -> None:
+        name = "egoprobe/report.json"
+        report = json.loads(members[name])
+        report["latency"]["time_to_first_token_s"]["mean"] /= 10
+        members[name] = json.dumps(report).encode()
+        rehash(index, members, name)
+        index["id"] = bundle_id(index)
+
+    result, rules = verify(rewrite(path, tmp_path / "forged.tar", forged_report))
+    assert result.exit_code == 1
+    assert rules["numbers (egoprobe)"]["outcome"] == "fail"
+    assert rules["numbers (apmbench)"]["outcome"] == "pass"
+    assert "FAIL numbers (egoprobe): report.json: latency.time_to_first_token_s.mean" in said(
+        result
+    )
+    # The page still shows the honest headline, which the forged report no longer gives.
+    assert rules["suites-page"]["outcome"] == "fail"
+
+    # The page's headline forged consistently: it is no longer its report's.
+    def forged_page(index: dict[str, Any], members: dict[str, bytes]) -> None:
+        page = json.loads(members["suites.json"])
+        page["suites"][0]["headline"]["utility"] = 99.0
+        members["suites.json"] = json.dumps(page).encode()
+        rehash(index, members, "suites.json")
+        index["id"] = bundle_id(index)
+
+    result, rules = verify(rewrite(path, tmp_path / "page.tar", forged_page))
+    assert result.exit_code == 1
+    assert "FAIL suites-page: suites.json: apmbench: headline.utility is 99.0" in said(result)
+    assert all(r["outcome"] != "fail" for k, r in rules.items() if k != "suites-page")
