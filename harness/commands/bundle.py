@@ -1,5 +1,5 @@
 """`apmbench-grpc bundle RUN_DIR --out FILE`: a run directory as one content-addressed,
-deterministic archive (harness/bundle/archive.py), for a leaderboard to verify."""
+deterministic archive (harness/orchestrate/bundle/archive.py), for a leaderboard to verify."""
 
 from __future__ import annotations
 
@@ -47,8 +47,8 @@ def bundle(run_dir: Path, out: Path) -> None:
     sha256 of its index; the same run gives the same bytes. Leaves judge-cache/ out.
     Check one with `apmbench-grpc verify`.
     """
-    from apmbench.harness.bundle import write_bundle
-    from apmbench.harness.bundle.archive import LOG_BOUND_BYTES
+    from apmbench.harness.orchestrate.bundle import write_bundle
+    from apmbench.harness.orchestrate.bundle.archive import LOG_BOUND_BYTES
 
     try:
         if not run_dir.is_dir():

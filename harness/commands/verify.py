@@ -18,7 +18,7 @@ from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
     from rich.table import Table
 
-    from apmbench.harness.bundle import Verification
+    from apmbench.harness.orchestrate.bundle import Verification
     from apmbench.harness.scoring.judge import JudgeConfig
 
 PROBLEMS_IN_TABLE = 5
@@ -64,8 +64,13 @@ def verify(
 
     Exit code 0 when no rule failed, 1 when one did, 2 when BUNDLE cannot be read.
     """
-    from apmbench.harness.bundle import BundleError, RescoreOptions, read_bundle, verify_bundle
     from apmbench.harness.orchestrate.blind import read_labels
+    from apmbench.harness.orchestrate.bundle import (
+        BundleError,
+        RescoreOptions,
+        read_bundle,
+        verify_bundle,
+    )
 
     given = {k: v for k, v in judge.items() if v is not None}
     if given and "judge" not in given:
@@ -103,7 +108,7 @@ def table(verification: Verification) -> Table:
     from rich.table import Table
     from rich.text import Text
 
-    from apmbench.harness.bundle import Outcome
+    from apmbench.harness.orchestrate.bundle import Outcome
 
     style = {Outcome.PASS: "green", Outcome.FAIL: "bold red", Outcome.NOT_APPLICABLE: "yellow"}
     head = verification.head()
@@ -132,7 +137,7 @@ def table(verification: Verification) -> Table:
 def _print(verification: Verification) -> None:
     from rich.console import Console
 
-    from apmbench.harness.bundle import Outcome
+    from apmbench.harness.orchestrate.bundle import Outcome
 
     Console(width=140).print(table(verification))
     # Each problem on a line of its own, never wrapped: names of files and fields whole.

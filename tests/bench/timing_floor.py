@@ -1,5 +1,5 @@
 """How fast the harness's client can see an answer: the measurements behind verify's timing
-bounds (harness/bundle/timing.py, docs/leaderboard.md).
+bounds (harness/orchestrate/bundle/timing.py, docs/bundles.md).
 
 A server in another process answers every query at once, with one chunk; the harness's
 own client (harness/protocol/client.py, the one every run times answers with) asks it

@@ -18,10 +18,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from apmbench.harness.bundle import read_bundle, verify_bundle
-from apmbench.harness.bundle.archive import INDEX_NAME, LOG_BOUND_BYTES, SUFFIX, bundle_id
 from apmbench.harness.cli import main
 from apmbench.harness.orchestrate.blind import sealed_records
+from apmbench.harness.orchestrate.bundle import read_bundle, verify_bundle
+from apmbench.harness.orchestrate.bundle.archive import (
+    INDEX_NAME,
+    LOG_BOUND_BYTES,
+    SUFFIX,
+    bundle_id,
+)
 from apmbench.harness.run import seal
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apmbench.harness.bundle.timing import (
+from apmbench.harness.orchestrate.bundle.timing import (
     MAX_CHUNKS_PER_S,
     MIN_LATENCY_S,
     answer_flags,

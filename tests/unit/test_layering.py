@@ -111,7 +111,6 @@ LAYERS = (
     ("suites",),
     ("check",),
     ("orchestrate",),
-    ("bundle",),
     ("build",),
     ("commands", "cli"),
 )

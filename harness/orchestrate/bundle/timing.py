@@ -11,7 +11,7 @@ to 1e-5 s scored as the fastest system of all).
 The bounds are physical, not a judgement of a system's speed: the harness's client needed
 181 us for the fastest first token of 3000 queries to a server that answers at once, and
 saw streamed chunks arrive at most 36,069 per second (tests/bench/timing_floor.py on two
-shared cores; docs/leaderboard.md). The bounds leave room for hosts an order of magnitude
+shared cores; docs/bundles.md). The bounds leave room for hosts an order of magnitude
 faster.
 """
 

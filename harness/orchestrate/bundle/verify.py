@@ -29,11 +29,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from apmbench.harness.bundle import rescore, rules
-from apmbench.harness.bundle.archive import Bundle, harness_version, read_bundle
-from apmbench.harness.bundle.rescore import RescoreOptions
-from apmbench.harness.bundle.rules import Outcome, RuleResult
 from apmbench.harness.json_types import JSON, JsonObject
+from apmbench.harness.orchestrate.bundle import rescore, rules
+from apmbench.harness.orchestrate.bundle.archive import Bundle, harness_version, read_bundle
+from apmbench.harness.orchestrate.bundle.rescore import RescoreOptions
+from apmbench.harness.orchestrate.bundle.rules import Outcome, RuleResult
 
 
 @dataclass(frozen=True)

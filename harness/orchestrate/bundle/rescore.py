@@ -18,16 +18,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from apmbench.adapters.sdk.errors import ApmbenchError
-from apmbench.harness.bundle.archive import MANIFEST_NAME, PREDICTIONS_NAME, REPORT_NAME, Bundle
-from apmbench.harness.bundle.rules import (
+from apmbench.harness.errors import DatasetError, JudgeError, RunDirError
+from apmbench.harness.json_types import JSON
+from apmbench.harness.orchestrate.bundle.archive import (
+    MANIFEST_NAME,
+    PREDICTIONS_NAME,
+    REPORT_NAME,
+    Bundle,
+)
+from apmbench.harness.orchestrate.bundle.rules import (
     RuleResult,
     failed,
     manifest_of,
     not_applicable,
     passed,
 )
-from apmbench.harness.errors import DatasetError, JudgeError, RunDirError
-from apmbench.harness.json_types import JSON
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.scoring.judge import JudgeConfig
 from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset

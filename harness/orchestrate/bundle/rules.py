@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from apmbench.harness.bundle import timing
-from apmbench.harness.bundle.archive import (
+from apmbench.harness.json_types import JSON, JsonObject
+from apmbench.harness.orchestrate.bundle import timing
+from apmbench.harness.orchestrate.bundle.archive import (
     INDEX_NAME,
     MANIFEST_NAME,
     PREDICTIONS_NAME,
@@ -26,7 +27,6 @@ from apmbench.harness.bundle.archive import (
     bundle_id,
     summary,
 )
-from apmbench.harness.json_types import JSON, JsonObject
 from apmbench.harness.run import seal
 from apmbench.harness.run.manifest import Manifest
 

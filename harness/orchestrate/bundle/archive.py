@@ -8,7 +8,7 @@ of every member. The same run gives the same archive, byte for byte: members are
 and every header has mtime 0, uid/gid 0, no user or group name and mode 0644.
 
 `read_bundle` is the one reader: a leaderboard site calls it to get the index and the
-members' bytes; `verify` (harness/bundle/verify.py) checks them.
+members' bytes; `verify` (harness/orchestrate/bundle/verify.py) checks them.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class Bundle:
     """A bundle as read: its index (BUNDLE.json) and the bytes of every other member.
 
     Nothing here is checked beyond the index being an apmbench bundle index: call
-    `apmbench.harness.bundle.verify_bundle` for that.
+    `apmbench.harness.orchestrate.bundle.verify_bundle` for that.
     """
 
     path: Path
