@@ -11,6 +11,7 @@ from apmbench.harness.commands.bundle import bundle
 from apmbench.harness.commands.check import check
 from apmbench.harness.commands.compare import compare
 from apmbench.harness.commands.evaluate import evaluate
+from apmbench.harness.commands.leaderboard import leaderboard
 from apmbench.harness.commands.merge import merge
 from apmbench.harness.commands.score import score
 from apmbench.harness.commands.serve import serve
@@ -40,6 +41,7 @@ main.add_command(view)
 main.add_command(merge)
 main.add_command(systems)
 main.add_command(split)
+main.add_command(leaderboard)
 main.add_command(bundle)
 main.add_command(verify)
 

@@ -92,6 +92,17 @@ def tiny() -> Path:
     return synthetic_dataset("tiny", 0)
 
 
+@pytest.fixture(scope="session")
+def reference_runs(shared: Shared) -> Path:
+    """A folder of finished runs: `null`, `recent-frames`, `text-log` and `frame-archive` on
+    every built-in suite's `tiny` (seed 0), and `null` on EgoProbe with --no-sandbox
+    (tests/helpers/reference_runs.py); made once for the session, whichever worker asks
+    first (about two minutes on the 2-core CI machine)."""
+    from helpers.reference_runs import make_reference_runs
+
+    return shared.build("reference-runs", make_reference_runs)
+
+
 ONE_FORK_TASKS = ("ER", "EST", "TR", "ACR", "CT", "OCR", "STU", "TPG")
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from apmbench.harness import __version__
 from apmbench.harness.errors import RunDirError
 from apmbench.harness.orchestrate.compare import Run, load_runs
-from apmbench.harness.orchestrate.html.view import COMPARISON_NAME, VIEW_NAME, _environment
+from apmbench.harness.orchestrate.html.view import COMPARISON_NAME, VIEW_NAME, environment
 from apmbench.harness.reports.format import num, size, table
 from apmbench.harness.reports.head import head_lines
 from apmbench.harness.reports.system_text import MD_CHARS, html_text, md_cell, md_document
@@ -147,7 +147,7 @@ def write_suites_page(runs: Sequence[SuiteRun], out: Path, system: str) -> Path:
     records.atomic_write(out / DATA_NAME, records.dump(data))
     page = out / COMPARISON_NAME
     html = (
-        _environment()
+        environment()
         .get_template("suites.html.j2")
         .render(
             title=f"{html_text(name, MD_CHARS)} on {len(rows)} suites",

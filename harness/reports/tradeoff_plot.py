@@ -5,7 +5,9 @@ decade), y: the utility score `compare` chose (Overall, or the stated
 fallback), bubble area: Storage/hr, proportional, with a floor so that
 KiB-scale memories stay visible next to GiB-scale ones; every bubble is
 labelled with its system and Storage/hr. matplotlib draws on its Agg canvas
-directly (no pyplot, no display, no global backend switch).
+directly (no pyplot, no display, no global backend switch). A point's `url`
+makes its bubble and label a link in SVG output (the leaderboard links each
+to its row); a PNG ignores it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Point:
     ttft_s: float
     utility: float
     storage_per_hour_bytes: float | None
+    url: str | None = None
 
 
 def bubble_areas(points: Sequence[Point]) -> list[float]:
@@ -43,7 +46,7 @@ def plot_tradeoff(points: Sequence[Point], y_label: str, path: Path) -> None:
     ax = fig.add_subplot()
     if points:
         xs = [p.ttft_s for p in points]
-        ax.scatter(
+        bubbles = ax.scatter(
             xs,
             [p.utility for p in points],
             s=bubble_areas(points),
@@ -52,6 +55,8 @@ def plot_tradeoff(points: Sequence[Point], y_label: str, path: Path) -> None:
             edgecolors="black",
             linewidths=0.8,
         )
+        if any(p.url for p in points):
+            bubbles.set_urls([p.url for p in points])
         for i, p in enumerate(points):
             storage = "n/c" if p.storage_per_hour_bytes is None else size(p.storage_per_hour_bytes)
             ax.annotate(
@@ -61,6 +66,10 @@ def plot_tradeoff(points: Sequence[Point], y_label: str, path: Path) -> None:
                 # Staggered, so labels of systems that land on one spot stay legible.
                 xytext=(8, 8 - 24 * (i % 3)),
                 fontsize=8,
+                # A label is a system's name, not TeX: a `$` in it must not start mathtext,
+                # whose parser raises on what is not valid TeX.
+                parse_math=False,
+                url=p.url,
             )
         if min(xs) > 0 and max(xs) / min(xs) > 10:
             ax.set_xscale("log")

@@ -21,6 +21,9 @@ from rich.table import Table
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.json_types import JSON, JsonObject
 from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.reports.confinement import storage_verified
+from apmbench.harness.reports.format import num
+from apmbench.harness.reports.scores import Score, ScoreRow, storage_score, ttft_score
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.plan import Segment
 from apmbench.harness.run.records import SessionRecord
@@ -378,6 +381,25 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
         if "correct" in row:
             return "correct" if row["correct"] else "wrong"
         return "recorded"
+
+    # -- the leaderboard (`apmbench-grpc leaderboard`) -------------------------------
+
+    def leaderboard_rows(self, report: ReportT, manifest: Mapping[str, JSON]) -> list[ScoreRow]:
+        """One run's rows of the suite's headline tables, as its compare shows them, each
+        number with the field it was read from. By default the headline: the utility (which
+        the suite computes, so no field), the mean time to first token and Storage/hr."""
+        headline = self.headline(report)
+        return [
+            ScoreRow(
+                f"{self.title} headline",
+                (headline.utility_label, "TTFT mean (s)", "Storage/hr"),
+                (
+                    Score(num(headline.utility), headline.utility, None),
+                    ttft_score(report),
+                    storage_score(report, storage_verified(manifest)),
+                ),
+            )
+        ]
 
     @abstractmethod
     def comparison(self, runs: Sequence[ComparedRun[ReportT]]) -> Mapping[str, object]:

@@ -26,7 +26,9 @@ def tradeoff_svg(points: Sequence[Point], y_label: str) -> str:
         path = Path(tmp) / "tradeoff.svg"
         plot_tradeoff(points, y_label, path)
         text = path.read_text()
-    return text[text.index("<svg") :]
+    # A point's link (Point.url) goes to a row of the same page: open it there, not in a
+    # new tab as matplotlib's SVG backend asks.
+    return text[text.index("<svg") :].replace(' target="_blank"', "")
 
 
 def bars_svg(title: str, series: Mapping[str, Mapping[str, float | None]]) -> str:

@@ -209,7 +209,9 @@ def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
     }
 
 
-def _environment() -> Any:
+def environment() -> Any:
+    """The Jinja environment of the HTML pages (the viewer's and the leaderboard's): autoescaping
+    on, undefined names an error."""
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
     env = Environment(
@@ -231,7 +233,7 @@ def render(runs: Sequence[Run], options: ViewOptions = ViewOptions()) -> str:
     for key in ("tradeoff_svg", "latency_svg", "storage_svg"):
         context[key] = Markup(context[key])
     context["bars"] = [Markup(b) for b in context["bars"]]
-    return str(_environment().get_template("view.html.j2").render(**context))
+    return str(environment().get_template("view.html.j2").render(**context))
 
 
 def write_view(run_dirs: Sequence[Path], out: Path, options: ViewOptions = ViewOptions()) -> Path:

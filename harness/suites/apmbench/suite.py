@@ -15,6 +15,7 @@ from rich.table import Table
 
 from apmbench.harness.json_types import JSON
 from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.reports.scores import ScoreRow
 from apmbench.harness.run.plan import Segment
 from apmbench.harness.run.records import SessionRecord
 from apmbench.harness.scoring.answers import FAILURE
@@ -140,6 +141,11 @@ class APMBench(Suite[Dataset, Item, Report]):
         from apmbench.harness.suites.apmbench import view
 
         return view.view_bars(report_)
+
+    def leaderboard_rows(self, report_: Report, manifest: Mapping[str, JSON]) -> list[ScoreRow]:
+        from apmbench.harness.suites.apmbench import leaderboard
+
+        return leaderboard.leaderboard_rows(report_, manifest)
 
     def comparison(self, runs: Sequence[ComparedRun[Report]]) -> compare.Comparison:
         return compare.comparison(runs)

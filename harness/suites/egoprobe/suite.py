@@ -16,6 +16,7 @@ from rich.table import Table
 
 from apmbench.harness.json_types import JSON
 from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.reports.scores import ScoreRow
 from apmbench.harness.run.plan import Segment
 from apmbench.harness.run.records import SessionRecord
 from apmbench.harness.scoring.answers import FAILURE
@@ -78,6 +79,11 @@ class EgoProbe(Suite[Dataset, Item, Report]):
 
     def summary_tables(self, reports: Sequence[Report], names: Sequence[str]) -> list[Table]:
         return report.summary_tables(reports, names)
+
+    def leaderboard_rows(self, report_: Report, manifest: Mapping[str, JSON]) -> list[ScoreRow]:
+        from apmbench.harness.suites.egoprobe import leaderboard
+
+        return leaderboard.leaderboard_rows(report_, manifest)
 
     def comparison(self, runs: Sequence[ComparedRun[Report]]) -> report.Comparison:
         return report.comparison(runs)

@@ -191,7 +191,7 @@ def _view(report: Report) -> str:
     return str(view["text"]) if view else "streamed (recorded before the view was named)"
 
 
-def _cells(r: Report) -> list[str]:
+def summary_cells(r: Report) -> list[str]:
     iv = r["levels"].get(INTERVENTION)
     nt = r["levels"].get("notification")
     qa = r["qa"]
@@ -225,7 +225,7 @@ def summary_tables(reports: Sequence[Report], names: Sequence[str]) -> list[Tabl
     for column in SUMMARY_COLUMNS:
         main.add_column(column, justify="left" if column == "System" else "right")
     for name, r in zip(names, reports, strict=True):
-        main.add_row(name, *_cells(r))
+        main.add_row(name, *summary_cells(r))
     return [main]
 
 
@@ -239,7 +239,7 @@ def comparison(runs: Sequence[Run]) -> Comparison:
                 "run_dir": str(r.root),
                 "system": md_cell(r.record.system_name),
                 "plot_y": start_at(iv),
-                "cells": _cells(r.report),
+                "cells": summary_cells(r.report),
             }
         )
     return {

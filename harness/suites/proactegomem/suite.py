@@ -17,6 +17,7 @@ from rich.table import Table
 
 from apmbench.harness.json_types import JSON
 from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.reports.scores import ScoreRow
 from apmbench.harness.run.plan import Segment
 from apmbench.harness.run.records import SessionRecord
 from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
@@ -107,6 +108,11 @@ class ProactEgoMem(Suite[Dataset, StepItem | QAItem, Report]):
 
     def summary_tables(self, reports: Sequence[Report], names: Sequence[str]) -> list[Table]:
         return report.summary_tables(reports, names)
+
+    def leaderboard_rows(self, report_: Report, manifest: Mapping[str, JSON]) -> list[ScoreRow]:
+        from apmbench.harness.suites.proactegomem import leaderboard
+
+        return leaderboard.leaderboard_rows(report_, manifest)
 
     def comparison(self, runs: Sequence[ComparedRun[Report]]) -> report.Comparison:
         return report.comparison(runs)

@@ -1,0 +1,44 @@
+"""`apmbench-grpc leaderboard INPUT... --out DIR`: a static site comparing methods on every
+suite."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from apmbench.harness import shown
+from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.out_paths import OutputPath
+from apmbench.harness.errors import RunDirError
+
+
+@click.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=OutputPath(),
+    default=Path("runs/leaderboard"),
+    show_default=True,
+    help="The site's directory: index.html and leaderboard.json are written there.",
+)
+def leaderboard(inputs: tuple[Path, ...], out: Path) -> None:
+    """Write a static leaderboard of the runs INPUT... (run directories): index.html, one
+    self-contained page (no server, no network), and leaderboard.json with every number.
+
+    Runs are grouped by suite, dataset and judge, each group ranked on its own with the
+    suite's headline tables and its utility-latency-storage plot; every run is its own
+    row, each number linked to the run it came from and marked verified, not verified or
+    unconfined.
+    """
+    from apmbench.harness.orchestrate.leaderboard.entries import load_entries
+    from apmbench.harness.orchestrate.leaderboard.site import build_leaderboard
+
+    try:
+        page, data = build_leaderboard(load_entries(inputs), out)
+    except RunDirError as e:
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
+        sys.exit(EXIT_USAGE)
+    click.echo(f"leaderboard: {page.resolve().as_uri()}")
+    click.echo(f"data: {data}")

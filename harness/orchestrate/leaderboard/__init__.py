@@ -1,0 +1,1 @@
+"""`apmbench-grpc leaderboard`: a static site comparing methods on every suite."""

@@ -1,0 +1,119 @@
+"""What the leaderboard is built from: one `Entry` per input, whatever kind of input it was.
+
+An input is a run directory today. Result bundles (`apmbench-grpc bundle`)
+will be another kind: `entry_of` is the one function that turns an input
+path into an Entry, so reading bundles is one more branch there, and
+nothing after it changes (the page shows `bundle_id` and `verified`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from apmbench.harness.errors import RunDirError
+
+PREDICTIONS = "predictions.json"
+"""What a blind run (on a dataset's public part) writes instead of report.json."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One run as the leaderboard shows it: its numbers and where they came from."""
+
+    source: str
+    """The input as given: a run directory's path (or, later, a bundle's file)."""
+    bundle_id: str | None
+    """The bundle's id; None for a run directory."""
+    verified: bool | None
+    """True: a bundle whose members matched its index; False: one that did not; None: not a
+    bundle, so nothing was verified."""
+    report: dict[str, Any]
+    manifest: dict[str, Any]
+
+
+def _json_object(path: Path, what_to_do: str) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise RunDirError(f"{path} cannot be read ({e.strerror or e}): {what_to_do}") from e
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RunDirError(f"{path} is not valid JSON ({e}): {what_to_do}") from e
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path} does not hold a JSON object: {what_to_do}")
+    return data
+
+
+def run_directory_entry(root: Path) -> Entry:
+    """A run directory's report.json and manifest.json, not verified (not a bundle)."""
+    manifest_path, report_path = root / "manifest.json", root / "report.json"
+    if not manifest_path.is_file():
+        raise RunDirError(
+            f"{root} is not an apmbench run directory (no manifest.json): give the --out "
+            "directory of `apmbench-grpc evaluate` (or `score`)"
+        )
+    if not report_path.is_file():
+        if (root / PREDICTIONS).is_file():
+            raise RunDirError(
+                f"{root} is a blind run ({PREDICTIONS}, no report.json): score it where the "
+                f"labels are (apmbench-grpc score {root / PREDICTIONS} --labels PRIVATE "
+                "--out SCORED) and give the scored run directory"
+            )
+        raise RunDirError(
+            f"{root} has no report.json: finish the run (apmbench-grpc evaluate --resume "
+            f"--out {root}) or score it (apmbench-grpc score {root})"
+        )
+    redo = f"restore it, or score the run again (apmbench-grpc score {root})"
+    return Entry(
+        source=str(root),
+        bundle_id=None,
+        verified=None,
+        report=_json_object(report_path, redo),
+        manifest=_json_object(manifest_path, "restore it or run the evaluation again"),
+    )
+
+
+def entry_of(path: Path) -> Entry:
+    """THE place an input path becomes an Entry: one branch per kind of input.
+
+    Bundles plug in here, before the refusal below: a branch that recognises a bundle file,
+    reads it (`read_bundle`), verifies it and returns
+    `Entry(source=str(path), bundle_id=..., verified=..., report=..., manifest=...)`."""
+    if path.is_dir():
+        return run_directory_entry(path)
+    if not path.exists():
+        raise RunDirError(
+            f"{path} does not exist: give a run directory (the --out of apmbench-grpc evaluate)"
+        )
+    raise RunDirError(
+        f"{path} is not a run directory: the leaderboard reads run directories (a folder "
+        "with manifest.json and report.json, the --out of apmbench-grpc evaluate)"
+    )
+
+
+def load_entries(paths: Sequence[Path]) -> list[Entry]:
+    """Every input as an Entry; every bad one named at once, so one pass fixes them all."""
+    entries: list[Entry] = []
+    problems: list[str] = []
+    for path in paths:
+        try:
+            entries.append(entry_of(path))
+        except RunDirError as e:
+            problems.append(str(e))
+        except OSError as e:  # a folder on the way that this user may not list
+            problems.append(
+                f"{path} cannot be read ({e.strerror or e}): give a run directory you can read"
+            )
+    if problems:
+        raise RunDirError(listed(problems))
+    return entries
+
+
+def listed(problems: Sequence[str]) -> str:
+    """One problem as it is; several one per line."""
+    if len(problems) == 1:
+        return problems[0]
+    return f"{len(problems)} inputs cannot be shown:\n" + "\n".join(f"- {p}" for p in problems)
