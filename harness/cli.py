@@ -7,6 +7,7 @@ import signal
 import click
 
 from apmbench.harness import logs
+from apmbench.harness.commands.bundle import bundle
 from apmbench.harness.commands.check import check
 from apmbench.harness.commands.compare import compare
 from apmbench.harness.commands.evaluate import evaluate
@@ -17,6 +18,7 @@ from apmbench.harness.commands.serve import serve
 from apmbench.harness.commands.split import split
 from apmbench.harness.commands.synth import synth
 from apmbench.harness.commands.systems import systems
+from apmbench.harness.commands.verify import verify
 from apmbench.harness.commands.view import view
 
 
@@ -40,6 +42,8 @@ main.add_command(merge)
 main.add_command(systems)
 main.add_command(split)
 main.add_command(leaderboard)
+main.add_command(bundle)
+main.add_command(verify)
 
 
 def run() -> None:

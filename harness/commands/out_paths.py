@@ -38,6 +38,11 @@ def problem(path: Path, directory: bool) -> str | None:
             return f"{path} is a file, not a directory: choose a directory (new or existing)"
         if not directory and resolved.is_dir():
             return f"{path} is a directory: give a file name"
+    if not directory and resolved.is_file():
+        # An existing file is written over (through a new file beside it, atomically).
+        if not os.access(resolved.parent, os.W_OK | os.X_OK):
+            return f"{resolved.parent} is not writable: choose a directory you can write to"
+        return None
     existing = _nearest_existing(resolved)
     if not existing.is_dir():
         return f"{existing} is a file, so {path} cannot be created under it"

@@ -55,7 +55,9 @@ def _synthetic(value: object) -> Synthetic | None:
     if not isinstance(value, Mapping) or not value:
         return None
     try:
-        return Synthetic(int(value["seed"]), bool(value.get("seed_drawn")))
+        preset = value.get("preset")
+        drawn = bool(value.get("seed_drawn"))
+        return Synthetic(int(value["seed"]), drawn, None if preset is None else str(preset))
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -74,6 +76,8 @@ class Synthetic:
 
     seed: int
     seed_drawn: bool
+    preset: str | None = None
+    """The generator's preset (tiny, small, paper); None in runs from before it was recorded."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,8 @@ class Manifest:
     runtime: JsonObject
     runtime_kind: str | None
     image_id: str | None
+    image_repo_digests: tuple[str, ...]
+    """The registry digests of the evaluated image (`repo@sha256:...`), where it had any."""
     mounts: tuple[str, ...]
     harness_version: str | None
     protocol_version: str | None
@@ -176,6 +182,9 @@ class Manifest:
                 else raw.get("runtime")
             ),
             image_id=_text(_object(runtime.get("image")).get("id")),
+            image_repo_digests=tuple(
+                str(d) for d in _object(runtime.get("image")).get("repo_digests") or []
+            ),
             mounts=tuple(str(m) for m in _object(runtime.get("container")).get("mounts") or []),
             harness_version=_shown_text(raw.get("harness_version")),
             protocol_version=_shown_text(raw.get("protocol_version")),

@@ -79,3 +79,9 @@ def test_a_missing_parent_is_created_like_mkdir_p(tmp_path: Path) -> None:
     assert problem(tmp_path / "new" / "deeper" / "run", directory=True) is None
     assert problem(tmp_path / "new" / "view.html", directory=False) is None
     assert "is a directory" in str(problem(tmp_path, directory=False))
+
+
+def test_an_existing_file_is_written_over(tmp_path: Path) -> None:
+    (tmp_path / "check.json").write_text("{}")
+    assert problem(tmp_path / "check.json", directory=False) is None
+    assert "is a file, so" in str(problem(tmp_path / "check.json" / "x", directory=False))
