@@ -41,6 +41,21 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 _counter = itertools.count(1)
 
 
+def start_family(root_pid: int) -> list[int]:
+    """`root_pid` and its descendants, only where each is a descendant of this harness: a
+    pid that is not ours (0, 1, a pid reused by another program, the harness itself) is
+    never moved, frozen or killed. Empty when `root_pid` is gone or not ours."""
+    me = os.getpid()
+    try:
+        root = psutil.Process(root_pid)
+        if root_pid <= 1 or me not in {p.pid for p in root.parents()}:
+            return []
+        family = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+    return [p.pid for p in family if p.pid > 1 and p.pid != me]
+
+
 def _own_memory_cgroup() -> tuple[Path, int] | None:
     """The directory of this process's memory cgroup and the cgroup version, if writable."""
     try:
@@ -76,10 +91,7 @@ class ServeCgroup:
         self.path.mkdir(exist_ok=True)
         procs = self.path / "cgroup.procs"
         for _ in range(50):
-            try:
-                family = [root_pid, *(p.pid for p in psutil.Process(root_pid).children(True))]
-            except psutil.Error:
-                return  # it died: nothing left to move
+            family = start_family(root_pid)
             outside = [pid for pid in family if pid not in self._members()]
             if not outside:
                 return

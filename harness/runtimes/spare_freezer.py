@@ -23,7 +23,7 @@ import signal
 import time
 from pathlib import Path
 
-import psutil
+from apmbench.harness.runtimes.page_cache import start_family
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 MIN_DEADLINE_S = 2.0
@@ -84,10 +84,9 @@ class SpareFreezer:
         directory = self._dir(number)
         directory.mkdir(exist_ok=True)
         for _ in range(50):
-            try:
-                family = [root_pid, *(p.pid for p in psutil.Process(root_pid).children(True))]
-            except psutil.Error:
-                return
+            family = start_family(root_pid)
+            if not family:
+                return  # gone, or not a process of this harness: nothing to freeze
             inside = self._members(directory)
             outside = [pid for pid in family if pid not in inside]
             if not outside:

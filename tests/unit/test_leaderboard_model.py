@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from apmbench.harness.errors import RunDirError
-from apmbench.harness.orchestrate.leaderboard.entries import Entry, entry_of, load_entries
+from apmbench.harness.orchestrate.leaderboard.entries import Entry, entries_of, load_entries
 from apmbench.harness.orchestrate.leaderboard.model import (
     NOT_VERIFIED,
     UNCONFINED,
@@ -240,7 +240,7 @@ def _run_dir(root: Path, e: Entry) -> Path:
 
 def test_a_run_directory_is_an_entry_not_verified(tmp_path: Path) -> None:
     e = entry("egoprobe", "s")
-    got = entry_of(_run_dir(tmp_path / "run", e))
+    [got] = entries_of(_run_dir(tmp_path / "run", e))
     assert got == Entry(str(tmp_path / "run"), None, None, e.report, e.manifest)
 
 
@@ -270,7 +270,7 @@ def test_bad_inputs_exit_2_naming_each_path_and_what_to_do(tmp_path: Path) -> No
     said = " ".join(done.stderr.split())
     for path, advice in [
         (missing, "does not exist: give a run directory"),
-        (a_file, "is not a run directory"),
+        (a_file, "is not a readable bundle (not a tar archive"),
         (empty, "is not an apmbench run directory (no manifest.json)"),
         (blind, "is a blind run (predictions.json, no report.json): score it where the labels"),
         (unfinished, "has no report.json: finish the run"),

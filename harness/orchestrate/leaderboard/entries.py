@@ -1,9 +1,11 @@
 """What the leaderboard is built from: one `Entry` per input, whatever kind of input it was.
 
-An input is a run directory today. Result bundles (`apmbench-grpc bundle`)
-will be another kind: `entry_of` is the one function that turns an input
-path into an Entry, so reading bundles is one more branch there, and
-nothing after it changes (the page shows `bundle_id` and `verified`).
+An input is a run directory or a result bundle (`apmbench-grpc bundle`):
+`entries_of` is the one function that turns an input path into Entries (a
+bundle of `evaluate --benchmark all` holds one run per suite), and nothing
+after it changes (the page shows `bundle_id` and `verified`). A bundle is
+verified (`verify_bundle`, every rule of `apmbench-grpc verify`) as it is
+read: a failed rule shows its numbers as "verification failed".
 """
 
 from __future__ import annotations
@@ -76,22 +78,49 @@ def run_directory_entry(root: Path) -> Entry:
     )
 
 
-def entry_of(path: Path) -> Entry:
-    """THE place an input path becomes an Entry: one branch per kind of input.
+def bundle_entries(path: Path) -> list[Entry]:
+    """Each run a bundle holds, verified once for the whole bundle."""
+    from apmbench.harness.orchestrate.bundle import read_bundle, verify_bundle
 
-    Bundles plug in here, before the refusal below: a branch that recognises a bundle file,
-    reads it (`read_bundle`), verifies it and returns
-    `Entry(source=str(path), bundle_id=..., verified=..., report=..., manifest=...)`."""
+    bundle = read_bundle(path)
+    if bundle.blind:
+        raise RunDirError(
+            f"{path} is a bundle of a blind run ({PREDICTIONS}, no report.json): score it where "
+            "the labels are (apmbench-grpc verify BUNDLE --labels PRIVATE, or score), bundle the "
+            "scored run and give that bundle"
+        )
+    verified = verify_bundle(bundle).ok
+    entries = []
+    for prefix in bundle.runs or [""]:
+        run = bundle.run(prefix)
+        report, manifest = run.json("report.json"), run.json("manifest.json")
+        if not isinstance(report, dict) or not isinstance(manifest, dict):
+            raise RunDirError(
+                f"{path}: the run {prefix or '(top)'} has no readable report.json and "
+                "manifest.json: bundle a scored run directory again"
+            )
+        entries.append(
+            Entry(
+                source=f"{path}#{prefix}" if prefix else str(path),
+                bundle_id=bundle.id,
+                verified=verified,
+                report=report,
+                manifest=manifest,
+            )
+        )
+    return entries
+
+
+def entries_of(path: Path) -> list[Entry]:
+    """THE place an input path becomes Entries: one branch per kind of input."""
     if path.is_dir():
-        return run_directory_entry(path)
+        return [run_directory_entry(path)]
     if not path.exists():
         raise RunDirError(
-            f"{path} does not exist: give a run directory (the --out of apmbench-grpc evaluate)"
+            f"{path} does not exist: give a run directory (the --out of apmbench-grpc evaluate) "
+            "or a bundle (apmbench-grpc bundle)"
         )
-    raise RunDirError(
-        f"{path} is not a run directory: the leaderboard reads run directories (a folder "
-        "with manifest.json and report.json, the --out of apmbench-grpc evaluate)"
-    )
+    return bundle_entries(path)
 
 
 def load_entries(paths: Sequence[Path]) -> list[Entry]:
@@ -100,7 +129,7 @@ def load_entries(paths: Sequence[Path]) -> list[Entry]:
     problems: list[str] = []
     for path in paths:
         try:
-            entries.append(entry_of(path))
+            entries.extend(entries_of(path))
         except RunDirError as e:
             problems.append(str(e))
         except OSError as e:  # a folder on the way that this user may not list
