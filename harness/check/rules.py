@@ -109,6 +109,15 @@ _RULES = (
         "`_`, `+` or `-`, the first a letter or a digit",
     ),
     Rule(
+        "R16",
+        "State label",
+        "An exported state's `content_type` is a MIME type of at most 64 lower-case characters "
+        "without parameters, and every export within one trajectory carries the `content_type` "
+        "and `format_version` of its first (one label for exports between sessions, one for "
+        "exports in the middle of a session): the label is handed back on import but is not "
+        "counted as storage, so everything the state holds goes in its data.",
+    ),
+    Rule(
         "PRECEDENCE",
         "Status precedence",
         "when a call breaks several rules, the first that applies in this order is answered: "

@@ -419,6 +419,8 @@ class SystemClient:
             if (problem := wire_rules.sha256_problem(m.sha256)) is not None:
                 raise broken("MANIFEST", problem)
             manifest = StateManifest(m.total_bytes, m.sha256, m.content_type, m.format_version)
+            if (problem := wire_rules.label_problem(m.content_type, m.format_version)) is not None:
+                raise broken("R16", problem)
             if limit is not None and manifest.total_bytes > limit.bytes:
                 raise over(manifest.total_bytes, "declared")
             digest = hashlib.sha256()

@@ -23,6 +23,7 @@ TITLES = {
     "STATUS": "Status codes",
     "MANIFEST": "State manifest",
     "STATE-STREAM": "State stream shape",
+    "R16": "State label",
 }
 HINTS = {
     "R7": "split the state into chunks of at most max_chunk_bytes (0 means 1 MiB); "
@@ -31,6 +32,9 @@ HINTS = {
     "the SDK maps its errors to them",
     "MANIFEST": "send total_bytes and the lower-case hex sha256 of exactly the data that follows",
     "STATE-STREAM": "send the manifest alone first, then only data chunks (the SDK does)",
+    "R16": "give every export of a trajectory the same content_type, a MIME type of at most "
+    "64 characters without parameters (e.g. application/x-my-memory), and the same "
+    "format_version: put everything the state holds in its data",
 }
 
 # Raised by any call: failures of the method itself, and what gRPC reports on
@@ -55,6 +59,39 @@ ALLOWED_STATUS: dict[str, frozenset[str]] = {
 }
 """Status codes the .proto's WHICH CALL MAY ANSWER WHICH CODE list allows each call to answer
 (tests/unit/test_protocol_text.py keeps the two equal)."""
+
+CONTENT_TYPE_MAX = 64
+_CONTENT_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*")
+
+
+def label_problem(content_type: str, format_version: int) -> str | None:
+    """R16: a state's label is a bare MIME type of at most CONTENT_TYPE_MAX characters and a
+    format version in [0, 2^31): the label comes back on ImportState without being counted
+    in the storage metric, so it must not be able to carry memory (a red team kept a whole
+    text log in content_type and exported 0 data bytes)."""
+    if len(content_type) > CONTENT_TYPE_MAX or not _CONTENT_TYPE.fullmatch(content_type):
+        shown = content_type[:CONTENT_TYPE_MAX] + (
+            "..." if len(content_type) > CONTENT_TYPE_MAX else ""
+        )
+        return (
+            f"content_type {shown!r} ({len(content_type)} characters) is not a MIME type of at "
+            f"most {CONTENT_TYPE_MAX} lower-case characters without parameters"
+        )
+    if not 0 <= format_version < 2**31:
+        return f"format_version {format_version} is outside [0, 2^31)"
+    return None
+
+
+def label_change_problem(first: tuple[str, int], now: tuple[str, int]) -> str | None:
+    """R16: every export of one trajectory carries the label of its first export."""
+    if first == now:
+        return None
+    return (
+        f"this export's label (content_type {now[0]!r}, format_version {now[1]}) differs from "
+        f"the trajectory's first export's ({first[0]!r}, {first[1]}): a label that changes "
+        "carries information the storage metric does not count"
+    )
+
 
 MAX_MESSAGE_BYTES = 4 << 20
 """gRPC's default message limit, which neither side raises (R7)."""

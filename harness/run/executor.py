@@ -248,6 +248,10 @@ class TrajectoryRunner:
         self._pending: Counter[int] = Counter()
         self._main_past: set[int] = set()
         self.work_peak_bytes = 0
+        self._labels: dict[bool, tuple[str, int]] = {}
+        """R16: the content_type and format_version of the trajectory's first export, one
+        for exports between sessions and one for exports in the middle of a session (the
+        SDK wraps an open session's state in a label of its own)."""
         """The most bytes of snapshots this trajectory held on disk at once."""
         self.instances: list[dict[str, Any]] = []
         """Each asked instance's record: the runner's fields (`InstanceRow`), the ask's and
@@ -296,6 +300,11 @@ class TrajectoryRunner:
     def _export(self, name: str) -> tuple[_Snapshot, float]:
         path = self.work_dir / f"{name}.state"
         result = self.client.export_to_file(path, self.settings.max_chunk_bytes, self._limit())
+        label = (result.manifest.content_type, result.manifest.format_version)
+        first = self._labels.setdefault(name.startswith("mid_"), label)
+        if (problem := wire_rules.label_change_problem(first, label)) is not None:
+            path.unlink(missing_ok=True)
+            raise wire_rules.violation("ExportState", "R16", problem)
         snapshot = _Snapshot(path, result.manifest)
         self.work_peak_bytes = max(
             self.work_peak_bytes, self._held_bytes() + result.manifest.total_bytes

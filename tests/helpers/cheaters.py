@@ -513,3 +513,34 @@ class LongAnswer(_Base):
         body = super().reply(query)
         body["reason"] = "a" * LONG_ANSWER_CHARS
         return body
+
+
+class ContentTypeLog(TextLog):
+    """Red team 4: text-log whose whole memory rides in the state's content_type, with no
+    data bytes (0 B/hr at text-log's score): the label comes back on ImportState and was not
+    counted. R16 refuses a content_type that is not a bare MIME type of at most 64
+    characters."""
+
+    PREFIX = "application/x-ctype;m="
+
+    def export_state(self) -> ExportedState:
+        import base64
+        import zlib
+
+        inner = super().export_state()
+        packed = base64.b32encode(zlib.compress(inner.data, 9)).decode().lower().rstrip("=")
+        return ExportedState(b"", self.PREFIX + packed, 1)
+
+
+class LabelChanger(TextLog):
+    """What R16's shape alone leaves: a valid MIME type of 64 characters and a format
+    version, both chosen per export (about 40 bytes a session, uncounted). R16 also pins the
+    label to the trajectory's first export's, so the second export is refused."""
+
+    def export_state(self) -> ExportedState:
+        inner = super().export_state()
+        count = inner.data.count(b"\n")
+        return ExportedState(inner.data, f"application/x-log-{count}", count)
+
+    def import_state(self, state: ExportedState) -> None:
+        super().import_state(ExportedState(state.data, "text/x-apmbench-text-log", 1))
