@@ -379,6 +379,10 @@ def _spawn(req: dict[str, Any], program: bytes, log_fd: int, status_fd: int) -> 
         os.closerange(3, 4)
         os.closerange(5, os.sysconf("SC_OPEN_MAX"))
         os.write(4, b"up")  # the harness reads this start's host pid off the credentials
+        # ...and puts this process in the start's cgroups before it forks anything: nothing
+        # of the start may be born outside them (the harness's start_cgroups.py).
+        if os.read(4, 16) != b"go":
+            os._exit(125)
         os._exit(_start(req, program, 4))
     except SetupError as e:
         print(f"template start: {e}", file=sys.stderr, flush=True)

@@ -44,9 +44,9 @@ from apmbench.harness.runtimes.base import (
     usable_cores,
 )
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
-from apmbench.harness.runtimes.page_cache import PageCacheReset, ServeCgroup
 from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, Sandbox, unconfined
-from apmbench.harness.runtimes.spare_freezer import MIN_DEADLINE_S, SpareFreezer
+from apmbench.harness.runtimes.spare_freezer import spare_deadline_s
+from apmbench.harness.runtimes.start_cgroups import StartCgroups, StartGroup
 from apmbench.harness.stopping import uninterrupted
 
 START_MODES = ("fresh", "template")
@@ -167,9 +167,10 @@ class ProcessRuntime(Runtime):
         # before the launch is kept (start's bookkeeping, a spare's append) would leak
         # them otherwise; stop() removes whatever is still here.
         self._made: list[tuple[Path, ServerProcess | None]] = []
-        self._page_cache = PageCacheReset() if sandbox is not None else None
-        self._cgroup: ServeCgroup | None = None
-        self._freezer = SpareFreezer() if sandbox is not None and spare else None
+        self._groups = StartCgroups() if sandbox is not None else None
+        """Each confined start's own cgroups (start_cgroups.py): page-cache reset, frozen
+        spares, a bound on its tasks."""
+        self._group: StartGroup | None = None
         self._spare_lock = threading.Lock()
         self._watcher: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -208,8 +209,8 @@ class ProcessRuntime(Runtime):
         while launch is None and self._spares:
             with self._spare_lock:
                 launch = self._spares.popleft()
-                if self._freezer is not None:
-                    self._freezer.thaw(launch.number)  # the live one has stopped
+                if launch.group is not None:
+                    launch.group.thaw()  # the live one has stopped
             if launch.proc.poll() is not None:
                 launch.discard()  # it died while waiting: the next one, or a new one
                 launch = None
@@ -246,11 +247,15 @@ class ProcessRuntime(Runtime):
         self._check_socket()
         if fresh and self._first_load_s is None:
             self._first_load_s = time.monotonic() - launch.launched
-        if self._page_cache is not None:
+        self._group = launch.group
+        if launch.group is not None:
             # Before the first request: what it reads from now on leaves with it.
-            self._cgroup = self._page_cache.for_start(launch.number)
-            if self._cgroup is not None:
-                self._cgroup.serving(launch.proc.pid)
+            try:
+                launch.group.serving()
+            except RuntimeStartError:
+                client.close()
+                self._kill()
+                raise
         self._client = client
         pid = launch.proc.pid
         self.spares.served(launch.launched, asked, time.monotonic(), lambda: tree_cpu_s(pid))
@@ -302,14 +307,17 @@ class ProcessRuntime(Runtime):
             cmd = self.argv()  # overridable; it reads `address`, i.e. this launch's directory
         finally:
             self._dir = current
+        group = self._groups.for_start(self.starts) if self._groups is not None else None
         if self.start_mode == "template":
-            return self._fork_launch(cmd, directory, spare)
+            return self._fork_launch(cmd, directory, spare, group)
         if self.sandbox is not None:
             cmd = (
                 self.sandbox.wrap(cmd, bounded=[directory])
                 if self.bound_socket_dir
                 else self.sandbox.wrap(cmd, writable=[directory])
             )
+        if group is not None:
+            cmd = group.enter_argv(cmd)  # born in its cgroups: nothing of it runs outside
         log = LogSection(
             self.log_path,
             f"start #{self.starts}: serve {self.system}",
@@ -339,9 +347,11 @@ class ProcessRuntime(Runtime):
                 target=_pump, args=(proc.stdout, log), name="system-log", daemon=True
             )
             pump.start()
-        return _Launch(self.starts, directory, proc, log, pump, time.monotonic())
+        return _Launch(self.starts, directory, proc, log, pump, time.monotonic(), group)
 
-    def _fork_launch(self, cmd: list[str], directory: Path, spare: bool) -> _Launch:
+    def _fork_launch(
+        self, cmd: list[str], directory: Path, spare: bool, group: StartGroup | None = None
+    ) -> _Launch:
         """A start forked from the run's template (started with the first start)."""
         from apmbench.harness.runtimes.template import Template
 
@@ -360,13 +370,13 @@ class ProcessRuntime(Runtime):
         with uninterrupted():  # a stop signal now would orphan the child
             if self._template is None:
                 self._template = Template(self.sandbox, self.log_path.parent / TEMPLATE_LOG)
-            proc = self._template.launch(cmd, directory)
+            proc = self._template.launch(cmd, directory, group.place if group else None)
             self._made.append((directory, proc))
             pump = threading.Thread(
                 target=_pump, args=(proc.stdout, log), name="system-log", daemon=True
             )
             pump.start()
-        return _Launch(self.starts, directory, proc, log, pump, time.monotonic())
+        return _Launch(self.starts, directory, proc, log, pump, time.monotonic(), group)
 
     SPARES = 2
     """Spares kept ready at least: a fork that stops at its question can end before one
@@ -462,9 +472,9 @@ class ProcessRuntime(Runtime):
             self._client = None
         if proc is not None:
             _terminate(proc)
-        cgroup, self._cgroup = self._cgroup, None
-        if cgroup is not None:
-            cgroup.release()
+        group, self._group = self._group, None
+        if group is not None:
+            group.release()
         pump, self._pump = self._pump, None
         if pump is not None:
             pump.join(5.0)
@@ -508,7 +518,7 @@ class ProcessRuntime(Runtime):
             launched = self._launch(spare=True)
             with self._spare_lock:  # the freezer's thread walks the deque
                 self._spares.append(launched)
-        if self._freezer is not None and self._freezer.active and self._watcher is None:
+        if self._groups is not None and self._groups.available() and self._watcher is None:
             self._watcher = threading.Thread(
                 target=self._freeze_loaded, name="spare-freezer", daemon=True
             )
@@ -516,15 +526,15 @@ class ProcessRuntime(Runtime):
 
     def _freeze_loaded(self) -> None:
         """Freeze each spare once its socket appears, or once its load took too long."""
-        assert self._freezer is not None
         while not self._stopping.wait(0.02):
-            deadline = max(MIN_DEADLINE_S, 2 * (self._first_load_s or 15.0))
+            deadline = spare_deadline_s(self._first_load_s, 15.0)
             with self._spare_lock:
                 for launch in list(self._spares):
-                    if launch.number in self._freezer.frozen or launch.proc.poll() is not None:
+                    group = launch.group
+                    if group is None or group.frozen or launch.proc.poll() is not None:
                         continue
                     if self._loaded(launch) or time.monotonic() - launch.launched > deadline:
-                        self._freezer.freeze(launch.number, launch.proc.pid)
+                        group.freeze()
 
     def _loaded(self, launch: _Launch) -> bool:
         if self.sandbox is None or not self.bound_socket_dir:
@@ -544,8 +554,6 @@ class ProcessRuntime(Runtime):
             while self._spares:
                 with self._spare_lock:
                     spare = self._spares.popleft()
-                    if self._freezer is not None:
-                        self._freezer.thaw(spare.number)  # a frozen process dies only thawed
                 spare.discard()
             made, self._made = self._made, []
             for directory, proc in made:
@@ -555,10 +563,8 @@ class ProcessRuntime(Runtime):
             template, self._template = self._template, None
             if template is not None:
                 template.stop()
-            if self._page_cache is not None:
-                self._page_cache.close()
-            if self._freezer is not None:
-                self._freezer.close()
+            if self._groups is not None:
+                self._groups.close()
         if self.starts:
             self.spares.write(self.log_path.parent / STARTS_FILE, self.starts)
 
@@ -571,8 +577,12 @@ class ProcessRuntime(Runtime):
             "max_log_bytes": self.max_log_bytes,
             "spare": self.spare,
             "start": self.start_mode,
-            **({"page_cache": self._page_cache.describe()} if self._page_cache is not None else {}),
-            **({"spares": self._freezer.describe()} if self._freezer is not None else {}),
+            **({"page_cache": self._groups.describe()} if self._groups is not None else {}),
+            **(
+                {"spares": {"frozen_once_loaded": self._groups.available()}}
+                if self._groups is not None and self.spare
+                else {}
+            ),
             **({"template": TEMPLATE_FACTS} if self.start_mode == "template" else {}),
         }
 
@@ -614,10 +624,16 @@ class _Launch:
     pump: threading.Thread
     launched: float
     """time.monotonic() when its process was started."""
+    group: StartGroup | None = None
+    """Its own cgroups (start_cgroups.py), where the harness may make them."""
 
     def discard(self) -> None:
         """Stop it, never used: its held-back output is dropped with its directory."""
+        if self.group is not None:
+            self.group.thaw()  # a frozen process dies only once thawed
         _terminate(self.proc)
+        if self.group is not None:
+            self.group.release()
         self.pump.join(5.0)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -58,7 +59,13 @@ def template_argv(control_fd: int) -> list[str]:
 class TemplateChild:
     """One start forked from the template: the `Popen` methods the process runtime uses."""
 
-    def __init__(self, status: socket.socket, stdout: IO[bytes], argv: list[str]) -> None:
+    def __init__(
+        self,
+        status: socket.socket,
+        stdout: IO[bytes],
+        argv: list[str],
+        place: Callable[[int], None] | None = None,
+    ) -> None:
         self._status = status
         self.stdout = stdout
         self.args = argv
@@ -70,6 +77,14 @@ class TemplateChild:
         got = self._receive(READY_TIMEOUT_S)
         if got is not None and got[0] == b"up":
             self.pid = got[1]
+            # It waits for "go": placed in its cgroups before it forks anything, every
+            # process it makes is born there (start_cgroups.py).
+            try:
+                if place is not None:
+                    place(self.pid)
+                self._status.send(b"go")
+            except OSError:
+                self.returncode = SETUP_FAILED
         elif self.returncode is None:
             self.returncode = SETUP_FAILED
 
@@ -170,7 +185,12 @@ class Template:
             )
         self.started_s = time.monotonic() - began
 
-    def launch(self, argv: list[str], directory: Path) -> TemplateChild:
+    def launch(
+        self,
+        argv: list[str],
+        directory: Path,
+        place: Callable[[int], None] | None = None,
+    ) -> TemplateChild:
         """Fork a start that serves `argv` (a fresh start's command line) in `directory`."""
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
@@ -199,7 +219,7 @@ class Template:
             finally:
                 os.close(write)
                 theirs.close()
-        return TemplateChild(ours, open(read, "rb"), argv)
+        return TemplateChild(ours, open(read, "rb"), argv, place)
 
     def stop(self) -> None:
         control, self._control = self._control, None

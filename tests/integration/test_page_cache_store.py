@@ -23,8 +23,8 @@ from helpers.page_cache_store import PAGE, make_package
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
-from apmbench.harness.runtimes.page_cache import PageCacheReset
 from apmbench.harness.runtimes.sandbox import Sandbox, SandboxPolicy, find_bwrap
+from apmbench.harness.runtimes.start_cgroups import StartCgroups
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -72,7 +72,7 @@ def test_unconfined_the_page_cache_carries_the_count(
 def test_in_the_sandbox_no_start_recovers_anything(
     tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not PageCacheReset().active:
+    if not StartCgroups().available():
         pytest.fail("the page-cache reset needs root and a memory cgroup (CI runs as root)")
     got = recalled(tmp_path, mode, monkeypatch)
     assert got and all(r is None for r in got), got

@@ -14,7 +14,7 @@ from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes.base import tree_cpu_s
 from apmbench.harness.runtimes.process import ProcessRuntime, sandboxed_process
 from apmbench.harness.runtimes.sandbox import find_bwrap
-from apmbench.harness.runtimes.spare_freezer import SpareFreezer
+from apmbench.harness.runtimes.start_cgroups import StartCgroups
 
 SYSTEM = "tests.helpers.spinning_spare:SpinningSystem"
 
@@ -25,7 +25,7 @@ def spare_cpu(rt: ProcessRuntime, wait_s: float = 6.0) -> float:
     rt.expect_restarts()
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        if rt._freezer is None or all(s.number in rt._freezer.frozen for s in rt._spares):
+        if all(s.group is None or s.group.frozen for s in rt._spares):
             break
         time.sleep(0.1)
     pids = [s.proc.pid for s in rt._spares]
@@ -42,7 +42,7 @@ def test_a_loaded_spare_runs_nothing_until_promoted(
 ) -> None:
     if find_bwrap() is None:
         pytest.fail("bubblewrap is not installed (apt-get install -y bubblewrap)")
-    if not SpareFreezer().active:
+    if not StartCgroups().available():
         pytest.fail("freezing spares needs root and a freezer cgroup (CI runs as root)")
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
     rt = sandboxed_process(

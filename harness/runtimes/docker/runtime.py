@@ -54,7 +54,7 @@ from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.runtimes.docker.socketdir import SocketDir, SocketRefused
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 from apmbench.harness.runtimes.page_cache import ServeCgroup, in_container_cgroup
-from apmbench.harness.runtimes.spare_freezer import MIN_DEADLINE_S
+from apmbench.harness.runtimes.spare_freezer import spare_deadline_s
 from apmbench.harness.stopping import uninterrupted
 
 if TYPE_CHECKING:
@@ -310,7 +310,7 @@ class DockerRuntime(Runtime):
     def _pause_loaded(self) -> None:
         """Pause each spare once its socket appears, or once its load took too long."""
         while not self._stopping.wait(0.05):
-            deadline = max(MIN_DEADLINE_S, 2 * (self._first_load_s or 30.0))
+            deadline = spare_deadline_s(self._first_load_s, 30.0)
             with self._spare_lock:
                 for future in list(self._spares):
                     if not future.done() or future.exception() is not None:
@@ -608,7 +608,18 @@ class DockerRuntime(Runtime):
         if cgroup is None:
             self._page_cache_why = "the container's memory cgroup is not writable here"
             return
-        cgroup.serving(pid)
+        # Paused while its processes move: none is born behind the move.
+        try:
+            container.pause()
+        except (docker.errors.APIError, requests.RequestException) as e:
+            self._fail(f"could not be paused to enter its serve cgroup ({e})")
+        try:
+            cgroup.serving()
+        except RuntimeStartError as e:
+            self._fail(str(e))
+        finally:
+            with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+                container.unpause()
         if container.id:
             self._serving_in[container.id] = cgroup
 
