@@ -67,8 +67,8 @@ class Source:
         if self.verified is None:
             return "not a bundle: a run directory's files carry no checksums to verify"
         if self.verified:
-            return "a bundle whose every member matched its BUNDLE.json"
-        return "a bundle whose members did not match its BUNDLE.json"
+            return "a bundle that passed every rule of apmbench-grpc verify"
+        return "a bundle that failed a rule of apmbench-grpc verify (run it to see which)"
 
 
 @dataclass(frozen=True)
