@@ -419,6 +419,8 @@ def run_settings(s: EvaluateSettings) -> None:
     judge_settings = judge_config(**judge)
     results = []
     demo = _DemoLog(len(systems)) if s.embedded else None
+    if demo is not None:
+        demo.left_out(suite.name)
     for number, name in enumerate(systems, 1):
         if demo is not None:
             demo.started(name, number)
@@ -460,18 +462,29 @@ class _DemoLog:
         self.total = total
         self.log = logs.get("demo")
         self.began = time.monotonic()
+        self.system_began = self.began
+
+    def left_out(self, benchmark: str) -> None:
+        """One line per registered system the comparison does not run, saying why."""
+        from apmbench.adapters.systems import left_out
+
+        for name, why in left_out(benchmark).items():
+            self.log.info("system not run", system=name, why=why)
 
     def started(self, name: str | None, number: int) -> None:
+        self.system_began = time.monotonic()
         self.log.info("system started", system=name, system_number=f"{number}/{self.total}")
 
     def finished(self, name: str | None, number: int, headline: Headline) -> None:
         from apmbench.harness.run.progress_log import eta_s
 
-        elapsed = time.monotonic() - self.began
+        now = time.monotonic()
+        elapsed = now - self.began
         self.log.info(
             "system finished",
             system=name,
             system_number=f"{number}/{self.total}",
+            took_s=round(now - self.system_began, 1),
             elapsed_s=round(elapsed, 1),
             eta_s=round(eta_s(number, self.total, elapsed) or 0, 1),
             **{headline.utility_label: _rounded(headline.utility)},
@@ -539,8 +552,19 @@ def _synthetic(benchmark: str | None, preset: str, seed: int) -> tuple[OpaqueSui
     try:
         suite = get_suite(benchmark or DEFAULT)
         suite.check_preset(preset)
+        log = logs.get("evaluate")
+        began = time.monotonic()
+        if not console.is_terminal:  # a terminal shows the status line instead
+            log.info("preparing the synthetic benchmark", benchmark=suite.name, preset=preset)
         with console.status(f"preparing the synthetic {preset} benchmark (seed {seed})"):
-            return suite, suite.synthetic(preset, seed)
+            dataset = suite.synthetic(preset, seed)
+        log.info(
+            "synthetic benchmark ready",
+            benchmark=suite.name,
+            preset=preset,
+            took_s=round(time.monotonic() - began, 1),
+        )
+        return suite, dataset
     except ConfigError as e:
         console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
