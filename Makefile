@@ -72,7 +72,7 @@ demo:
 	@echo "demo: install: $(VENV) and the package (minutes the first time; pip's output only if it fails)"
 	@t=$$(date +%s); $(MAKE) --no-print-directory -s install && \
 		echo "demo: install: done in $$(( $$(date +%s) - t )) s"
-	@echo "demo: evaluate: the synthetic benchmark, then each reference system (a line at least every 30 s)"
+	@echo "demo: evaluate: the synthetic benchmark, then each reference system (a line per phase, and every 30 s while a system runs)"
 	@$(BIN)/python -m apmbench.harness.demo $(DEMO_ARGS)
 
 bench: install
