@@ -14,6 +14,7 @@ import pytest
 from docker.models.containers import Container
 from structlog.testing import capture_logs
 
+from apmbench.harness import logs
 from apmbench.harness.runtimes.docker import leftovers
 
 pytestmark = [pytest.mark.containers]
@@ -44,8 +45,12 @@ def forged(engine: docker.DockerClient, tmp_path: Path) -> Iterator[list[Contain
 def test_foreign_containers_are_kept_and_summed_up_in_one_line(
     engine: docker.DockerClient, forged: list[Container]
 ) -> None:
-    with capture_logs() as logged:
-        removed = leftovers.clean(engine, "a-run-key", leftovers.Owner.me())
+    logs.configure(verbose=True)  # as with -v: the names are logged at debug
+    try:
+        with capture_logs() as logged:
+            removed = leftovers.clean(engine, "a-run-key", leftovers.Owner.me())
+    finally:
+        logs.configure()
     assert not set(removed) & {c.name for c in forged}
     for container in forged:
         container.reload()  # still there: not this harness's to remove
