@@ -25,10 +25,15 @@ install: $(STAMP)
 
 # Both distributions editable in one resolve: apmbench-grpc's pin on apmbench-sdk
 # is met by the SDK from this same tree (packaging/sdk).
+# pip's output goes to $(INSTALL_LOG) and is printed only when the install fails: pip -q
+# still prints warnings (an index location it skips, a deprecation) that are not the user's.
+INSTALL_LOG := $(VENV)/install.log
+QUIET_PIP = >>$(INSTALL_LOG) 2>&1 || { cat $(INSTALL_LOG); echo "install failed: the output above is in $(INSTALL_LOG)"; exit 1; }
 $(STAMP): pyproject.toml setup.py packaging/sdk/pyproject.toml packaging/sdk/setup.py
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e packaging/sdk -e '.[dev,models,ray]'
+	: >$(INSTALL_LOG)
+	$(BIN)/python -m pip install -q --upgrade pip $(QUIET_PIP)
+	$(BIN)/python -m pip install -q -e packaging/sdk -e '.[dev,models,ray]' $(QUIET_PIP)
 	touch $(STAMP)
 	@command -v bwrap >/dev/null || echo "note: --system runs in a bubblewrap sandbox;" \
 		"install it with: apt-get install -y bubblewrap (as root)"
@@ -59,9 +64,16 @@ typecheck: install
 proto: install
 	$(BIN)/python proto/generate.py
 
-demo: install
-	rm -rf runs/demo
-	$(BIN)/apmbench-grpc evaluate --out runs/demo
+# The demo (docs/quickstart.md): install quietly, then `evaluate` with no system into a new
+# runs/demo-<UTC time>/ that runs/demo links to; earlier demos are kept, never deleted.
+# Each phase prints a line, on a terminal or not. `make demo DEMO_ARGS="--synthetic tiny"`
+# passes options on to evaluate.
+demo:
+	@echo "demo: install: $(VENV) and the package (minutes the first time; pip's output only if it fails)"
+	@t=$$(date +%s); $(MAKE) --no-print-directory -s install && \
+		echo "demo: install: done in $$(( $$(date +%s) - t )) s"
+	@echo "demo: evaluate: the synthetic benchmark, then each reference system (a line per phase, and every 30 s while a system runs)"
+	@$(BIN)/python -m apmbench.harness.demo $(DEMO_ARGS)
 
 bench: install
 	$(BIN)/python tests/bench/run_bench.py

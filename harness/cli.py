@@ -11,6 +11,7 @@ from apmbench.harness.commands.bundle import bundle
 from apmbench.harness.commands.check import check
 from apmbench.harness.commands.compare import compare
 from apmbench.harness.commands.evaluate import evaluate
+from apmbench.harness.commands.help_format import Group
 from apmbench.harness.commands.leaderboard import leaderboard
 from apmbench.harness.commands.merge import merge
 from apmbench.harness.commands.score import score
@@ -22,12 +23,19 @@ from apmbench.harness.commands.verify import verify
 from apmbench.harness.commands.view import view
 
 
-@click.group()
+@click.group(cls=Group)
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @click.option("--json-logs", is_flag=True, help="Log as JSON lines.")
 @click.version_option(package_name="apmbench-grpc")
 def main(verbose: bool, json_logs: bool) -> None:
-    """Evaluate memory systems for streaming egocentric video assistants (APM-Bench)."""
+    """Evaluate memory systems for streaming egocentric video assistants (APM-Bench).
+
+    Examples:
+
+        apmbench-grpc evaluate --synthetic tiny --system text-log
+        apmbench-grpc check --system my_module:MyMemory
+        apmbench-grpc COMMAND --help
+    """
     logs.configure(verbose, json_logs)
 
 

@@ -44,6 +44,10 @@ class SystemRecord:
     model_env: tuple[str, ...] = ()
     """The environment variables that name its model, any one of them (see the README's
     APMBENCH_VLM_* table); empty: it needs no model."""
+    not_compared: str = ""
+    """Why the embedded comparison (`evaluate` with no system, `make demo`) leaves it out
+    although it needs no model; empty: it is compared, or left out for its model or
+    benchmarks (`left_out` says which)."""
 
     @property
     def needs_model(self) -> bool:
@@ -57,6 +61,7 @@ SYSTEMS: dict[str, SystemRecord] = {
         "apmbench.adapters.systems.null:NullSystem",
         "counts of what it saw (a fixed answer, always silent: the harness's overhead)",
         BENCHMARKS,
+        not_compared="it measures the harness's own overhead (a fixed answer), not a memory",
     ),
     "recent-frames": SystemRecord(
         "apmbench.adapters.systems.recent_frames:RecentFrames",
@@ -116,6 +121,8 @@ SYSTEMS: dict[str, SystemRecord] = {
         "apmbench.adapters.systems.model_sim:ModelSim",
         "that of APMBENCH_SIM_MEMORY (text-log), at a model's cost per start, frame and query",
         _TEMPLATE_ANSWERERS,
+        not_compared="text-log's memory at a model's cost per start, frame and query: slow by "
+        "design, the yardstick of restart's price (docs/performance.md)",
     ),
     # ProactEgoMem's rule-based pixel reader (the synthetic clips' devices).
     "proact-rules": SystemRecord(
@@ -150,6 +157,37 @@ def compared_systems(environ: Mapping[str, str] | None = None) -> tuple[str, ...
         return REFERENCE_SYSTEMS + VLM_SYSTEMS + SPECIALIZED_SYSTEMS
     wanted = env.get("APMBENCH_VLM_API_BASE")
     return REFERENCE_SYSTEMS + VLM_SYSTEMS if wanted else REFERENCE_SYSTEMS
+
+
+def left_out(benchmark: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every registered system the embedded comparison on `benchmark` does not run, and why
+    (for a line each, so a user knows the comparison is not every system there is)."""
+    env = os.environ if environ is None else environ
+    compared = compared_systems(env)
+    out: dict[str, str] = {}
+    for name in SYSTEM_REGISTRY.names():
+        if name in compared:
+            continue
+        record = SYSTEMS.get(name)
+        if record is None:
+            out[name] = "registered by an installed distribution: run it with --system NAME"
+        elif benchmark not in record.benchmarks:
+            out[name] = f"it answers only {', '.join(record.benchmarks)}, not {benchmark}"
+        elif record.not_compared:
+            out[name] = record.not_compared
+        elif record.model_env == _LOCAL_MODEL_ENV:
+            out[name] = (
+                "it needs a local video-language model's weights (APMBENCH_VLM_MODEL, "
+                "transformers backend): it reads the model's own caches and features"
+            )
+        elif record.needs_model:
+            out[name] = (
+                "it needs a video-language model: set APMBENCH_VLM_MODEL (a local "
+                "checkpoint) or APMBENCH_VLM_API_BASE (an OpenAI-compatible endpoint)"
+            )
+        else:
+            out[name] = "not in the comparison: run it with --system NAME"
+    return out
 
 
 class UnknownSystem(ApmbenchError):

@@ -19,6 +19,7 @@ from apmbench.harness.scoring.answers import (
     parse_choice,
     parse_decision,
 )
+from apmbench.harness.wording import counted
 
 FORMATS = {
     "multiple_choice": '{"answer":"A|B|C|D"}',
@@ -67,7 +68,7 @@ def query_streams(ctx: CheckContext) -> Passed:
         if problem is not None:
             problems.append(f"{label(query)}: {problem}")
         seen.append(
-            f"{label(query)} {result.chunks} chunk(s), first after "
+            f"{label(query)} {counted(result.chunks, 'chunk')}, first after "
             f"{(result.ttft_s or 0) * 1000:.1f} ms of {result.total_s * 1000:.1f} ms"
         )
     if problems:

@@ -11,6 +11,7 @@ from apmbench.harness.check.expect import expect_error
 from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
 from apmbench.harness.check.probes import SESSION_1
 from apmbench.harness.protocol import wire_rules
+from apmbench.harness.wording import counted
 
 DEFAULT_CHUNK = wire_rules.DEFAULT_CHUNK_BYTES
 DETERMINISM_HINT = (
@@ -64,7 +65,7 @@ def export_manifest(ctx: CheckContext) -> Passed:
     state = _export(ctx)
     return Passed(
         f"manifest of {state.manifest.total_bytes} bytes, sha256 {state.manifest.sha256[:12]}..., "
-        f"then {len(state.chunk_sizes)} data chunk(s) matching it"
+        f"then {counted(len(state.chunk_sizes), 'data chunk')} matching it"
     )
 
 
@@ -127,7 +128,7 @@ def export_chunking(ctx: CheckContext) -> Passed:
     asked = max(1, min(1024, total // 3))
     small = _export(ctx, asked)
     return Passed(
-        f"{total} bytes in {len(default.chunk_sizes)} chunk(s) by default and "
+        f"{total} bytes in {counted(len(default.chunk_sizes), 'chunk')} by default and "
         f"{len(small.chunk_sizes)} of at most {asked} bytes when asked"
     )
 

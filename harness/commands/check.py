@@ -12,13 +12,16 @@ from apmbench.harness import shown
 from apmbench.harness.commands.common import (
     EXIT_FAILED_CHECKS,
     EXIT_USAGE,
+    SANDBOX_SECTION,
+    container_section,
     interrupted_exit,
     process_options,
     start_option,
     stop_signals_interrupt,
 )
 from apmbench.harness.commands.common import console as err_console
-from apmbench.harness.commands.limits import deadline_options
+from apmbench.harness.commands.help_format import command, sections
+from apmbench.harness.commands.limits import DEADLINE_OPTIONS, deadline_options
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
@@ -35,7 +38,24 @@ if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
     from apmbench.harness.check.model import Check, CheckReport
 
 
-@click.command()
+@command()
+@sections(
+    (
+        "System",
+        "the server to check: one of these",
+        ("--system", "--command", "--endpoint", "--image", "--env"),
+    ),
+    ("Checks", "which checks run", ("--only", "--skip", "--quick", "--list")),
+    ("Starts", "how a --system process starts", ("--start",)),
+    SANDBOX_SECTION,
+    container_section(),
+    (
+        "Deadlines",
+        "how long each call may take",
+        ("--query-timeout", "--startup-timeout", *DEADLINE_OPTIONS),
+    ),
+    ("Output", "where the report goes", ("--out", "--json")),
+)
 @click.option("--system", "system", help="Registered system or module:Class, run as a process.")
 @click.option("--endpoint", help="Address of a running server (unix:/path or host:port).")
 @click.option(
@@ -99,6 +119,11 @@ def check(
     start_mode: str,
 ) -> None:
     """Check that a server follows the protocol: each check passes, fails or does not apply.
+
+    Examples:
+
+        apmbench-grpc check --system server:MyMemory
+        apmbench-grpc check --image my-method:dev --quick
 
     Exit code 0 when no check failed, 1 when one did, 2 for bad options.
     """

@@ -113,14 +113,47 @@ def process_options(command: Callable[..., Any]) -> Callable[..., Any]:
         help="Keep the sandbox but share the host's network (for a system that calls a "
         "model endpoint); recorded in the manifest and printed in every report.",
     )(wrapper)
-    return click.option(
+    wrapper = click.option(
         "--no-sandbox",
         is_flag=True,
         help="Run the --system process unconfined (no bubblewrap sandbox): it sees the "
         "harness's files and environment; recorded in the manifest, and every report says "
-        "'unconfined: numbers not comparable'. --env NAME[=VALUE] passes a variable to the "
-        "process (sandboxed, it gets only these and its APMBENCH_VLM_* settings).",
+        "'unconfined: numbers not comparable'. Sandboxed, the process gets only the "
+        "variables --env gives it and its APMBENCH_VLM_* settings.",
     )(wrapper)
+    # `--env` is declared with the container options, whose wording knows only containers;
+    # it is worded here, where both of its uses meet, so every command says one thing.
+    for param in getattr(wrapper, "__click_params__", []):
+        if param.name == "container_env":
+            param.help = ENV_HELP
+    return wrapper
+
+
+ENV_HELP = (
+    "NAME=VALUE: a variable for the system's environment (repeatable; the names are "
+    "recorded in the manifest). For a --system or --command process NAME alone passes on "
+    "this shell's value; an --image container takes NAME=VALUE only."
+)
+"""The one wording of `--env`: what `runtimes.sandbox.parse_env` (a process) and
+`ContainerSettings.parse_env` (a container) accept."""
+
+SANDBOX_SECTION = (
+    "Sandbox",
+    "a --system or --command process",
+    ("--no-sandbox", "--sandbox-net"),
+)
+
+
+def container_section() -> tuple[str, str, tuple[str, ...]]:
+    """The help's section of the container options (all but --image and --env, which
+    name what runs and are in its System section)."""
+    from apmbench.harness.runtimes.docker.cli_options import OPTION_DEFAULTS
+
+    return (
+        "Container",
+        "an --image system's hardened container (docs/containers.md)",
+        tuple(name for name in OPTION_DEFAULTS if name != "container_env"),
+    )
 
 
 def checked_benchmark(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -9,11 +9,12 @@ import click
 
 from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.help_format import command
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import RunDirError
 
 
-@click.command()
+@command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--out",
@@ -28,7 +29,12 @@ from apmbench.harness.errors import RunDirError
     help="Compare even when the runs' datasets or scoring settings differ (the notes say how).",
 )
 def compare(run_dirs: tuple[Path, ...], out: Path, allow_mismatch: bool) -> None:
-    """Put the reports of RUN_DIR... side by side and plot utility, latency and storage."""
+    """Put the reports of RUN_DIR... side by side and plot utility, latency and storage.
+
+    Example:
+
+        apmbench-grpc compare runs/demo/text-log runs/demo/frame-archive --out runs/cmp
+    """
     from apmbench.harness.orchestrate.compare import load_runs, mismatches, write_comparison
 
     try:

@@ -22,7 +22,9 @@ from apmbench.harness import logs, shown
 from apmbench.harness.commands.common import (
     EXIT_SYSTEM,
     EXIT_USAGE,
+    SANDBOX_SECTION,
     console,
+    container_section,
     interrupted_exit,
     process_options,
     start_option,
@@ -33,16 +35,25 @@ from apmbench.harness.commands.evaluate_suites import (
     run_suites,
     several_suites,
 )
+from apmbench.harness.commands.help_format import command, sections
 from apmbench.harness.commands.judge_options import (
     AUTO,
     EXIT_JUDGE_UNREACHABLE,
+    JUDGE_SECTION,
+    has_reference_judge,
     judge_config,
     judge_options,
     judge_unreachable,
     judge_warnings,
     resolve_auto,
 )
-from apmbench.harness.commands.limits import Caps, cap_options, deadline_options
+from apmbench.harness.commands.limits import (
+    CAP_OPTIONS,
+    DEADLINE_OPTIONS,
+    Caps,
+    cap_options,
+    deadline_options,
+)
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.media.frames import FrameSettings
@@ -54,6 +65,7 @@ from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.runtimes.docker.cli_options import container_options
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.suites import BUILTIN, DEFAULT, get_suite, suite_of_dataset, withheld
+from apmbench.harness.wording import counted
 
 SEED_LIMIT = 2**63
 """Seeds drawn for --synthetic lie below this: too many to try one by one against a run."""
@@ -65,7 +77,52 @@ if TYPE_CHECKING:
     from apmbench.harness.suites.base import Headline, OpaqueSuite
 
 
-@click.command()
+@command()
+@sections(
+    (
+        "Data",
+        "what the system is evaluated on",
+        ("--dataset", "--benchmark", "--synthetic", "--seed"),
+    ),
+    (
+        "System",
+        "what runs; none of these: every reference system, and a comparison",
+        (
+            "--system",
+            "--command",
+            "--endpoint",
+            "--image",
+            "--runtime",
+            "--runtime-option",
+            "--env",
+        ),
+    ),
+    ("Frames", "how the video is sent", ("--fps", "--max-side", "--encoding")),
+    (
+        "Persistence & starts",
+        "what crosses a session gap, and how restarted systems start",
+        ("--persistence", "--start", "--no-spare", "--spare-memory", "--fork-snapshots"),
+    ),
+    SANDBOX_SECTION,
+    container_section(),
+    (
+        "Deadlines & caps",
+        "how long each call may take, how much a system may make the harness keep",
+        ("--query-timeout", "--startup-timeout", *DEADLINE_OPTIONS, *CAP_OPTIONS),
+    ),
+    JUDGE_SECTION,
+    (
+        "Audits",
+        "checks of the system's honesty on a sample (docs/checking.md)",
+        ("--audit", "--audit-queries", "--audit-trajectories"),
+    ),
+    (
+        "Scale-out",
+        "part of a run, or a Ray cluster (docs/scale-out.md)",
+        ("--shard", "--backend", "--ray-address", "--ray-gpus"),
+    ),
+    ("Output", "the run directory", ("--out", "--resume")),
+)
 @click.option(
     "--dataset",
     "dataset",
@@ -252,6 +309,11 @@ if TYPE_CHECKING:
 def evaluate(**given: Any) -> None:
     """Run a system on a dataset and write a run directory with its report.
 
+    Examples:
+
+        apmbench-grpc evaluate --synthetic tiny --system text-log
+        apmbench-grpc evaluate --dataset DIR --image my-method:dev --out runs/m
+
     With no arguments: the built-in synthetic benchmark (`small`) with every
     reference system, one after another, and a comparison table.
     """
@@ -415,10 +477,12 @@ def run_settings(s: EvaluateSettings) -> None:
     systems: list[str | None] = list(compared_systems()) if s.embedded else [s.runtime.system]
     base = s.out or Path("runs") / dataset.name
     judge = dict(s.judge)
-    judge["judge"] = resolve_auto(judge["judge"], lambda: _has_reference_judge(suite, dataset))
+    judge["judge"] = resolve_auto(judge["judge"], lambda: has_reference_judge(suite, dataset))
     judge_settings = judge_config(**judge)
     results = []
     demo = _DemoLog(len(systems)) if s.embedded else None
+    if demo is not None:
+        demo.left_out(suite.name)
     for number, name in enumerate(systems, 1):
         if demo is not None:
             demo.started(name, number)
@@ -460,18 +524,29 @@ class _DemoLog:
         self.total = total
         self.log = logs.get("demo")
         self.began = time.monotonic()
+        self.system_began = self.began
+
+    def left_out(self, benchmark: str) -> None:
+        """One line per registered system the comparison does not run, saying why."""
+        from apmbench.adapters.systems import left_out
+
+        for name, why in left_out(benchmark).items():
+            self.log.info("system not run", system=name, why=why)
 
     def started(self, name: str | None, number: int) -> None:
+        self.system_began = time.monotonic()
         self.log.info("system started", system=name, system_number=f"{number}/{self.total}")
 
     def finished(self, name: str | None, number: int, headline: Headline) -> None:
         from apmbench.harness.run.progress_log import eta_s
 
-        elapsed = time.monotonic() - self.began
+        now = time.monotonic()
+        elapsed = now - self.began
         self.log.info(
             "system finished",
             system=name,
             system_number=f"{number}/{self.total}",
+            took_s=round(now - self.system_began, 1),
             elapsed_s=round(elapsed, 1),
             eta_s=round(eta_s(number, self.total, elapsed) or 0, 1),
             **{headline.utility_label: _rounded(headline.utility)},
@@ -500,14 +575,6 @@ def _rounded(value: float | None) -> float | str:
     return "n/c" if value is None else round(value, 2)
 
 
-def _has_reference_judge(suite: OpaqueSuite, dataset: Path) -> bool:
-    try:
-        suite.reference_judge(dataset).close()
-    except (ConfigError, DatasetError):
-        return False
-    return True
-
-
 def _suite(dataset: Path, benchmark: str | None) -> OpaqueSuite:
     try:
         return suite_of_dataset(dataset, benchmark)
@@ -520,6 +587,13 @@ def _seed(seed: int | None, resume: bool, out: Path | None) -> tuple[int, bool]:
     """The synthetic dataset's seed, and whether it was drawn here: the user's, else on
     --resume the one the run recorded, else a fresh one nobody could have guessed."""
     if seed is not None:
+        if resume and out is not None:  # refused before the other seed's dataset is made
+            from apmbench.harness.run.records import another_seed
+
+            with contextlib.suppress(OSError, RunDirError):
+                refused = another_seed(out, load_manifest(out / "manifest.json").synthetic, seed)
+                if refused is not None:
+                    raise click.UsageError(refused)
         return seed, False
     if not resume:
         return secrets.randbelow(SEED_LIMIT), True
@@ -539,8 +613,19 @@ def _synthetic(benchmark: str | None, preset: str, seed: int) -> tuple[OpaqueSui
     try:
         suite = get_suite(benchmark or DEFAULT)
         suite.check_preset(preset)
+        log = logs.get("evaluate")
+        began = time.monotonic()
+        if not console.is_terminal:  # a terminal shows the status line instead
+            log.info("preparing the synthetic benchmark", benchmark=suite.name, preset=preset)
         with console.status(f"preparing the synthetic {preset} benchmark (seed {seed})"):
-            return suite, suite.synthetic(preset, seed)
+            dataset = suite.synthetic(preset, seed)
+        log.info(
+            "synthetic benchmark ready",
+            benchmark=suite.name,
+            preset=preset,
+            took_s=round(time.monotonic() - began, 1),
+        )
+        return suite, dataset
     except ConfigError as e:
         console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
@@ -558,8 +643,8 @@ def _what_works(out: Path) -> str:
         )
     done = run.finished_count()
     return (
-        f"{done} finished trajectories are kept in {out}; rerun with --resume (the command "
-        "otherwise unchanged) to continue"
+        f"{counted(done, 'finished trajectory')} {'is' if done == 1 else 'are'} kept in {out}; "
+        "rerun with --resume (the command otherwise unchanged) to continue"
     )
 
 
@@ -633,7 +718,8 @@ def _run(
         )
     if "audit" in result.report:
         flags = result.report["audit"]["flags"]
-        verdict = "clean" if not flags else f"[red]{flags} flag(s)[/red]: see report.json, 'audit'"
+        many = counted(flags, "flag") if isinstance(flags, int) else f"{flags} flags"
+        verdict = "clean" if not flags else f"[red]{many}[/red]: see report.json, 'audit'"
         console.print(f"audit: {verdict}")
     unreachable = judge_unreachable(result.report)
     for warning in judge_warnings(result.report):

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from apmbench.harness.errors import ConfigError
+from apmbench.harness.errors import ConfigError, DatasetError
 from apmbench.harness.scoring.judge.config import JudgeConfig, parse_judge_spec
+from apmbench.harness.wording import counted
+
+if TYPE_CHECKING:
+    from apmbench.harness.suites.base import OpaqueSuite
 
 F = TypeVar("F", bound=Callable[..., Any])
 _DEFAULTS = JudgeConfig()
@@ -17,19 +21,40 @@ EXIT_JUDGE_UNREACHABLE = 4
 """A judge was configured but could not be reached: the report is written, its
 judge-dependent numbers are null, and a rerun of `score` retries."""
 
+JUDGE_OPTIONS = (
+    "--judge",
+    "--judge-model",
+    "--judge-base-url",
+    "--judge-api-key-env",
+    "--judge-max-tokens",
+    "--judge-attempts",
+    "--judge-concurrency",
+    "--judge-timeout",
+    "--judge-http-retries",
+    "--judge-optional",
+    "--judge-cache",
+)
+"""What `judge_options` adds, for the help's Judge section."""
+JUDGE_SECTION = (
+    "Judge",
+    "who grades the open-ended answers (docs/judges.md)",
+    JUDGE_OPTIONS,
+)
+
 AUTO = "auto"
-AUTO_HELP = "auto: synthetic on the built-in synthetic benchmark, else none. "
+AUTO_HELP = "auto (synthetic on the built-in synthetic benchmark, else none). "
 
 
 def judge_options(default_judge: str | None) -> Callable[[F], F]:
-    """Decorate a command with the judge options; `default_judge` None means "as recorded"."""
+    """Decorate a command with the judge options; `default_judge` None means "as recorded"
+    (`score RUN_DIR`), and auto where nothing was recorded (`score --labels`)."""
     spec_help = (
         "none | openai | transformers:PATH | synthetic (the built-in synthetic benchmark's "
-        f"reference judge, not the paper's LLM judge). {AUTO_HELP if default_judge == AUTO else ''}"
+        f"reference judge, not the paper's LLM judge) | {AUTO_HELP}"
         + (
             f"Default: {default_judge}."
             if default_judge
-            else "Default: the judge the run was last scored with."
+            else "Default: the judge the run was last scored with; with --labels, auto."
         )
     )
     options = [
@@ -142,6 +167,16 @@ def resolve_auto(spec: str | None, reference_available: Callable[[], bool]) -> s
     return "synthetic" if reference_available() else "none"
 
 
+def has_reference_judge(suite: OpaqueSuite, dataset: Path) -> bool:
+    """Whether `suite` has a synthetic reference judge for `dataset` (its own built-in
+    synthetic benchmark, or the private part of one)."""
+    try:
+        suite.reference_judge(dataset).close()
+    except (ConfigError, DatasetError):
+        return False
+    return True
+
+
 def _at(value: object, *keys: str) -> Mapping[str, object]:
     """The JSON object at `keys` under `value` (empty where one is missing: a suite whose
     report has no judge summary, a run scored without a judge)."""
@@ -150,18 +185,23 @@ def _at(value: object, *keys: str) -> Mapping[str, object]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _count(value: object) -> int:
+    return value if isinstance(value, int) else 0
+
+
 def judge_warnings(report: Mapping[str, object]) -> list[str]:
     """Say plainly when the judge left numbers uncomputed, and how to retry."""
     by_status = _at(report, "judge", "by_status")
     out = []
     if by_status.get("invalid"):
         out.append(
-            f"the judge's reply for {by_status['invalid']} probes was never the rubric's JSON "
+            f"the judge's reply for {counted(_count(by_status['invalid']), 'probe')} was never "
+            "the rubric's JSON "
             "(see `judge.problems` in instances.jsonl; try more --judge-attempts or another judge)"
         )
     if by_status.get("error"):
         out.append(
-            f"the judge could not be reached for {by_status['error']} probes; "
+            f"the judge could not be reached for {counted(_count(by_status['error']), 'probe')}; "
             "rerun `apmbench-grpc score RUN_DIR` (answered calls are cached)"
         )
     return out
@@ -179,7 +219,7 @@ def judge_unreachable(report: Mapping[str, object]) -> str | None:
     judge = _at(report, "scoring", "judge")
     where = judge.get("base_url") or judge.get("path") or judge.get("kind", "the judge")
     return (
-        f"the judge ({where}) could not be reached for {errors} probes, so the adaptive "
+        f"the judge ({where}) could not be reached for {counted(errors, 'probe')}, so the adaptive "
         "scores, Adaptive Response and Overall are not computed. Fix the judge (URL, key, "
         "server) and rerun `apmbench-grpc score RUN_DIR` (answered calls are cached), or pass "
         "--judge-optional to accept a report without those numbers"

@@ -20,6 +20,11 @@ from apmbench.harness.run.executor import DEFAULT_MAX_STATE_BYTES, DEFAULT_MAX_W
 from apmbench.harness.runtimes.docker.settings import parse_size
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 
+CAP_OPTIONS = ("--max-state-size", "--max-work-size", "--max-log-size")
+"""What `cap_options` adds, for the help's sections."""
+DEADLINE_OPTIONS = tuple(f for name, f in Deadlines.FLAGS.items() if name != "query")
+"""What `deadline_options` adds (each command keeps its own --query-timeout)."""
+
 
 @dataclass(frozen=True)
 class Caps:

@@ -8,11 +8,12 @@ from pathlib import Path
 import click
 
 from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.help_format import command
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 
 
-@click.command()
+@command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--out",
@@ -29,6 +30,10 @@ from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 def merge(run_dirs: tuple[Path, ...], out: Path, dataset: Path | None) -> None:
     """Merge the shards in RUN_DIR... (`evaluate --shard i/N` outputs; a directory may hold
     several) into one run directory, scored as a single-machine run of the same work is.
+
+    Example:
+
+        apmbench-grpc merge runs/part-0 runs/part-1 --out runs/merged
 
     Refuses parts of different runs (dataset, system, settings, versions), naming the
     difference, and a set of parts that misses a trajectory or records one twice.

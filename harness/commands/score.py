@@ -10,19 +10,29 @@ import click
 
 from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.help_format import command, sections
 from apmbench.harness.commands.judge_options import (
+    AUTO,
     EXIT_JUDGE_UNREACHABLE,
+    JUDGE_SECTION,
+    has_reference_judge,
     judge_config,
     judge_options,
     judge_unreachable,
     judge_warnings,
+    resolve_auto,
 )
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.suites import withheld
 
 
-@click.command()
+@command()
+@sections(
+    ("Data", "where the run's dataset or labels are", ("--dataset", "--labels")),
+    JUDGE_SECTION,
+    ("Output", "", ("--out",)),
+)
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option(
     "--dataset",
@@ -50,6 +60,11 @@ def score(
 ) -> None:
     """Re-grade RUN_DIR's raw outputs, judge what its suite has judged and rewrite its report
     (report.json, report.md, report.html).
+
+    Examples:
+
+        apmbench-grpc score runs/demo/text-log --judge synthetic
+        apmbench-grpc score predictions.json --labels PRIVATE --out runs/scored
 
     Judge replies are cached (judge-cache/ in the run directory), so scoring
     again with the same judge makes no new calls and gives the same numbers.
@@ -83,6 +98,7 @@ def score(
                 f"{run_dir} ran on a public part, whose labels are withheld: score its "
                 "predictions.json with --labels PRIVATE --out DIR where the labels are"
             )
+        judge["judge"] = resolve_auto(judge["judge"], lambda: has_reference_judge(suite, data.root))
         config = judge_config(recorded_judge(manifest), **judge)
         backend = open_judge(config, lambda: suite.reference_judge(data.root))
         try:
@@ -125,6 +141,12 @@ def _score_blind(
     if dataset is not None:
         raise click.UsageError("--dataset is for re-scoring a run directory; drop it with --labels")
     judge_optional = bool(judge.pop("judge_optional", False))
+    # Nothing was recorded to keep: as `evaluate`, auto picks the reference judge for the
+    # built-in synthetic benchmark's labels (its adaptive scores are otherwise n/c).
+    judge["judge"] = resolve_auto(
+        AUTO if judge["judge"] is None else judge["judge"],
+        lambda: _labels_have_reference_judge(labels),
+    )
     config = judge_config(None, **judge)
     try:
         report = score_predictions(
@@ -145,3 +167,16 @@ def _score_blind(
     if unreachable is not None and not judge_optional:
         console.print(f"[red]error:[/red] {shown.markup(unreachable)}")
         sys.exit(EXIT_JUDGE_UNREACHABLE)
+
+
+def _labels_have_reference_judge(labels: Path) -> bool:
+    """Whether the private part's suite has a reference judge for it (a bad private part
+    is refused later, by the scoring, with its own message)."""
+    from apmbench.harness.orchestrate.blind import read_labels
+    from apmbench.harness.suites import get_suite
+
+    try:
+        suite = get_suite(str(read_labels(labels)["benchmark"]))
+    except (ConfigError, DatasetError, KeyError):
+        return False
+    return has_reference_judge(suite, labels)

@@ -9,9 +9,10 @@ import click
 from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.harness import logs, shown
 from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.help_format import command
 
 
-@click.command()
+@command()
 @click.argument("system")
 @click.option(
     "--address", required=True, help='"unix:/path/to.sock" or "host:port" (port 0 = any).'
@@ -22,7 +23,12 @@ from apmbench.harness.commands.common import EXIT_USAGE, console
     help="Stop when the process that started this one dies (used by the harness).",
 )
 def serve(system: str, address: str, exit_with_parent: bool) -> None:
-    """Serve SYSTEM (a registered name such as `null`, or "package.module:Class")."""
+    """Serve SYSTEM (a registered name such as `null`, or "package.module:Class").
+
+    Example:
+
+        apmbench-grpc serve text-log --address unix:/tmp/text-log.sock
+    """
     from apmbench.adapters.sdk.server import serve as run_server
     from apmbench.adapters.systems import load_system
 

@@ -10,12 +10,13 @@ import click
 
 from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.help_format import command
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError, DatasetError
 from apmbench.harness.suites import SUITES
 
 
-@click.command()
+@command()
 @click.argument("dataset", type=click.Path(path_type=Path))
 @click.option(
     "--public",
@@ -39,6 +40,10 @@ from apmbench.harness.suites import SUITES
 )
 def split(dataset: Path, public: Path, private: Path, benchmark: str | None) -> None:
     """Split DATASET into a public part to evaluate on and a private part to score with.
+
+    Example:
+
+        apmbench-grpc split DATASET --public runs/public --private runs/private
 
     `evaluate --dataset PUBLIC` then writes predictions.json instead of a report;
     `score predictions.json --labels PRIVATE --out DIR` scores it on the machine that holds

@@ -9,12 +9,13 @@ import click
 
 from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_USAGE, checked_benchmark, console
+from apmbench.harness.commands.help_format import command
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.suites import BUILTIN, DEFAULT, get_suite
 
 
-@click.command()
+@command()
 @click.option(
     "--benchmark",
     callback=checked_benchmark,
@@ -26,7 +27,12 @@ from apmbench.harness.suites import BUILTIN, DEFAULT, get_suite
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", type=OutputPath(), required=True, help="New dataset directory.")
 def synth(benchmark: str, preset: str, seed: int, out: Path) -> None:
-    """Generate the synthetic benchmark (videos and annotations) for PRESET and SEED."""
+    """Generate the synthetic benchmark (videos and annotations) for PRESET and SEED.
+
+    Example:
+
+        apmbench-grpc synth --preset tiny --seed 7 --out runs/tiny-7
+    """
     if out.exists() and any(out.iterdir()):
         console.print(f"[red]error:[/red] {out} exists and is not empty: choose a new --out")
         sys.exit(EXIT_USAGE)

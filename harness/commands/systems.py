@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from apmbench.harness.commands.help_format import command
+
 ROOT = Path(__file__).resolve().parents[2]
 """The source checkout (containers/systems.txt lives there, not in a wheel)."""
 
@@ -77,11 +79,16 @@ def _line(row: dict[str, Any], width: int) -> str:
     )
 
 
-@click.command()
+@command()
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list (for scripts).")
 def systems(as_json: bool) -> None:
     """List the registered reference systems (`--system NAME`): what each one's memory
-    keeps, the benchmarks it answers, the variable that names its model, its image."""
+    keeps, the benchmarks it answers, the variable that names its model, its image.
+
+    Example:
+
+        apmbench-grpc systems --json
+    """
     rows = system_rows()
     if as_json:
         click.echo(json.dumps(rows, indent=2))

@@ -8,11 +8,12 @@ from pathlib import Path
 import click
 
 from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.help_format import command
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import DatasetError, RunDirError
 
 
-@click.command()
+@command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--out",
@@ -45,6 +46,10 @@ def view(
     max_thumbnail_queries: int | None,
 ) -> None:
     """Write the report of RUN_DIR... as one HTML file: tables, plots, every query.
+
+    Example:
+
+        apmbench-grpc view runs/demo/text-log runs/demo/frame-archive
 
     The file needs no server and no network (open it from file://): tables of
     the paper, the utility-latency-storage plot, score bars, latency and

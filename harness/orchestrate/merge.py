@@ -29,6 +29,7 @@ from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import merged as merged_manifest
 from apmbench.harness.scoring.judge import open_judge
 from apmbench.harness.suites import withheld
+from apmbench.harness.wording import counted
 
 MERGE_KEYS = (
     "benchmark",
@@ -126,7 +127,7 @@ def sources(parts: Sequence[Part], trajectory_ids: Sequence[str]) -> dict[str, P
         raise RunDirError(
             f"trajectory {tid} is recorded by more than one part ("
             + ", ".join(p.label for p, _ in hits)
-            + f"; {len(twice)} such trajectories): merge each trajectory's part once"
+            + f"; {counted(len(twice), 'such trajectory')}): merge each trajectory's part once"
         )
     if missing:
         unclaimed = [tid for tid in missing if not claimed[tid]]

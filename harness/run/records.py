@@ -24,7 +24,7 @@ from typing import NotRequired, TypedDict
 
 from apmbench.harness.errors import RunDirError
 from apmbench.harness.json_types import JSON, JsonObject
-from apmbench.harness.run.manifest import Manifest
+from apmbench.harness.run.manifest import Manifest, Synthetic
 from apmbench.harness.run.manifest import load as load_manifest
 
 InstanceRow = TypedDict(
@@ -125,6 +125,27 @@ def _differences(path: str, then: object, now: object) -> list[tuple[str, object
     return [] if then == now else [(path, then, now)]
 
 
+def another_seed(root: Path, recorded: Synthetic | None, seed: int | None) -> str | None:
+    """Why a --resume of a --synthetic run with another --seed is refused, in the user's
+    words (the seeds), not as the dataset hash the other seed's dataset has; None when the
+    seeds agree (or either run is not synthetic)."""
+    if recorded is None or seed is None or recorded.seed == seed:
+        return None
+    made = f"seed {recorded.seed} (drawn at random)" if recorded.seed_drawn else None
+    return (
+        f"cannot resume {root}: the run was made with {made or f'--seed {recorded.seed}'}; "
+        f"you asked --seed {seed}: resume without --seed (the run's seed is used) or with "
+        f"--seed {recorded.seed}, or choose another --out for a new run"
+    )
+
+
+def _refuse_another_seed(root: Path, recorded: Manifest, asked: Manifest) -> None:
+    now = asked.synthetic
+    refused = another_seed(root, recorded.synthetic, None if now is None else now.seed)
+    if refused is not None:
+        raise RunDirError(refused)
+
+
 class RunDir:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
@@ -174,6 +195,7 @@ class RunDir:
         existing = self.manifest_path
         if existing.exists():
             recorded = load_manifest(existing)
+            _refuse_another_seed(self.root, recorded, Manifest.of(manifest))
             old = recorded.values(RESUME_KEYS)
             new = Manifest.of(manifest).values(RESUME_KEYS)
             # A key the run's manifest predates is not compared (a run from before it was kept).

@@ -89,9 +89,10 @@ def blind(
     assert "labels withheld: predictions written to" in result.output
     assert not (work / "run" / "report.json").exists()
     predictions = work / "run" / "predictions.json"
+    # No --judge: blind scoring picks, as `evaluate` does, the reference judge where the
+    # labels are the built-in synthetic benchmark's (`auto`), so the two runs must agree.
     result = cli(
         "score", str(predictions), "--labels", str(private), "--out", str(work / "scored"),
-        "--judge", judge,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     result = cli(
@@ -109,6 +110,17 @@ def blind(
         "ordinary": json.loads((work / "ordinary" / "report.json").read_text()),
         "work": work,
     }
+
+
+def test_blind_scoring_takes_the_reference_judge_without_being_told(
+    blind: dict[str, Any],
+) -> None:
+    scored = blind["scored"]
+    wanted = "synthetic_reference" if SUITES[blind["suite"]][2] == "synthetic" else "none"
+    assert scored["scoring"]["judge"]["kind"] == wanted
+    if blind["suite"] == "apmbench":  # Adaptive Response and Overall are computed, not n/c
+        assert scored["overall"]["score"] is not None
+        assert scored["families"]["adaptive_response"]["score"] is not None
 
 
 def test_blind_scores_equal_the_ordinary_run(blind: dict[str, Any]) -> None:

@@ -1,8 +1,11 @@
-"""The embedded default end to end: synthetic tiny benchmark, reference systems as processes."""
+"""The embedded default end to end, as `make demo` runs it: synthetic tiny benchmark,
+reference systems as processes, into a new demo directory."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from apmbench.adapters.systems import left_out
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 
@@ -26,14 +30,23 @@ def test_cache_reuses_a_generated_dataset(tiny: Path) -> None:
 
 
 @pytest.mark.slow
-def test_default_evaluation_compares_the_reference_systems(tiny: Path, tmp_path: Path) -> None:
-    out = tmp_path / "runs"
+def test_the_demo_compares_the_reference_systems(tiny: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    earlier = runs / "demo-20000101-000000"
+    earlier.mkdir(parents=True)
+    (earlier / "report.json").write_text("{}")
+    (runs / "demo").symlink_to(earlier.name)
+    # What `make demo` runs, on the cached tiny benchmark (seed 0) instead of `small`.
     result = subprocess.run(
-        [sys.executable, "-m", "apmbench.harness.cli", "evaluate", "--dataset", str(tiny),
-         "--out", str(out)],
+        [sys.executable, "-m", "apmbench.harness.demo", "--runs", str(runs),
+         "--synthetic", "tiny", "--seed", "0"],
         capture_output=True, text=True, timeout=600,
+        env={**os.environ, "APMBENCH_CACHE": str(tiny.parent.parent)},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
+    out = (runs / "demo").resolve()
+    assert re.fullmatch(r"demo-\d{8}-\d{6}", out.name), out
+    assert (earlier / "report.json").read_text() == "{}"  # the earlier demo is kept
     assert "Utility, latency and storage" in result.stdout and "frame-archive" in result.stdout
     reports: dict[str, Any] = {
         name: json.loads((out / name / "report.json").read_text())
@@ -85,3 +98,10 @@ def test_default_evaluation_compares_the_reference_systems(tiny: Path, tmp_path:
     assert result.stderr.count("trajectory finished") == 4
     assert result.stderr.count("system finished") == 4
     assert "eta_s=" in result.stderr
+    # Every phase says so: the data, each system with its own time, the systems left out.
+    assert "synthetic benchmark ready" in result.stderr
+    finished = [line for line in result.stderr.splitlines() if "system finished" in line]
+    assert all(re.search(r"took_s=\d", line) for line in finished), finished
+    not_run = re.findall(r"system not run +system=(\S+) why=", result.stderr)
+    assert not_run == list(left_out("apmbench")), not_run
+    assert "demo: finished in" in result.stderr and str(out.name) in result.stderr

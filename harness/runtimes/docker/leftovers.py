@@ -182,6 +182,7 @@ def clean(client: docker.DockerClient, key: str, me: Owner) -> list[str]:
     """Remove leftovers as the module docstring says; return the removed names."""
     log = logs.get("docker")
     removed = []
+    foreign = []
     secret = secret_key()
     # A container removed between the engine's list and its inspect (another run's
     # stop, on a shared engine) is no leftover: the list skips it instead of failing.
@@ -190,7 +191,7 @@ def clean(client: docker.DockerClient, key: str, me: Owner) -> list[str]:
         found = container.labels or {}
         if not proved(found, secret):
             # Copied labels: not this harness's to remove, whatever they claim.
-            log.info("leaving a container this harness did not make", name=container.name)
+            foreign.append(str(container.name))
             continue
         owner = Owner.parse(found.get(OWNER, ""))
         if owner is None or found.get(OWNER) == me.label():
@@ -208,6 +209,15 @@ def clean(client: docker.DockerClient, key: str, me: Owner) -> list[str]:
         log.info("removing leftover container", name=container.name, run=found.get(RUN_DIR))
         _remove_leftover(container)
         removed.append(str(container.name))
+    if foreign:
+        # Once per start, not once per container: on a shared engine (another user's
+        # harness, a test's forged labels) there can be many, at every start.
+        log.info(
+            "leaving containers this harness did not make (its labels, not its proof)",
+            count=len(foreign),
+            names="-v lists them",
+        )
+        log.debug("containers this harness did not make", names=", ".join(sorted(foreign)))
     # Socket directories no container names any more (the harness was killed between
     # making one and labelling its container, or between removing the two).
     for path in socketdir.remove_dead():
