@@ -11,6 +11,7 @@ import click
 
 from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.help_format import command
 from apmbench.harness.commands.out_paths import OutputPath, problem
 from apmbench.harness.errors import RunDirError
 
@@ -31,7 +32,7 @@ class BundlePath(OutputPath):
         return super().convert(value, param, ctx)
 
 
-@click.command()
+@command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option(
     "--out",
@@ -41,11 +42,17 @@ class BundlePath(OutputPath):
 )
 def bundle(run_dir: Path, out: Path) -> None:
     """Write RUN_DIR (a finished run, a blind run's predictions, or the OUT of `evaluate
-    --benchmark all`) as one archive for a leaderboard: manifest, records, predictions,
-    reports, logs (each cut to 1 MiB) and BUNDLE.json, which lists every member's sha256
-    and size. Prints the bundle's id, the
-    sha256 of its index; the same run gives the same bytes. Leaves judge-cache/ out.
-    Check one with `apmbench-grpc verify`.
+    --benchmark all`) as one archive for a leaderboard.
+
+    Examples:
+
+        apmbench-grpc bundle runs/my-run --out submissions/
+        apmbench-grpc bundle runs/my-run --out my-run.apmbundle.tar
+
+    The archive holds the manifest, records, predictions, reports, logs (each cut to
+    1 MiB) and BUNDLE.json, which lists every member's sha256 and size. Prints the
+    bundle's id, the sha256 of its index; the same run gives the same bytes. Leaves
+    judge-cache/ out. Check one with `apmbench-grpc verify`.
     """
     from apmbench.harness.orchestrate.bundle import write_bundle
     from apmbench.harness.orchestrate.bundle.archive import LOG_BOUND_BYTES

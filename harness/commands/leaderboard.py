@@ -10,11 +10,12 @@ import click
 
 from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_USAGE, console
+from apmbench.harness.commands.help_format import command
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import RunDirError
 
 
-@click.command()
+@command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--out",
@@ -24,8 +25,15 @@ from apmbench.harness.errors import RunDirError
     help="The site's directory: index.html and leaderboard.json are written there.",
 )
 def leaderboard(inputs: tuple[Path, ...], out: Path) -> None:
-    """Write a static leaderboard of the runs INPUT... (run directories): index.html, one
-    self-contained page (no server, no network), and leaderboard.json with every number.
+    """Write a static leaderboard of INPUT... (result bundles or run directories).
+
+    Examples:
+
+        apmbench-grpc leaderboard published/*.apmbundle.tar --out site
+        apmbench-grpc leaderboard runs/text-log runs/null --out site
+
+    It writes index.html, one self-contained page (no server, no network), and
+    leaderboard.json with every number. Bundles are verified as they are read.
 
     Runs are grouped by suite, dataset and judge, each group ranked on its own with the
     suite's headline tables and its utility-latency-storage plot; every run is its own

@@ -11,7 +11,8 @@ import click
 
 from apmbench.harness import shown
 from apmbench.harness.commands.common import EXIT_FAILED_CHECKS, EXIT_USAGE, console
-from apmbench.harness.commands.judge_options import judge_config, judge_options
+from apmbench.harness.commands.help_format import command, sections
+from apmbench.harness.commands.judge_options import JUDGE_SECTION, judge_config, judge_options
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 
@@ -25,7 +26,12 @@ PROBLEMS_IN_TABLE = 5
 """Problems a failed rule shows in the table; all of them follow it, one per line."""
 
 
-@click.command()
+@command()
+@sections(
+    ("Data", "the labels and dataset to check against", ("--labels", "--dataset")),
+    JUDGE_SECTION,
+    ("Output", "", ("--json",)),
+)
 @click.argument("bundle_path", metavar="BUNDLE", type=click.Path(path_type=Path))
 @click.option(
     "--labels",
@@ -61,6 +67,11 @@ def verify(
     cache; the recorded judge when it is the deterministic synthetic one, an LLM judge
     only with --judge), the labels' score of a blind run (--labels), and the plausibility of
     every recorded time.
+
+    Examples:
+
+        apmbench-grpc verify inbox/sub.apmbundle.tar
+        apmbench-grpc verify inbox/sub.apmbundle.tar --labels private --judge synthetic
 
     Exit code 0 when no rule failed, 1 when one did, 2 when BUNDLE cannot be read.
     """

@@ -100,7 +100,7 @@ def test_no_import_cycle() -> None:
 # The harness's folders (and top-level modules), top to bottom: each imports only from
 # itself and the ones above it. README's "Layout" and docs/ARCHITECTURE.md show the same.
 LAYERS = (
-    ("errors", "shown", "logs", "paths", "stopping", "json_types"),
+    ("errors", "shown", "logs", "paths", "stopping", "json_types", "wording"),
     ("protocol",),
     ("media",),
     ("runtimes",),
@@ -112,7 +112,7 @@ LAYERS = (
     ("check",),
     ("orchestrate",),
     ("build",),
-    ("commands", "cli"),
+    ("commands", "cli", "demo"),
 )
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 
