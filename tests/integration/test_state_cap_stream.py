@@ -33,7 +33,11 @@ class LyingExport(pb_grpc.MemorySystemServicer):
     def ExportState(
         self, request: pb.ExportStateRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.StateChunk]:
-        manifest = pb.StateManifest(total_bytes=10, sha256=hashlib.sha256(b"").hexdigest())
+        manifest = pb.StateManifest(
+            total_bytes=10,
+            sha256=hashlib.sha256(b"").hexdigest(),
+            content_type="application/octet-stream",
+        )
         yield pb.StateChunk(manifest=manifest)
         while context.is_active() and self.sent < (1 << 30):
             self.sent += CHUNK

@@ -156,13 +156,13 @@ def test_identity_carries_the_label(tiny: Path) -> None:
 
 
 def test_a_named_judge_overrides_auto_and_auto_needs_the_generator(mini: Path, tiny: Path) -> None:
-    from apmbench.harness.commands.evaluate import _has_reference_judge
+    from apmbench.harness.commands.judge_options import has_reference_judge
     from apmbench.harness.commands.judge_options import resolve_auto
     from apmbench.harness.suites import get_suite
 
     apmbench = get_suite("apmbench")
-    assert _has_reference_judge(apmbench, tiny)
-    assert not _has_reference_judge(apmbench, mini)
+    assert has_reference_judge(apmbench, tiny)
+    assert not has_reference_judge(apmbench, mini)
     assert resolve_auto("auto", lambda: True) == "synthetic"
     assert resolve_auto("auto", lambda: False) == "none"
     for named in ("openai", "transformers:/m", "none", "synthetic"):

@@ -134,6 +134,12 @@ R15 Describe strings. `name` and `version` are identifiers: 1 to 64
    256 printable characters (no newline, no control character). The
    harness refuses a system whose Describe breaks this before it sends any
    other call: these strings are written into the reports.
+R16 State label. An exported state's `content_type` is a MIME type of at
+   most 64 lower-case characters without parameters, and every export
+   within one trajectory carries the `content_type` and `format_version`
+   of its first (one label for exports between sessions, one for exports
+   in the middle of a session): the label is handed back on import but is
+   not counted as storage, so everything the state holds goes in its data.
 
 WHAT THE HARNESS PROMISES IN RETURN (the schedule; not checked on servers):
 
