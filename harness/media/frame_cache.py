@@ -174,6 +174,16 @@ class SessionFrames:
     def frames(self, index: int, session: Session, until_ms: int | None = None) -> Generator[Frame]:
         return self._entry(index, session).read(until_ms)
 
+    def ready(self, index: int, session: Session) -> None:
+        """Wait until every frame of the session is produced (starting it if need be), so
+        that a replay's pushes never wait on production: such waits fell where a replay
+        reached frames no earlier replay had, which is near its question when replays run
+        in the order of their questions, so their wall-clock gaps announced it."""
+        entry = self._entry(index, session)
+        entry.wait_done()
+        if entry.error is not None:
+            raise entry.error
+
     def _entry(self, index: int, session: Session) -> _Session:
         with self._lock:
             if self.stopping.is_set():

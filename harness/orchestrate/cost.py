@@ -3,8 +3,8 @@ per start measured on the first one; and the settings that would cut it.
 
 Counted from the suite's plan, as the runner plays it: every segment starts from a
 fresh system in `restart` mode, and so does every later session of a segment (the
-gap between two sessions is a restart too); a segment that stops at its last
-question pushes the frames up to it only.
+gap between two sessions is a restart too); a segment that stops early pushes the
+frames up to its stop only (its last question, or later: `Segment.stop_in`).
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ def project(
     fps: float,
     start_s: float,
     spare: bool,
+    decoys: bool = True,
 ) -> Projection:
     count = starts = frames = queries = 0
     for trajectory in trajectories:
@@ -80,10 +81,8 @@ def project(
         for segment in suite.plan(dataset, trajectory, can_import):
             queries += len(segment.asks)
             starts += segment.last_session - segment.first_session + 1
-            last_ask = segment.asks[-1].time_ms if segment.asks else None
             for index in range(segment.first_session, segment.last_session + 1):
-                final = index == segment.last_session
-                stop = last_ask if final and segment.stop_after_last_ask else None
+                stop = segment.stop_in(index, decoys)
                 times = frame_times(trajectory.sessions[index], fps)
                 frames += sum(1 for t in times if stop is None or t <= stop)
     # The first start, before any segment; in `restart` mode each segment's sessions add one.

@@ -390,7 +390,7 @@ def _say_cost(p: Prepared, todo: list[Trajectory]) -> None:
     cost = project(
         p.suite, p.dataset, todo, p.settings.persistence,
         p.info.capabilities.supports_import, p.opts.frames.fps, p.start_s,
-        bool(getattr(p.runtime, "spare", False)),
+        bool(getattr(p.runtime, "spare", False)), p.settings.push.decoys,
     )  # fmt: skip
     log = logs.get("evaluate")
     log.info(

@@ -19,7 +19,7 @@ import itertools
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,7 +43,7 @@ from apmbench.harness.media.frames import FrameProducer, FrameSettings
 from apmbench.harness.media.timeline import Session, Trajectory, Turn
 from apmbench.harness.protocol import wire_rules
 from apmbench.harness.protocol.client import ByteLimit, QueryResult, SystemClient
-from apmbench.harness.run.plan import Ask, AskState, Segment
+from apmbench.harness.run.plan import Ask, AskState, Cut, Segment
 from apmbench.harness.run.push_cuts import PushCuts
 from apmbench.harness.run.records import SessionRecord, TrajectoryRecord
 from apmbench.harness.runtimes.base import Runtime
@@ -140,30 +140,32 @@ def forks_resume(settings: RunSettings, info: SystemInfo) -> bool:
     )
 
 
-def resume_point(segment: Segment) -> int | None:
+def resume_point(segment: Segment, decoys: bool = True) -> int | None:
     """The time in its first session at which a fork may start from the main pass's state:
-    just before its first turn or question there, when everything before that is exactly
-    the main pass's (same snapshot to start from, every frame pushed); None: it may not.
-    The main pass's questions before it change nothing (R5)."""
+    just before its first turn (a decoy too, when they are sent) or question there, when
+    everything before that is exactly the main pass's (same snapshot to start from, every
+    frame pushed); None: it may not. The main pass's questions before it change nothing
+    (R5), nor do its decoys: every turn the main pass sent before that point is one the
+    fork would send too, or the fork's first turn would be earlier."""
     if segment.kind != "fork" or segment.keep_frame is not None:
         return None
     first = segment.first_session
     if segment.snapshot_after != (first - 1 if first > 0 else None):
         return None
-    times = [t.time_ms for t in segment.turns_in(first)] + [
-        a.time_ms for a in segment.asks_in(first)
-    ]
+    turns = segment.turns_in(first) + (segment.decoys_in(first) if decoys else [])
+    times = [t.time_ms for t in turns] + [a.time_ms for a in segment.asks_in(first)]
     return min(times, default=None)
 
 
 def _merge(
-    frames: Iterator[Frame], turns: list[Turn], asks: list[Ask]
-) -> Iterator[StreamItem | Ask]:
-    """Frames, turns and asks in time order; at equal times frame < turn < ask."""
-    events: list[tuple[int, int, UserTurn | Ask]] = [
+    frames: Iterator[Frame], turns: Sequence[Turn], asks: Sequence[Ask], cuts: Sequence[Cut] = ()
+) -> Iterator[StreamItem | Ask | Cut]:
+    """Frames, turns, asks and cuts in time order; at equal times frame < turn < ask, cut."""
+    events: list[tuple[int, int, UserTurn | Ask | Cut]] = [
         (t.time_ms, 0, UserTurn(t.time_ms, t.kind, t.text)) for t in turns
     ]
     events += [(a.time_ms, 1, a) for a in asks]
+    events += [(c.time_ms, 1, c) for c in cuts]
     events.sort(key=lambda e: (e[0], e[1]))
     pending = next(frames, None)
     for at, _, event in events:
@@ -340,7 +342,7 @@ class TrajectoryRunner:
         can_import = self.info.capabilities.supports_import
         if self.resume:
             for s in segments:
-                at = resume_point(s)
+                at = resume_point(s, self.settings.push.decoys)
                 if at is not None:
                     self.resume_at[s.name] = (s.first_session, at)
             self._mid_pending = Counter(self.resume_at.values())
@@ -386,6 +388,7 @@ class TrajectoryRunner:
         later sessions from the main pass, so forks restart too.
         """
         main = segment.kind == "main"
+        self._frames_ready(segment.first_session)
         point = self.resume_at.get(segment.name)
         if point is not None and point in self.mid_snapshots:
             # A fresh process (restart mode) given the main pass's state at the point.
@@ -400,13 +403,13 @@ class TrajectoryRunner:
                 None if segment.snapshot_after is None else self.snapshots[segment.snapshot_after]
             )
             load_s = self._load(start)
-        last_ask_ms = segment.asks[-1].time_ms if segment.asks else None
         carried: _Snapshot | None = None
         for index in range(segment.first_session, segment.last_session + 1):
             if index > segment.first_session:
+                self._frames_ready(index)
                 load_s = self._cross_gap(carried)
             final = index == segment.last_session
-            stop_at = last_ask_ms if (final and segment.stop_after_last_ask) else None
+            stop_at = segment.stop_in(index, self.settings.push.decoys)
             after_ms = point[1] if point is not None and index == point[0] else None
             self._play_session(segment, index, stop_at, load_s, after_ms)
             if main:
@@ -421,6 +424,12 @@ class TrajectoryRunner:
                 carried = self.snapshots[index]
             elif self.settings.persistence is not Persistence.TRUST:
                 carried, _ = self._export("fork")
+
+    def _frames_ready(self, index: int) -> None:
+        """Have the session's frames produced before its replay starts (before the system's
+        restart or Reset), so no push waits on production (see SessionFrames.ready)."""
+        if self.frame_cache is not None and self.settings.push.decoys:
+            self.frame_cache.ready(index, self.trajectory.sessions[index])
 
     def _play_session(
         self,
@@ -470,17 +479,27 @@ class TrajectoryRunner:
             source = _kept(source, segment.keep_frame)
         if resumed_at is not None:
             source = self._after(source, resumed_at)
+        given = segment.turns_in(index)
+        cuts: list[Cut] = []
+        if self.settings.push.decoys:
+            given += segment.decoys_in(index)
+            cuts = segment.cuts_in(index)
+        if stop_at is not None:
+            # Nothing later than where the segment stops is pushed.
+            given = [t for t in given if t.time_ms <= stop_at]
+            cuts = [c for c in cuts if c.time_ms <= stop_at]
         with contextlib.closing(source):
-            items = _merge(source, segment.turns_in(index), segment.asks_in(index))
+            items = _merge(source, given, segment.asks_in(index), cuts)
             for item in items:
-                while points and (
-                    item.time_ms >= points[0] if isinstance(item, Ask) else item.time_ms > points[0]
-                ):
+                while points and _past(item, points[0]):
                     flush()
                     self._export_mid(index, points.pop(0))
                 if isinstance(item, Ask):
                     flush()
                     self._dialogue(segment, item, ingest_s, session.start_ms)
+                    continue
+                if isinstance(item, Cut):
+                    flush()
                     continue
                 batch.append(item)
                 if self.cutter.ends_after(len(batch)):
@@ -600,6 +619,12 @@ class TrajectoryRunner:
         )
         self.instances.append(record)
         return record
+
+
+def _past(item: StreamItem | Ask | Cut, point_ms: int) -> bool:
+    """Whether `item` comes after a mid-session snapshot point: a frame later than it, or
+    anything else at it or later (a fork resumed there pushes its turns from it on)."""
+    return item.time_ms > point_ms if isinstance(item, Frame) else item.time_ms >= point_ms
 
 
 def _kept(frames: Generator[Frame], keep: Callable[[int], bool]) -> Generator[Frame]:

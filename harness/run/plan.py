@@ -28,6 +28,14 @@ from apmbench.harness.media.timeline import Turn
 
 
 @dataclass(frozen=True)
+class Cut:
+    """A push ends at `time_ms` (after every item up to it), as it would at a question."""
+
+    session_index: int
+    time_ms: int
+
+
+@dataclass(frozen=True)
 class Ask:
     """One query the runner asks at `time_ms`, after exactly the frames up to it.
 
@@ -101,9 +109,37 @@ class Segment:
     keep_frame: Callable[[int], bool] | None = None
     """Which frames (by time_ms) to push; None: all. Called as the segment plays, so it may
     read what earlier segments left."""
+    decoys: tuple[Turn, ...] = ()
+    """Turns sent although no question of this segment depends on them: turns that other
+    replays of these sessions carry before their questions, sent here too so that a turn on
+    the wire says nothing of whether a question follows it. Never part of what is asked or
+    scored; left out when the run's `PushCuts.decoys` is off."""
+    cuts: tuple[Cut, ...] = ()
+    """Where a push also ends although nothing is asked: the times at which other replays of
+    these sessions ask, so that a push ending there says nothing of which replay this is."""
+    stop_ms: int | None = None
+    """Where a segment that stops early (`stop_after_last_ask`) stops in its last session
+    when that is later than its last question: it goes on pushing, asking nothing more, so
+    that its question is not the last thing its process sees (None: at its last question).
+    Left out, as the decoys are, when the run's `PushCuts.decoys` is off."""
+
+    def stop_in(self, session_index: int, decoys: bool = True) -> int | None:
+        """The time after which nothing more is pushed in that session (None: its end,
+        closed by EndSession)."""
+        if session_index != self.last_session or not self.stop_after_last_ask:
+            return None
+        if decoys and self.stop_ms is not None:
+            return self.stop_ms
+        return self.asks[-1].time_ms if self.asks else None
 
     def turns_in(self, session_index: int) -> list[Turn]:
         return [t for t in self.turns if t.session_index == session_index]
+
+    def decoys_in(self, session_index: int) -> list[Turn]:
+        return [t for t in self.decoys if t.session_index == session_index]
+
+    def cuts_in(self, session_index: int) -> list[Cut]:
+        return [c for c in self.cuts if c.session_index == session_index]
 
     def asks_in(self, session_index: int) -> list[Ask]:
         return [a for a in self.asks if a.session_index == session_index]

@@ -31,6 +31,11 @@ class PushCuts:
     at_random: bool = True
     """False: cut only at `2 * mean_items` items and at questions, the old rule whose push
     sizes announce questions; kept so a test can measure that leak."""
+    decoys: bool = True
+    """False: the old rule under which the wire announced questions, kept so a test can
+    measure that leak: no decoys (`Segment.decoys`, `Segment.cuts`: user turns and push
+    ends where no question follows), a replay that stops early stops at its last question
+    (not at `Segment.stop_ms`), and a replay's pushes wait on frame production."""
 
     def cutter(self) -> Cutter:
         rng = random.Random(secrets.randbits(64) if self.seed is None else self.seed)

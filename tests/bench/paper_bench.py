@@ -102,9 +102,13 @@ def _run(commands: list[tuple[list[str], Path]]) -> list[dict[str, float]]:
     return results
 
 
-def frames_pushed(dataset: Path, fps: float = 1.0, resumed: bool = True) -> dict[str, int]:
+def frames_pushed(
+    dataset: Path, fps: float = 1.0, resumed: bool = True, decoys: bool = True
+) -> dict[str, int]:
     """Frames the run pushes, forks and replays included: each segment replays its
-    sessions, the last one up to its last question when the segment stops there; with
+    sessions, the last one up to where it stops when it stops early (`Segment.stop_in`:
+    past its last question, to the next question time of any replay; with `decoys` off, at
+    its last question, as before decoys, `PushCuts.decoys`); with
     `resumed` (a `restart` run of a system declaring R14, as `null` does), a fork pushes
     its first session only after the point it resumes at. By segment kind (main pass, forks,
     EA replays) and in all."""
@@ -117,11 +121,9 @@ def frames_pushed(dataset: Path, fps: float = 1.0, resumed: bool = True) -> dict
     total: dict[str, int] = {}
     for trajectory in data.trajectories:
         for segment in suite.plan(data, trajectory, True):
-            last_ask = segment.asks[-1].time_ms if segment.asks else None
-            point = resume_point(segment) if resumed else None
+            point = resume_point(segment, decoys) if resumed else None
             for index in range(segment.first_session, segment.last_session + 1):
-                final = index == segment.last_session
-                stop = last_ask if final and segment.stop_after_last_ask else None
+                stop = segment.stop_in(index, decoys)
                 after = point if point is not None and index == segment.first_session else -1
                 times = frame_times(trajectory.sessions[index], fps)
                 pushed = sum(1 for t in times if (stop is None or t <= stop) and t > after)

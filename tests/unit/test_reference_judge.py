@@ -156,8 +156,7 @@ def test_identity_carries_the_label(tiny: Path) -> None:
 
 
 def test_a_named_judge_overrides_auto_and_auto_needs_the_generator(mini: Path, tiny: Path) -> None:
-    from apmbench.harness.commands.judge_options import has_reference_judge
-    from apmbench.harness.commands.judge_options import resolve_auto
+    from apmbench.harness.commands.judge_options import has_reference_judge, resolve_auto
     from apmbench.harness.suites import get_suite
 
     apmbench = get_suite("apmbench")

@@ -11,7 +11,11 @@ them from the task table:
   cannot import), and sees the candidate's turns (ERA question, registration)
   and its own interval marker, never another probe's question or answer;
 - per session with Evidence Availability questions: an empty memory, then the
-  two most recent completed sessions and the current session's causal prefix.
+  two most recent completed sessions and the current session's causal prefix;
+- in every segment, the decoys of the sessions it replays (`decoys`): the other probes'
+  interval markers and a push end at every question time of the session, and for a
+  segment that stops early, a stop past its last question, so that what arrives on the
+  wire does not announce a question.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from apmbench.harness.run.plan import Ask, Segment, sorted_asks
 from apmbench.harness.suites.apmbench import prompts
 from apmbench.harness.suites.apmbench.answer_formats import format_for, schema_text
 from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe
+from apmbench.harness.suites.apmbench.decoys import session_wire, with_decoys
 from apmbench.harness.suites.apmbench.tasks import Fork, Metric, spec
 
 # Evidence Availability: the current session and this many completed ones before it.
@@ -156,4 +161,21 @@ def plan_trajectory(dataset: Dataset, trajectory: Trajectory, can_import: bool) 
                 stop_after_last_ask=True,
             )
         )
-    return segments
+    wire = session_wire(trajectory, candidates)
+    by_id = {c.candidate_id: c for c in candidates}
+    return [with_decoys(s, wire, _siblings_end(by_id, s)) for s in segments]
+
+
+def _siblings_end(candidates: dict[str, Candidate], segment: Segment) -> int | None:
+    """Where the forks of a candidate with turns of its own (an ERA question, a
+    registration) all run to: its last probe in the fork's last session. Those turns mark
+    the candidate's forks on the wire, so each fork goes on to there, and the fork of its
+    first checkpoint sends what the fork of its last one does up to that point."""
+    if segment.kind != "fork" or not segment.asks:
+        return None
+    candidate_id = segment.asks[0].fields.get("candidate_id")
+    candidate = candidates.get(candidate_id) if isinstance(candidate_id, str) else None
+    if candidate is None or not candidate.turns:
+        return None
+    times = [p.time_ms for p in candidate.probes if p.session_index == segment.last_session]
+    return max(times, default=None)
