@@ -124,7 +124,9 @@ class Listener:
     def heard(self) -> dict[str, Any]:
         """What it heard so far: each counter's number of distinct values, those that moved,
         the ranges of Shmem (kB), the fork count and sysinfo's shared RAM, and sysinfo's
-        answers (an error name when refused)."""
+        answers (an error name when refused). It samples once more first, so what it says
+        runs up to the moment it is asked."""
+        self._sample(slow=True)
         with self._lock:
             values = {name: len(seen) for name, seen in self._seen.items()}
             sysinfo_seen = sorted(self._sysinfo)
