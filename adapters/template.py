@@ -13,7 +13,8 @@ the system, the start process
   user namespace is the template's capability for this), so siblings share no SysV or
   POSIX IPC object and cannot name each other's pids;
 - as the new PID namespace's init, mounts its own /proc (the box's read-only covers
-  copied), a fresh size-bounded /tmp (HOME in it, read-only binds under /tmp bound
+  copied, and the frozen copies of the host-wide counters the request names bound over
+  it again), a fresh size-bounded /tmp (HOME in it, read-only binds under /tmp bound
   again), its socket directory as a bounded tmpfs, a fresh /dev/shm and /dev/pts, and
   makes the box's shared /dev read-only;
 - enters a new user namespace (uid 65534 on the template's, no further user namespaces),
@@ -209,10 +210,17 @@ def _status() -> dict[str, str]:
 def _confine(req: dict[str, Any], program: bytes) -> None:
     """Everything between the fork and the system: see the module docstring."""
     covers = [p for p, _, _ in _mountinfo() if _under(p, "/proc") and p != "/proc"]
+    # The box's frozen copies of /proc's host-wide counters (the harness's procview.py),
+    # held by a descriptor each: the fresh /proc is live again until they are bound on it.
+    frozen = [(path, os.open(path, os.O_PATH)) for path in req.get("proc_covers", [])]
     # The read-only binds under /tmp (a model's directory, a module in a temp dir), held
     # by a descriptor each: the fresh /tmp hides their paths.
     held = [(path, os.open(path, os.O_PATH)) for path in req["tmp_binds"]]
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    for path, fd in frozen:
+        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND, None)
+        _remount_ro(path)
+        os.close(fd)
     _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={req['tmp_size']},mode=755")
     os.mkdir(req["home"], 0o755)
     for path, fd in held:

@@ -16,6 +16,8 @@ glob the dataset for `candidates/*.json`. `Sandbox` turns a command into a
   /dev/shm, all gone when the process ends, so every start begins with an
   empty writable area;
 - an environment holding only an allowlist, never the harness's own;
+- a /proc whose host-wide counters (meminfo, stat, loadavg and the rest: procview.py) are
+  frozen copies taken before any system started, bound read-only over the live files;
 - an unprivileged uid (65534) with every capability dropped (bounding set too),
   no_new_privs, no further user namespaces, and the seccomp filter of seccomp.py,
   whatever user the harness runs as. Started by root, bwrap would otherwise leave the
@@ -49,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import ConfigError
-from apmbench.harness.runtimes import seccomp
+from apmbench.harness.runtimes import procview, seccomp
 
 BWRAP_ENV = "APMBENCH_BWRAP"
 """Path of the bwrap binary to use instead of the one on PATH."""
@@ -213,12 +215,19 @@ class Sandbox:
     """Wraps a command in bwrap according to a policy."""
 
     def __init__(
-        self, policy: SandboxPolicy, bwrap: str | None = None, harden: bool = True
+        self,
+        policy: SandboxPolicy,
+        bwrap: str | None = None,
+        harden: bool = True,
+        proc_view: bool = True,
     ) -> None:
         self.policy = policy
         self.bwrap = bwrap or require_bwrap()
         self.harden = harden
         """False only in tests that show what the hardening (uid, capabilities, seccomp) stops."""
+        self.proc_view = procview.current() if proc_view else None
+        """The frozen /proc counters bound over the live ones; None only in tests that show
+        what they stop."""
         self._filter = seccomp.compile_filter()
 
     @property
@@ -283,6 +292,7 @@ class Sandbox:
             "--clearenv",
             "--proc",
             "/proc",
+            *(self.proc_view.bwrap_args() if self.proc_view else []),
             "--dev",
             "/dev",
         ]
@@ -359,6 +369,11 @@ class Sandbox:
         """The read-only binds that lie under /tmp (bound again into each fresh /tmp)."""
         return [q for q in self.policy.read_only if q != TMP and _under(q, TMP)]
 
+    def proc_covers(self) -> list[str]:
+        """The /proc paths covered by a frozen copy (a template start binds them again over
+        the /proc it mounts)."""
+        return self.proc_view.paths() if self.proc_view else []
+
     def masked(self) -> list[Path]:
         """Hidden paths that lie under a bound path (others are not visible anyway)."""
         bound = [*self.policy.read_only, *(Path(d) for d in SYSTEM_DIRS)]
@@ -381,6 +396,7 @@ class Sandbox:
             "env": sorted(self.policy.env),
             "tmp_size_bytes": self.policy.tmp_size_bytes,
             "socket_dir_bytes": SOCKET_DIR_BYTES,
+            **({"proc_view": self.proc_view.describe()} if self.proc_view else {}),
         }
 
 

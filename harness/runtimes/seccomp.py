@@ -20,6 +20,12 @@ Denied, with EPERM unless said otherwise:
   with RWF_NOWAIT (residency by timing-free failure), fcntl F_GETLK / F_OFD_GETLK (other
   processes' record locks), leases and F_NOTIFY, inotify and fanotify (other processes'
   opens and reads of shared files);
+- host-wide counters: sysinfo (free and shared memory, which counts every tmpfs page a
+  box writes, the load averages and the host's thread count: the counters of /proc/meminfo
+  and /proc/loadavg that procview.py freezes, reachable without /proc). glibc's
+  sysconf(_SC_PHYS_PAGES) and (_SC_AVPHYS_PAGES) ignore the failure and return whatever
+  was on the stack (Python's os.sysconf too): MemTotal of the box's /proc/meminfo, a
+  frozen copy, says the same without it;
 - io_uring (ENOSYS: its operations would not pass through this filter; libuv and others
   fall back to plain system calls);
 - page-cache eviction succeeds without evicting anything: posix_fadvise (every advice: DONTNEED
@@ -99,7 +105,7 @@ _COMMON_GENERIC = {
     "finit_module": 273, "delete_module": 106, "kexec_load": 104, "kexec_file_load": 294,
     "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "clone": 220,
     "fcntl": 25, "preadv2": 286, "pwritev2": 287, "fadvise64": 223, "madvise": 233,
-    "lookup_dcookie": 18, "quotactl": 60,
+    "lookup_dcookie": 18, "quotactl": 60, "sysinfo": 179,
 }  # fmt: skip
 _NEW_API = {
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
@@ -118,7 +124,7 @@ _X86_64 = {
     "swapoff": 168, "reboot": 169, "acct": 163, "clone": 56, "fcntl": 72,
     "preadv2": 327, "pwritev2": 328, "fadvise64": 221, "madvise": 28, "uselib": 134,
     "ustat": 136, "sysfs": 139,
-    "_sysctl": 156, "lookup_dcookie": 212, "quotactl": 179, "nfsservctl": 180,
+    "_sysctl": 156, "lookup_dcookie": 212, "quotactl": 179, "nfsservctl": 180, "sysinfo": 99,
 }  # fmt: skip
 ABIS = {
     "x86_64": Abi(0xC000003E, {**_X86_64, **_NEW_API}),
@@ -135,7 +141,7 @@ DENIED = (
     "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
     "swapon", "swapoff", "reboot", "acct", "mincore", "cachestat", "inotify_init",
     "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark", "uselib",
-    "ustat", "sysfs", "_sysctl", "lookup_dcookie", "quotactl", "nfsservctl",
+    "ustat", "sysfs", "_sysctl", "lookup_dcookie", "quotactl", "nfsservctl", "sysinfo",
 )  # fmt: skip
 NOT_IMPLEMENTED = ("io_uring_setup", "io_uring_enter", "io_uring_register", "clone3")
 PRETEND_SUCCESS = ("flock", "fadvise64")
@@ -273,10 +279,11 @@ namespaces, their own /proc, /tmp, /dev/shm, /dev/pts, covers): left out of the
 template's own filter, which is stacked under the full one in every start."""
 SHARED_STATE = (
     "mincore", "cachestat", "inotify_init", "inotify_init1", "inotify_add_watch",
-    "fanotify_init", "fanotify_mark",
+    "fanotify_init", "fanotify_mark", "sysinfo",
 )  # fmt: skip
-"""Channels between sandboxes over shared files: closed to systems by the filter above,
-left to the harness (which shares nothing with another harness's systems)."""
+"""Channels between sandboxes over shared files and host-wide counters: closed to systems
+by the filter above, left to the harness (which shares nothing with another harness's
+systems, and whose libraries size themselves with sysinfo)."""
 
 
 def pod_profile(machine: str | None = None) -> str:

@@ -209,6 +209,7 @@ class Template:
                 "uid": SANDBOX_UID,
                 "cwd": str(policy.cwd or SANDBOX_HOME),
                 "tmp_binds": [str(p) for p in self.sandbox.tmp_binds()],
+                "proc_covers": self.sandbox.proc_covers(),
             }
             fds = struct.pack("2i", write, theirs.fileno())
             try:

@@ -4,7 +4,8 @@ Every container start gets a fresh, bounded host directory bind-mounted at
 /run/apmbench (`socketdir`), removed with the container, and must serve on
 unix:/run/apmbench/sock (also in $APMBENCH_ADDRESS); the harness connects only
 to the socket it verified there. Network, root filesystem, user, capabilities
-and resources are locked down as `ContainerSettings` says; every other
+and resources are locked down as `ContainerSettings` says; /proc's and /sys's host-wide
+counters are frozen copies or masked (procview.py); every other
 writable path is a tmpfs that dies with the container (the image's VOLUMEs
 too), and no host path is mounted but the ones the user passes with --mount.
 Start-up waits for the socket, then for health SERVING, then runs the canary.
@@ -37,9 +38,9 @@ from docker.types import DeviceRequest, Mount
 from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, EngineError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
-from apmbench.harness.runtimes import seccomp
+from apmbench.harness.runtimes import procview, seccomp
 from apmbench.harness.runtimes.base import Launch, Runtime, tree_cpu_s
-from apmbench.harness.runtimes.docker import leftovers, socketdir
+from apmbench.harness.runtimes.docker import leftovers, masked, socketdir
 from apmbench.harness.runtimes.docker.canary import run_canary
 from apmbench.harness.runtimes.docker.engine import (
     NO_GPU_DRIVER,
@@ -145,6 +146,7 @@ class DockerRuntime(Runtime):
         self._engine: docker.DockerClient | None = None
         self._image: Image | None = None
         self._facts: dict[str, Any] = {}
+        self._proc: procview.ProcView | None = None
         self._dir: SocketDir | None = None
         self._volumes: list[str] = []
         self._container: Container | None = None
@@ -205,6 +207,7 @@ class DockerRuntime(Runtime):
         check_network(engine, self.settings.network)
         leftovers.clean(engine, self.key, self.owner)
         self._check_user()
+        self._proc = procview.current()
         config = self._image.attrs.get("Config") or {}
         self._volumes = sorted(config.get("Volumes") or {})
         client = self._launch()
@@ -407,6 +410,7 @@ class DockerRuntime(Runtime):
             "engine": self._facts,
             "container": container,
             "socket_dir": socketdir.record(),
+            "proc_view": self._proc_facts(),
             "image_volumes_as_tmpfs": volumes,
             "max_log_bytes": self.max_log_bytes,
             "page_cache": {
@@ -415,6 +419,14 @@ class DockerRuntime(Runtime):
                 "rule": "pages a start makes resident while it serves are evicted when it stops",
             },
             "spares": {"frozen_once_loaded": self.spare, "how": "docker pause"},
+        }
+
+    def _proc_facts(self) -> dict[str, Any]:
+        assert self._proc is not None, "not started"
+        return {
+            "frozen": [path for _, path in self._proc.docker_binds()],
+            "masked": self._proc.docker_masked(),
+            "taken": self._proc.describe()["taken"],
         }
 
     def _applied_cpus(self) -> float | None:
@@ -448,6 +460,11 @@ class DockerRuntime(Runtime):
         # keeps the image directory's mode, so the owner must be the container's user.
         uid, gid = _uid_gid(s.user)
         tmpfs = {"/tmp": f"rw,nosuid,nodev,size={s.tmp_bytes},mode=1777"}
+        assert self._proc is not None
+        # What a container reads of the host's counters was frozen before any system
+        # started; the rest is masked at creation (masked.create).
+        frozen = [Mount(path, str(copy), type="bind", read_only=True)
+                  for copy, path in self._proc.docker_binds()]  # fmt: skip
         for path in self._tmpfs_volumes():
             tmpfs[path] = f"rw,nosuid,nodev,size={s.tmp_bytes},uid={uid},gid={gid}"
         options: dict[str, Any] = {
@@ -459,6 +476,7 @@ class DockerRuntime(Runtime):
             "mounts": [
                 Mount(MOUNT, str(directory.path), type="bind", read_only=False),
                 *(Mount(m.container, m.host, type="bind", read_only=m.read_only) for m in s.mounts),
+                *frozen,
             ],
             "network_mode": s.network,
             "read_only": s.read_only_root,
@@ -519,8 +537,12 @@ class DockerRuntime(Runtime):
             try:
                 # By id, not tag: exactly the image recorded in the manifest, even
                 # if the tag is moved while the run goes on.
-                container = engine.containers.create(
-                    self.image_id, **self._run_options(name, directory)
+                assert self._proc is not None
+                container = masked.create(
+                    engine,
+                    self.image_id,
+                    self._run_options(name, directory),
+                    self._proc.docker_masked(),
                 )
             except docker.errors.APIError as e:
                 directory.remove()
@@ -528,6 +550,9 @@ class DockerRuntime(Runtime):
                     f"the engine refused to create a container of {self.image_ref}: "
                     f"{e.explanation or e}"
                 ) from e
+            except EngineError:
+                directory.remove()  # the engine ignored the masks: nothing was kept
+                raise
             box.append(container)
             try:
                 container.start()
