@@ -24,7 +24,15 @@ from apmbench.harness.errors import RunDirError
     show_default=True,
     help="The site's directory: index.html and leaderboard.json are written there.",
 )
-def leaderboard(inputs: tuple[Path, ...], out: Path) -> None:
+@click.option(
+    "--labels",
+    "labels",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A private part of `apmbench-grpc split` (repeat for several): a bundle of a blind "
+    "run scored with it is verified with it (its numbers are re-derived from the labels).",
+)
+def leaderboard(inputs: tuple[Path, ...], out: Path, labels: tuple[Path, ...]) -> None:
     """Write a static leaderboard of INPUT... (result bundles or run directories).
 
     Examples:
@@ -44,7 +52,7 @@ def leaderboard(inputs: tuple[Path, ...], out: Path) -> None:
     from apmbench.harness.orchestrate.leaderboard.site import build_leaderboard
 
     try:
-        page, data = build_leaderboard(load_entries(inputs), out)
+        page, data = build_leaderboard(load_entries(inputs, labels), out)
     except RunDirError as e:
         console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)

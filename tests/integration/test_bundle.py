@@ -323,6 +323,13 @@ def test_a_blind_bundle_verifies_and_scores_with_the_labels(
     assert overall is not None
     assert rules["blind-score"]["facts"]["utility"] == overall
     assert f"Overall {overall:.2f}" in rules["blind-score"]["reason"]
+    # The scored run, bundled for publication, re-derives its numbers from the labels.
+    published = bundle(scored, tmp_path / "published.apmbundle.tar")
+    result, rules = verify(published)
+    assert result.exit_code == 1 and "--labels PRIVATE" in rules["numbers"]["reason"]
+    result, rules = verify(published, "--labels", str(runs["private"]))
+    assert result.exit_code == 0, said(result)
+    assert rules["numbers"]["outcome"] == "pass" and rules["records"]["outcome"] == "pass"
 
 
 @pytest.mark.slow

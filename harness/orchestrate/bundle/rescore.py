@@ -106,12 +106,32 @@ def extract(bundle: Bundle, root: Path) -> Path:
     return root
 
 
-def run_dataset(suite: OpaqueSuite, manifest: Manifest, override: Path | None) -> SuiteDataset:
+def run_dataset(
+    suite: OpaqueSuite, manifest: Manifest, override: Path | None, labels: Path | None = None
+) -> SuiteDataset:
     """The labelled dataset the run used: `override`, else where the manifest says, else a
     synthetic one generated again from its recorded preset and seed; its content hash must
-    be the run's."""
+    be the run's. A scored blind run (`score --labels`) was scored with a private part:
+    that part (`labels`), whose split record must name the hash the manifest recorded."""
+    from apmbench.harness.orchestrate.blind import read_labels
     from apmbench.harness.orchestrate.scoring import dataset_for_run
 
+    scored_with = manifest.raw.get("labels")
+    if isinstance(scored_with, dict):
+        if labels is None:
+            raise DatasetError(
+                "a blind run scored with a split's labels: its numbers are re-derived with "
+                "them: pass --labels PRIVATE (the private part it was scored with)"
+            )
+        record = read_labels(labels)
+        if record.get("dataset_hash") != scored_with.get("dataset_hash"):
+            raise DatasetError(
+                f"{labels} holds the labels of dataset {str(record.get('dataset_hash'))[:12]}..., "
+                f"but the run was scored with {str(scored_with.get('dataset_hash'))[:12]}...: "
+                "pass the private part it was scored with"
+            )
+        labelled: SuiteDataset = suite.load_labels(labels)
+        return labelled
     if override is not None:
         return dataset_for_run(suite, manifest, override)
     recorded = manifest.dataset_path
@@ -303,7 +323,7 @@ def _rederive(bundle: Bundle, options: RescoreOptions, work: Path) -> list[RuleR
     if not isinstance(bundled_report, dict):
         raise RunDirError(f"{REPORT_NAME}: missing, or not a JSON object")
     suite = suite_of_run(manifest)
-    data = run_dataset(suite, manifest, options.dataset)
+    data = run_dataset(suite, manifest, options.dataset, options.labels)
     recorded = recorded_judge(manifest)
     skipped: str | None = None
     if options.judge is not None:

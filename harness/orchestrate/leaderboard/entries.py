@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.harness.errors import RunDirError
 
 PREDICTIONS = "predictions.json"
@@ -78,9 +79,26 @@ def run_directory_entry(root: Path) -> Entry:
     )
 
 
-def bundle_entries(path: Path) -> list[Entry]:
-    """Each run a bundle holds, verified once for the whole bundle."""
-    from apmbench.harness.orchestrate.bundle import read_bundle, verify_bundle
+def _labels_for(manifest: object, labels: Sequence[Path]) -> Path | None:
+    """The private part a scored blind run was scored with, among `labels`."""
+    from apmbench.harness.orchestrate.blind import read_labels
+
+    scored_with = manifest.get("labels") if isinstance(manifest, dict) else None
+    if not isinstance(scored_with, dict):
+        return None
+    for private in labels:
+        try:
+            if read_labels(private).get("dataset_hash") == scored_with.get("dataset_hash"):
+                return private
+        except ApmbenchError:
+            continue
+    return None
+
+
+def bundle_entries(path: Path, labels: Sequence[Path] = ()) -> list[Entry]:
+    """Each run a bundle holds, verified once for the whole bundle (a scored blind run with
+    the private part, among `labels`, it was scored with)."""
+    from apmbench.harness.orchestrate.bundle import RescoreOptions, read_bundle, verify_bundle
 
     bundle = read_bundle(path)
     if bundle.blind:
@@ -89,7 +107,15 @@ def bundle_entries(path: Path) -> list[Entry]:
             "the labels are (apmbench-grpc verify BUNDLE --labels PRIVATE, or score), bundle the "
             "scored run and give that bundle"
         )
-    verified = verify_bundle(bundle).ok
+    private = next(
+        (
+            found
+            for prefix in bundle.runs or [""]
+            if (found := _labels_for(bundle.run(prefix).json("manifest.json"), labels))
+        ),
+        None,
+    )
+    verified = verify_bundle(bundle, RescoreOptions(labels=private)).ok
     entries = []
     for prefix in bundle.runs or [""]:
         run = bundle.run(prefix)
@@ -111,7 +137,7 @@ def bundle_entries(path: Path) -> list[Entry]:
     return entries
 
 
-def entries_of(path: Path) -> list[Entry]:
+def entries_of(path: Path, labels: Sequence[Path] = ()) -> list[Entry]:
     """THE place an input path becomes Entries: one branch per kind of input."""
     if path.is_dir():
         return [run_directory_entry(path)]
@@ -120,16 +146,16 @@ def entries_of(path: Path) -> list[Entry]:
             f"{path} does not exist: give a run directory (the --out of apmbench-grpc evaluate) "
             "or a bundle (apmbench-grpc bundle)"
         )
-    return bundle_entries(path)
+    return bundle_entries(path, labels)
 
 
-def load_entries(paths: Sequence[Path]) -> list[Entry]:
+def load_entries(paths: Sequence[Path], labels: Sequence[Path] = ()) -> list[Entry]:
     """Every input as an Entry; every bad one named at once, so one pass fixes them all."""
     entries: list[Entry] = []
     problems: list[str] = []
     for path in paths:
         try:
-            entries.extend(entries_of(path))
+            entries.extend(entries_of(path, labels))
         except RunDirError as e:
             problems.append(str(e))
         except OSError as e:  # a folder on the way that this user may not list
