@@ -22,12 +22,12 @@ from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 pytestmark = pytest.mark.usefixtures("helper_env")
 
 
-def adaptive(out: Path, system: str) -> dict[str, Any]:
+def adaptive(out: Path, system: str, start: str = "fresh") -> dict[str, Any]:
     result = evaluate(
         EvaluateOptions(
             dataset=synthetic_dataset("tiny", 0),
             out=out,
-            runtime=RuntimeSpec(system=system),
+            runtime=RuntimeSpec(system=system, start=start),
             persistence=Persistence.RESET,
             judge=JudgeConfig(kind="synthetic"),
         )
@@ -37,10 +37,13 @@ def adaptive(out: Path, system: str) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("start", ["fresh", "template"])
 @pytest.mark.parametrize("stuffer", ["KeywordStuffer", "FreeWordStuffer"])
-def test_stuffed_answers_score_no_higher_than_honest_ones(tmp_path: Path, stuffer: str) -> None:
-    honest = adaptive(tmp_path / "honest", "text-log")
-    stuffed = adaptive(tmp_path / "stuffed", f"helpers.cheaters:{stuffer}")
+def test_stuffed_answers_score_no_higher_than_honest_ones(
+    tmp_path: Path, stuffer: str, start: str
+) -> None:
+    honest = adaptive(tmp_path / "honest", "text-log", start)
+    stuffed = adaptive(tmp_path / "stuffed", f"helpers.cheaters:{stuffer}", start)
     assert honest["score"] is not None and stuffed["score"] is not None
     assert stuffed["score"] <= honest["score"]
 
