@@ -96,6 +96,26 @@ def _uid_gid(user: str) -> tuple[int, int]:
     return int(uid), int(gid or uid)
 
 
+PAUSE_TRIES = 6
+
+
+def pause_retrying(container: Container) -> None:
+    """`docker pause`, tried again when the freeze does not complete: on cgroup v1 runc gives
+    up ("unable to freeze") when a process stays busy through its retries, which a loaded
+    machine makes likely, and leaves the retry to its caller (runc PR #4388). Waits 0.2,
+    0.4, ... 3.2 s between tries; raises the last error. A container that is gone or not
+    running fails at once (a 404 or 409 does not change with time)."""
+    for attempt in range(PAUSE_TRIES):
+        try:
+            container.pause()
+            return
+        except docker.errors.APIError as e:
+            status = e.response.status_code if e.response is not None else None
+            if status in (404, 409) or attempt == PAUSE_TRIES - 1:
+                raise
+            time.sleep(0.2 * 2**attempt)
+
+
 class DockerRuntime(Runtime):
     """Runs `image` with the hardened defaults of `settings`; output goes to `log_path`."""
 
@@ -635,7 +655,7 @@ class DockerRuntime(Runtime):
             return
         # Paused while its processes move: none is born behind the move.
         try:
-            container.pause()
+            pause_retrying(container)
         except (docker.errors.APIError, requests.RequestException) as e:
             self._fail(f"could not be paused to enter its serve cgroup ({e})")
         try:
@@ -656,9 +676,16 @@ class DockerRuntime(Runtime):
         if cgroup is None:
             return
         try:
-            container.pause()
+            pause_retrying(container)
         except (docker.errors.APIError, requests.RequestException):
-            return  # already gone: its processes are dead
+            # Gone already, or a freeze that never completed on a loaded machine: killed,
+            # its processes read nothing more, and its pages are evicted all the same (the
+            # serve cgroup outlives them until `_release_cgroup`).
+            with contextlib.suppress(docker.errors.APIError, requests.RequestException):
+                container.kill()
+                container.wait(timeout=30)
+            cgroup.evict()
+            return
         cgroup.evict()
         with contextlib.suppress(docker.errors.APIError, requests.RequestException):
             container.kill()
