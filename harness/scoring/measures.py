@@ -47,6 +47,8 @@ class Ingest(TypedDict):
     main_pass_ingest_s: float
     main_pass_frames: int
     main_pass_frames_per_s: float | None
+    main_pass_user_turns: int
+    """What the stored memory could be made of besides frames (see the suite's report)."""
 
 
 class LatencyAndIngest(Latency, Ingest):
@@ -62,6 +64,7 @@ class Pushed(TypedDict):
     frames: int
     ingest_s: float
     state_bytes: int
+    user_turns: int
 
 
 class PriorState(TypedDict):
@@ -123,6 +126,7 @@ def ingest(sessions: Sequence[Pushed]) -> Ingest:
         "main_pass_ingest_s": seconds,
         "main_pass_frames": frames,
         "main_pass_frames_per_s": frames / seconds if seconds > 0 else None,
+        "main_pass_user_turns": sum(s["user_turns"] for s in sessions),
     }
 
 

@@ -32,6 +32,7 @@ def session(tid: str, index: int, duration_s: float, state: int) -> dict[str, An
         "duration_s": duration_s,
         "state_bytes": state,
         "frames": int(duration_s),
+        "user_turns": 2,
         "ingest_s": 1.0,
     }
 

@@ -52,7 +52,7 @@ def test_report_names_the_rule() -> None:
     from apmbench.harness.suites.apmbench.report import render_markdown
 
     rows = [session("flat", i, 0.5, 100) for i in range(3)]
-    report = metrics.score([], [dict(r, frames=1, ingest_s=1.0) for r in rows])
+    report = metrics.score([], [dict(r, frames=1, user_turns=0, ingest_s=1.0) for r in rows])
     manifest = {
         "system": {"name": "s"},
         "dataset": {"name": "d"},
