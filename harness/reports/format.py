@@ -26,6 +26,42 @@ def size(value: float | int | None) -> str:
     return f"{value:.0f} B"
 
 
+def value_text(value: object) -> str:
+    """A JSON value as a person reads it, never as Python's repr: yes/no, "-" for nothing,
+    `key=value` pairs for an object (nested ones in parentheses), items joined by commas.
+    Reports print values from manifests and judge records through this (a test scans
+    every report format of every suite for a repr)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={nested_text(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(nested_text(v) for v in value)
+    return str(value)
+
+
+def nested_text(value: object) -> str:
+    """`value_text`, in parentheses when it is an object or a list of its own."""
+    text = value_text(value)
+    return f"({text})" if isinstance(value, Mapping | list | tuple) and value else text
+
+
+def flattened(value: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """(dotted key, value_text) for every leaf of a nested object, keys sorted: settings
+    as table rows."""
+    rows: list[tuple[str, str]] = []
+    for key in sorted(value):
+        item = value[key]
+        name = f"{prefix}{key}"
+        if isinstance(item, Mapping) and item:
+            rows += flattened(item, name + ".")
+        else:
+            rows.append((name, value_text(item)))
+    return rows
+
+
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """A Markdown table; every cell kept to its cell (newlines, pipes, tags, control bytes
     escaped: a cell may hold a system's name, see `system_text`)."""

@@ -20,7 +20,7 @@ from apmbench.harness.reports.confinement import (
     persistence,
     storage_verified,
 )
-from apmbench.harness.reports.format import dataset_line
+from apmbench.harness.reports.format import dataset_line, flattened
 from apmbench.harness.reports.system_text import md_cell, md_code
 from apmbench.harness.run.manifest import Manifest
 
@@ -55,7 +55,11 @@ class RunFacts(TypedDict, total=False):
 def judge_label(manifest: ManifestLike) -> str:
     """The judge the run was scored with: its kind and what names it (model, endpoint)."""
     judge = Manifest.of(manifest).judge or {"kind": "none"}
-    described = ", ".join(f"{md_cell(k)}={md_cell(v)}" for k, v in judge.items() if k != "kind")
+    # Nested settings as dotted keys (generator.seed=0), never a Python dict.
+    described = ", ".join(
+        f"{md_cell(k)}={md_cell(v)}"
+        for k, v in flattened({k: v for k, v in judge.items() if k != "kind"})
+    )
     return f"`{md_code(judge.get('kind', 'none'))}`" + (f" ({described})" if described else "")
 
 
@@ -83,6 +87,18 @@ def identity_line(manifest: ManifestLike) -> str:
 def head_lines(report: Mapping[str, Any], manifest: ManifestLike) -> list[str]:
     """The head of report.md: the identity line, then every confinement line."""
     return [identity_line(manifest), "", *confinement_lines(report, manifest)]
+
+
+def runs_head(heads: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+    """The heads of several runs as one list of notes, each note once: a line every run
+    has (the same dataset, judge or seed note) is given plainly, any other prefixed with
+    the run's label."""
+    lines = [[line.replace("**", "") for line in head if line] for _, head in heads]
+    shared = [line for line in lines[0] if all(line in other for other in lines[1:])]
+    notes = list(dict.fromkeys(shared))
+    for (label, _), own in zip(heads, lines, strict=True):
+        notes += [f"{label}: {line}" for line in dict.fromkeys(own) if line not in shared]
+    return notes
 
 
 def with_head(markdown: str, head: Sequence[str]) -> str:

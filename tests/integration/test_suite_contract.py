@@ -81,10 +81,11 @@ def test_every_suite_report_carries_the_harness_head(benchmark: str, tmp_path: P
     unconfined_label = next(k for k, h in data["headers"].items() if not h["confined"])
     assert f"- {unconfined_label}: **{UNCONFINED}**" not in head  # bold is dropped in lists
     assert f"- {unconfined_label}: {UNCONFINED}" in head
-    assert head.count("; persistence `restart`; judge `") == 2
+    # Each note once: the identity line both runs share is not repeated per run.
+    assert head.count("; persistence `restart`; judge `") == 1
 
     view = tmp_path / "view.html"
     _cli("view", str(runs[True]), str(runs[False]), "--no-frames", "--out", str(view))
     html = view.read_text()
     assert f"{unconfined_label}: {UNCONFINED}" in html
-    assert html.count("; persistence `restart`; judge `") == 2
+    assert html.count("; persistence `restart`; judge `") == 1

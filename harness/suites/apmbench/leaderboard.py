@@ -22,7 +22,7 @@ TABLE4_TITLE = "Task scores (paper Table 4)"
 # Where each cell of `table3_row` and `table4_row` (after the method) is read, in their order.
 TABLE3_FIELDS = (
     pointer(MANIFEST, "system", "capabilities", "streaming_ingest"),
-    pointer(MANIFEST, "system", "capabilities", "supports_import"),
+    pointer(REPORT, "storage", "peak_bytes_max"),  # Persistent: yes when above 0
     pointer(REPORT, "families", "cross_session_understanding", "score"),
     pointer(REPORT, "families", "real_time_perception", "score"),
     pointer(REPORT, "families", "adaptive_response", "score"),

@@ -49,7 +49,7 @@ def table3_row(report: Report, manifest: Mapping[str, JSON]) -> list[str]:
     return [
         md_cell(record.system_name),
         _yes(caps.get("streaming_ingest")),
-        _yes(caps.get("supports_import")),
+        _persistent(report),
         num(fam["cross_session_understanding"]["score"]),
         num(fam["real_time_perception"]["score"]),
         num(fam["adaptive_response"]["score"]),
@@ -59,6 +59,16 @@ def table3_row(report: Report, manifest: Mapping[str, JSON]) -> list[str]:
         num(report["latency"].get("time_to_answer_s", {}).get("mean"), 3),
         _storage_cell(storage, manifest),
     ]
+
+
+def _persistent(report: Report) -> str:
+    """Table 3's Persistent, from what was measured rather than declared: "yes" when a state
+    exported between sessions held anything, "no" when every one was empty (a method
+    that declares import but keeps nothing is not persistent)."""
+    peak = report["storage"].get("peak_bytes_max")
+    if peak is None:
+        return NOT_COMPUTED
+    return "yes" if peak > 0 else "no"
 
 
 def _storage_cell(storage: float | None, manifest: Mapping[str, JSON]) -> str:
@@ -90,15 +100,23 @@ def _reasons(report: Report) -> list[str]:
     return out
 
 
+def _main_pass_line(lat: Latency) -> str:
+    """What the stored memory was measured on (docs/apmbench.md#what-storagehr-measures)."""
+    frames, turns = lat.get("main_pass_frames"), lat.get("main_pass_user_turns")
+    pushed = "" if frames is None or turns is None else f" ({frames} frames and {turns} user turns)"
+    return (
+        f"Storage/hr is measured on the main pass{pushed}: every session once, its frames and "
+        "its interval markers. A registration or an ERA question goes only to the forks of "
+        "its own probes, so that no probe's answer changes another's: what a memory keeps "
+        "of those turns is not counted here, and `apmbench-grpc check` shows whether its "
+        "export and import carry them."
+    )
+
+
 def _judge_lines(report: Report) -> list[str]:
-    judge = report.get("scoring", {}).get("judge", {"kind": "none"})
     summary = report.get("judge", {})
-    described = ", ".join(f"{k}={v}" for k, v in judge.items() if k != "kind")
-    lines = [
-        "## Judge",
-        "",
-        f"Judge: `{judge.get('kind', 'none')}`" + (f" ({described})" if described else "") + ".",
-    ]
+    # Which judge is said once, at the top of the report (reports/head.py).
+    lines = ["## Judge", "", "The judge is named at the top of this report."]
     by_status = summary.get("by_status", {})
     if by_status:
         lines.append(
@@ -247,6 +265,8 @@ def render_markdown(report: Report, manifest: Mapping[str, JSON]) -> str:
         "",
         f"Peak rule `{sto.get('peak_rule', 'last')}`: {sto.get('peak_rule_text', '')}; "
         "B_peak and D_peak per trajectory are in report.json (`storage.trajectories`).",
+        "",
+        _main_pass_line(lat),
         "",
         "## Unrecoverable format failures (appendix B.5, Table 11)",
         "",
