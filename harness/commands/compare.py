@@ -21,7 +21,7 @@ from apmbench.harness.errors import RunDirError
     type=OutputPath(),
     default=Path("runs/compare"),
     show_default=True,
-    help="Where compare.md, compare.json and tradeoff.png go.",
+    help="Where compare.md, compare.html, compare.json and tradeoff.png go.",
 )
 @click.option(
     "--allow-mismatch",
@@ -36,6 +36,7 @@ def compare(run_dirs: tuple[Path, ...], out: Path, allow_mismatch: bool) -> None
         apmbench-grpc compare runs/demo/text-log runs/demo/frame-archive --out runs/cmp
     """
     from apmbench.harness.orchestrate.compare import load_runs, mismatches, write_comparison
+    from apmbench.harness.orchestrate.html.view import COMPARISON_NAME, write_html
 
     try:
         runs = load_runs(run_dirs)
@@ -47,10 +48,11 @@ def compare(run_dirs: tuple[Path, ...], out: Path, allow_mismatch: bool) -> None
                 + ". Pass --allow-mismatch to compare them anyway"
             )
         _, plot = write_comparison(runs, out, problems)
+        html = write_html(runs, out / COMPARISON_NAME)
     except RunDirError as e:
         console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
     click.echo(shown.plain((out / "compare.md").read_text()))
     for problem in problems:
         console.print(f"[yellow]warning:[/yellow] compared despite: {shown.markup(problem)}")
-    click.echo(f"plot: {plot}")
+    click.echo(f"plot: {plot}\nhtml: {html}")

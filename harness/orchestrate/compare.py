@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import RunDirError
-from apmbench.harness.reports.head import head_lines, header, with_head
+from apmbench.harness.reports.head import head_lines, header, runs_head, with_head
+from apmbench.harness.reports.scores import Score
 from apmbench.harness.reports.system_text import md_cell, md_document
 from apmbench.harness.reports.tradeoff_plot import Point, plot_tradeoff
 from apmbench.harness.run import records
@@ -105,6 +106,63 @@ def mismatches(runs: Sequence[Run]) -> list[str]:
     return problems
 
 
+@dataclass(frozen=True)
+class Difference:
+    """One number of the suite's headline tables that is not the same in every run."""
+
+    table: str
+    column: str
+    shown: dict[str, str]
+    """Run label -> the number as its table shows it."""
+
+
+def score_differences(runs: Sequence[Run], suite: OpaqueSuite) -> list[Difference]:
+    """Every number of the headline tables (`Suite.leaderboard_rows`, the tables `compare`
+    and the leaderboard show) whose value is not the same in every run, latency aside: two
+    runs never take the same time, so a latency cell would make no pair identical."""
+    rows = [suite.leaderboard_rows(r.report, r.manifest) for r in runs]
+    found: list[Difference] = []
+    for t, first in enumerate(rows[0]):
+        for c, column in enumerate(first.header):
+            if "/latency/" in (first.cells[c].field or ""):
+                continue
+            cells = [r[t].cells[c] if t < len(r) else None for r in rows]
+            keys = {None if cell is None else _compared(cell) for cell in cells}
+            if len(keys) > 1:
+                shown = {
+                    run.label: "-" if cell is None else cell.shown
+                    for run, cell in zip(runs, cells, strict=True)
+                }
+                found.append(Difference(first.table, column, shown))
+    return found
+
+
+def _compared(cell: Score) -> object:
+    """What two runs must share for a cell to agree: its value (more digits than shown),
+    except for a yes/no derived from a number (Persistent: two non-empty memories agree)."""
+    if cell.shown in ("yes", "no") or cell.value is None:
+        return cell.shown
+    return cell.value
+
+
+def agreement_lines(runs: Sequence[Run], differences: Sequence[Difference]) -> list[str]:
+    """What compare.md and the command say of the differences: "identical", or each one."""
+    if not differences:
+        return [
+            f"Scores: identical across the {len(runs)} runs (every number of the headline "
+            "tables; latency is never the same twice and is left out)."
+        ]
+    return [
+        f"Scores that differ ({len(differences)}, latency left out):",
+        "",
+        *(
+            f"- {d.table}, {d.column}: "
+            + ", ".join(f"{label} {value}" for label, value in d.shown.items())
+            for d in differences
+        ),
+    ]
+
+
 def suite_of_runs(runs: Sequence[Run]) -> OpaqueSuite:
     return get_suite(runs[0].benchmark)
 
@@ -138,12 +196,15 @@ def write_comparison(
     # Each run's identity and confinement, as at the top of its own report (reports/head.py).
     data["headers"] = {run.label: header(run.report, run.manifest) for run in runs}
     head = [
-        f"- {run.label}: {line.replace('**', '')}"
-        for run in runs
-        for line in head_lines(run.report, run.manifest)
-        if line
+        f"- {note}"
+        for note in runs_head([(r.label, head_lines(r.report, r.manifest)) for r in runs])
     ]
+    differences = score_differences(runs, suite)
+    data["differences"] = [asdict(d) for d in differences]
     records.atomic_write(out / "compare.json", records.dump(data))
     markdown = suite.render_comparison(compared, data, plot_path.name)
+    # Labels are escaped cells already (load_runs); the rest are the harness's own words.
+    agreement = "\n".join(agreement_lines(runs, differences))
+    markdown = f"{markdown.rstrip()}\n\n## Agreement\n\n{agreement}\n"
     records.atomic_write(out / "compare.md", md_document(with_head(markdown, head)))
     return data, plot_path

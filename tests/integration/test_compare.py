@@ -69,6 +69,14 @@ def test_without_a_judge_the_plot_uses_a_labelled_fallback_not_overall(
     assert "| null | yes | yes | 33.33 | 25.00 | n/c | n/c |" in md
     assert "| always-intervene |" in md and "Note: Overall is not computed" in md
     assert png_size(out / "tradeoff.png") == (960, 660)
+    # The scores that differ are named, each with every run's value; latency never is.
+    assert "## Agreement" in md and "Scores that differ" in md
+    assert "Overall" not in {d["column"] for d in data["differences"]}  # n/c in both
+    columns = {d["column"] for d in data["differences"]}
+    assert "Storage/hr" in columns and not any("TTFT" in c or "(s)" in c for c in columns)
+    assert "CS Und." not in columns  # both answer A
+    html = (out / "compare.html").read_text()
+    assert "<svg" in html and "null" in html and "always-intervene" in html
 
 
 def test_with_a_judge_the_plot_is_overall(

@@ -205,3 +205,33 @@ def test_thumbnails_drawn_in_worker_processes_are_the_ones_drawn_here(
     monkeypatch.setenv("APMBENCH_FRAME_WORKERS", "0")
     here = images("here.html")
     assert parallel and parallel == here
+
+
+def test_a_single_run_has_no_tradeoff_plot_and_its_settings_are_a_table(runs: list[Path]) -> None:
+    """One bubble on a plot of its own shows no trade-off (its axes span only itself): the
+    page says how to place the run among others instead. Settings are rows of a table, not
+    a JSON blob; yes/no fields read yes/no."""
+    html = (runs[0] / VIEW_NAME).read_text()
+    plots = html.split('<section id="plots">', 1)[1].split("</section>", 1)[0]
+    tradeoff = plots.split("<h2>Scores</h2>", 1)[0]
+    assert "<svg" not in tradeoff and "needs two runs or more" in tradeoff
+    manifest = html.split('<section id="manifest">', 1)[1].split("</section>", 1)[0]
+    assert "<caption>Settings</caption>" in manifest
+    assert "<td>persistence</td><td>reset</td>" in manifest
+    assert "{&#34;" not in manifest and "{&quot;" not in manifest
+    assert ">True<" not in html and ">False<" not in html
+
+
+def test_storage_per_trajectory_is_drawn_on_a_log_axis() -> None:
+    """A KiB text memory stays visible beside a MiB video memory; a zero is written, not
+    drawn (a log axis has no place for it)."""
+    from apmbench.harness.orchestrate.html.plots import storage_figure
+
+    fig = storage_figure({"text-log": {"T1": 13 * 1024.0, "T2": 0.0}, "video": {"T1": 68e6}})
+    [ax] = fig.axes
+    assert ax.get_yscale() == "log"
+    low, high = ax.get_ylim()
+    assert low < 13 * 1024 and high > 68e6
+    assert "0 B" in [t.get_text() for t in ax.texts]
+    empty = storage_figure({"null": {"T1": 0.0}})
+    assert empty.axes[0].get_yscale() == "linear"

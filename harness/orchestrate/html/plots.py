@@ -89,8 +89,13 @@ def latency_svg(ttfts: Mapping[str, Sequence[float]]) -> str:
 
 def storage_svg(per_trajectory: Mapping[str, Mapping[str, float]]) -> str:
     """Storage/hr of every trajectory (Eq. 2 before the mean), per run."""
+    return _svg(storage_figure(per_trajectory))
+
+
+def storage_figure(per_trajectory: Mapping[str, Mapping[str, float]]) -> Any:
+    """`storage_svg`'s chart, as a matplotlib Figure."""
     from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     series = {run: dict(values) for run, values in per_trajectory.items()}
     fig = Figure(figsize=(6.5, 3.2))
@@ -109,9 +114,25 @@ def storage_svg(per_trajectory: Mapping[str, Mapping[str, float]]) -> str:
             color=f"C{i % 10}",
         )
     ax.set_xticks(range(len(trajectories)), trajectories, fontsize=8)
+    # A log axis: a text memory's KiB stay visible beside a video memory's MiB. A zero has
+    # no place on it and is written where its bar would start.
+    positive = [v for values in series.values() for v in values.values() if v > 0]
+    if positive:
+        ax.set_yscale("log")
+        floor = min(positive) / 4
+        ax.set_ylim(bottom=floor, top=max(positive) * 4)
+        for i, run in enumerate(runs):
+            for k, t in enumerate(trajectories):
+                if series[run].get(t, 0.0) <= 0:
+                    x = k + (i - (len(runs) - 1) / 2) * width
+                    ax.text(x, floor, "0 B", ha="center", va="bottom", fontsize=6, rotation=90)
+    else:
+        ax.text(0.5, 0.5, "every state was empty (0 B/hr)", ha="center", transform=ax.transAxes)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: size(v) + "/hr"))
-    ax.set_title("Storage/hr per trajectory (Eq. 2)", fontsize=10)
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    scale = ", log scale" if positive else ""
+    ax.set_title(f"Storage/hr per trajectory (Eq. 2{scale})", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
     if len(runs) > 1:
         ax.legend(fontsize=7)
-    return _svg(fig)
+    return fig

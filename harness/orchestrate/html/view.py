@@ -30,8 +30,8 @@ from apmbench.harness.orchestrate.html.queries import (
     read_jsonl,
 )
 from apmbench.harness.orchestrate.scoring import dataset_for_run
-from apmbench.harness.reports.format import size
-from apmbench.harness.reports.head import head_lines
+from apmbench.harness.reports.format import flattened, size, value_text
+from apmbench.harness.reports.head import head_lines, runs_head
 from apmbench.harness.reports.system_text import MD_CHARS, html_text
 from apmbench.harness.reports.tradeoff_plot import Point
 from apmbench.harness.run import records
@@ -78,7 +78,7 @@ def _audit(report: Mapping[str, Any]) -> list[str]:
     lines = [f"{audit.get('flags', 0)} flag(s)"]
     for key, value in audit.items():
         if key not in ("flags", "clean"):
-            lines.append(f"{key}: {json.dumps(value, sort_keys=True)}")
+            lines.append(f"{key}: {value_text(value)}")
     return lines
 
 
@@ -94,13 +94,19 @@ def _manifest_facts(run: Run) -> dict[str, Any]:
         "image digest": m.image_id,
         "dataset": m.dataset_name,
         "dataset hash": m.dataset_hash,
-        "settings": json.dumps(m.settings, sort_keys=True),
-        "judge": json.dumps(m.judge, sort_keys=True),
+        "judge": None if m.judge is None else value_text(m.judge),
         "harness": m.harness_version,
         "protocol": m.protocol_version,
         "started": m.started_at,
         "finished": m.finished_at,
     }
+
+
+def _settings(run: Run) -> list[tuple[str, str]]:
+    """The manifest's settings as table rows (dotted key, value), shown as text."""
+    return [
+        (html_text(k, MD_CHARS), html_text(v, MD_CHARS)) for k, v in flattened(run.record.settings)
+    ]
 
 
 def _dataset(
@@ -118,12 +124,7 @@ def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
     notes = [f"compared despite: {m}" for m in mismatches(runs)] if len(runs) > 1 else []
     # What every report says at its top (the dataset, persistence, judge, audit flags,
     # unverified storage, a known seed, confinement) comes first here too.
-    notes += [
-        f"{run.label}: {line.replace('**', '')}"
-        for run in runs
-        for line in head_lines(run.report, run.manifest)
-        if line
-    ]
+    notes += runs_head([(r.label, head_lines(r.report, r.manifest)) for r in runs])
     queries: list[QueryRow] = []
     thumbs: dict[str, Thumbnails] = {}
     ttfts: dict[str, list[float]] = {}
@@ -188,7 +189,14 @@ def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
         "references": references,
         "notes": notes,
         "tables": [asdict(t) for t in suite.view_tables(compared)],
-        "tradeoff_svg": plots.tradeoff_svg(points, label),
+        # One point on a plot of its own has no trade-off to show (its axes would span only
+        # it): the plot needs two runs or more.
+        "tradeoff_svg": plots.tradeoff_svg(points, label) if len(points) > 1 else "",
+        "tradeoff_note": ""
+        if len(points) > 1
+        else "The trade-off plot needs two runs or more: apmbench-grpc view RUN_DIR "
+        "OTHER_RUN_DIR... (or compare) places this run among others, such as the reference "
+        "systems run on the same dataset.",
         "bars": [plots.bars_svg(title, series) for title, series in bars.items()],
         "latency_svg": plots.latency_svg(ttfts),
         "storage_svg": plots.storage_svg(storage),
@@ -198,7 +206,7 @@ def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
             for tid, v in values.items()
         ],
         "audits": [(r.label, _audit(r.report)) for r in runs if _audit(r.report)],
-        "manifests": [(r.label, _manifest_facts(r)) for r in runs],
+        "manifests": [(r.label, _manifest_facts(r), _settings(r)) for r in runs],
         "queries": queries,
         "images": images,
         "filters": {
@@ -221,6 +229,8 @@ def environment() -> Any:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    # A run directory may come from elsewhere: its values lose control bytes and are cut.
+    env.filters["plain"] = lambda v: html_text(value_text(v), MD_CHARS)
     env.filters["tojson_compact"] = lambda v: json.dumps(v, sort_keys=True, indent=1)
     return env
 
@@ -231,14 +241,18 @@ def render(runs: Sequence[Run], options: ViewOptions = ViewOptions()) -> str:
     context = build_context(runs, options)
     # matplotlib's own SVG output, inlined as markup (it is not user text).
     for key in ("tradeoff_svg", "latency_svg", "storage_svg"):
-        context[key] = Markup(context[key])
+        context[key] = Markup(context[key]) if context[key] else ""
     context["bars"] = [Markup(b) for b in context["bars"]]
     return str(environment().get_template("view.html.j2").render(**context))
 
 
 def write_view(run_dirs: Sequence[Path], out: Path, options: ViewOptions = ViewOptions()) -> Path:
     """Render RUN_DIR... into `out` (atomically); returns `out`."""
-    runs = load_runs(run_dirs)
+    return write_html(load_runs(run_dirs), out, options)
+
+
+def write_html(runs: Sequence[Run], out: Path, options: ViewOptions = ViewOptions()) -> Path:
+    """Render loaded runs into `out` (atomically): `view`'s page, and `compare`'s."""
     html = render(runs, options)
     out.parent.mkdir(parents=True, exist_ok=True)
     records.atomic_write(out, html)
