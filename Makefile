@@ -51,6 +51,7 @@ unit: install
 	$(BIN)/python -m pytest -q $(PARALLEL) tests/unit
 
 lint: install typecheck
+	$(BIN)/buf lint proto
 	$(BIN)/ruff check proto harness adapters tests
 	$(BIN)/ruff format --check proto/generate.py harness adapters tests
 
