@@ -32,7 +32,12 @@ def _outcome(ctx: CheckContext, items: Sequence[StreamItem], batched: bool, limi
         probes.end(ctx.client, SESSION_1)
 
 
-@check("push-batches", "R13", "items in PushItemBatches are ingested as PushFrames ingests them")
+@check(
+    "push-batches",
+    "R13",
+    "items in PushItemBatches are ingested as PushFrames ingests them",
+    since="1.2",
+)
 def push_batches(ctx: CheckContext) -> Passed:
     """The same item sequences through PushFrames and through PushItemBatches, each on a
     fresh trajectory, must come out the same. Compared with the server's own PushFrames, not
@@ -48,6 +53,7 @@ def push_batches(ctx: CheckContext) -> Passed:
                 lambda: ctx.client.push([_frame(ctx, SESSION_1.start_ms)], batched=True),
                 "do not register PushItemBatches unless you declare accepts_item_batches (gRPC "
                 "then answers UNIMPLEMENTED), or declare it",
+                since="1.3",
             )
         finally:
             probes.end(ctx.client, SESSION_1)

@@ -19,6 +19,7 @@ FIRST = "Did I put something down at the DESK?"
     "query-dialogue",
     "DIALOGUE",
     "a follow-up carrying the earlier turn and its actual answer parses and changes no state",
+    since="1.1",
 )
 def query_dialogue(ctx: CheckContext) -> Passed:
     open_probe_session(ctx, "dialogue")

@@ -156,6 +156,7 @@ def time_backwards(ctx: CheckContext) -> Passed:
         "a frame at 14.5 s after a Query at 15 s",
         lambda: client.push([_frame(ctx, 14_500)]),
         "a Query moves the clock like any timed call (R2): refuse an item earlier than it",
+        since="1.3",
     )
     client.push([_frame(ctx, 15_000)])
     client.end_session(SessionEnd("S1", 20_000))

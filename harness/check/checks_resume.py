@@ -68,6 +68,7 @@ def _run(ctx: CheckContext, items: list[StreamItem], split: int | None) -> _Path
     "resume-session",
     "R14",
     "a session exported open and imported in a fresh process answers as the uninterrupted one",
+    since="1.3",
 )
 def resume_session(ctx: CheckContext) -> Passed:
     if not ctx.info.capabilities.resumes_sessions:

@@ -29,9 +29,16 @@ _ITEM_HINTS = {
     "frame-without-encoding": "refuse a frame whose encoding is FRAME_ENCODING_UNSPECIFIED",
     "empty-item": "refuse a StreamItem that carries neither a frame nor a user turn",
 }
+ITEM_SINCE = {"turn-of-unknown-kind": "1.3"}
+"""Parts of R10 a later text added: an unknown enum value counts as none (1.3)."""
 
 
-@check("misuse-malformed-items", "R10", "a turn or Query without kind, an empty item: refused")
+@check(
+    "misuse-malformed-items",
+    "R10",
+    "a turn or Query without kind, an empty item: refused",
+    since="1.1",
+)
 def malformed_items(ctx: CheckContext) -> Passed:
     client = ctx.client
     tid = ctx.fresh("malformed")
@@ -42,6 +49,7 @@ def malformed_items(ctx: CheckContext) -> Passed:
             f"PushFrames with one {what.replace('-', ' ')}",
             lambda what=what, n=n: client.push_malformed(what, 1000 + n),  # type: ignore[misc]
             _ITEM_HINTS[what] + " with INVALID_ARGUMENT (R10)",
+            since=ITEM_SINCE.get(what, ""),
         )
     expect_error(
         errors.InvalidArgument,
@@ -54,6 +62,7 @@ def malformed_items(ctx: CheckContext) -> Passed:
         "Query with kind 9 (no version of the protocol has it)",
         lambda: client.query_without_kind(_mc(5000), unknown=True),
         "refuse a Query whose kind you do not know with INVALID_ARGUMENT (R10)",
+        since="1.3",
     )
     seen = f"{len(MALFORMED_ITEMS)} malformed items, a Query without kind and one of kind 9"
     if FrameEncoding.JPEG in ctx.info.capabilities.frame_encodings:
@@ -62,6 +71,7 @@ def malformed_items(ctx: CheckContext) -> Passed:
             "a JPEG frame whose data does not begin with the SOI marker FF D8",
             lambda: client.push([Frame(5500, FrameEncoding.JPEG, 2, 2, b"not a jpeg")]),
             "refuse a JPEG frame whose data does not start with FF D8 with INVALID_ARGUMENT (R10)",
+            since="1.3",
         )
         seen += ", a JPEG without its SOI marker"
     client.push([_frame(ctx, 6000)])  # the session is still usable
@@ -81,7 +91,12 @@ def malformed_items(ctx: CheckContext) -> Passed:
     )
 
 
-@check("misuse-end-other-session", "SESSION-ID", "EndSession naming another session: refused")
+@check(
+    "misuse-end-other-session",
+    "SESSION-ID",
+    "EndSession naming another session: refused",
+    since="1.1",
+)
 def end_other_session(ctx: CheckContext) -> Passed:
     client = ctx.client
     tid = ctx.fresh("end-other")
@@ -104,7 +119,12 @@ def end_other_session(ctx: CheckContext) -> Passed:
     return Passed("refused; S1 stayed open and then ended")
 
 
-@check("misuse-import-bad-manifest", "MANIFEST", "a manifest sha256 not of 64 hex digits: refused")
+@check(
+    "misuse-import-bad-manifest",
+    "MANIFEST",
+    "a manifest sha256 not of 64 hex digits: refused",
+    since="1.1",
+)
 def import_bad_manifest(ctx: CheckContext) -> Passed:
     ctx.require_import()
     client = ctx.client
@@ -131,6 +151,7 @@ def import_bad_manifest(ctx: CheckContext) -> Passed:
     "status-precedence",
     "PRECEDENCE",
     "a call breaking several rules gets the first code of the .proto's order",
+    since="1.1",
 )
 def status_precedence(ctx: CheckContext) -> Passed:
     client = ctx.client

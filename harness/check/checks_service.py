@@ -118,7 +118,12 @@ def describe_version(ctx: CheckContext) -> Passed:
     return Passed(f"{info.name!r} {info.version!r} speaks protocol {version}")
 
 
-@check("describe-strings", "R15", "name, version and details are identifiers and plain text")
+@check(
+    "describe-strings",
+    "R15",
+    "name, version and details are identifiers and plain text",
+    since="1.3",
+)
 def describe_strings(ctx: CheckContext) -> Passed:
     broken = describe_problems(ctx.info)
     if broken:

@@ -73,6 +73,7 @@ def export_manifest(ctx: CheckContext) -> Passed:
     "import-closes-session",
     "R6",
     "a state exported mid-session imports with no session open; bytes_imported counts its data",
+    since="1.3",
 )
 def import_closes_session(ctx: CheckContext) -> Passed:
     ctx.require_import()

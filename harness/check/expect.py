@@ -17,11 +17,13 @@ def expect_error(
     what: str,
     call: Callable[[], object],
     hint: str,
+    since: str = "",
 ) -> str:
     """Run `call`, which must fail with `expected`; returns the server's message.
 
     Anything else (success, another status) is a CheckFailed that says what
-    was sent, what came back and what was due.
+    was sent, what came back and what was due; `since` names the protocol version that
+    added this expectation when it is later than the check's.
     """
     want = code_of(expected)
     try:
@@ -31,5 +33,7 @@ def expect_error(
     except errors.ProtocolError as e:
         # A code the .proto does not allow for the call arrives as a WireRuleError naming it.
         got = getattr(e, "status", "") or wire.status_of(e).name
-        raise CheckFailed(f"{what}: answered {got} ({e.message}); expected {want}", hint) from e
-    raise CheckFailed(f"{what}: accepted; expected {want}", hint)
+        raise CheckFailed(
+            f"{what}: answered {got} ({e.message}); expected {want}", hint, since
+        ) from e
+    raise CheckFailed(f"{what}: accepted; expected {want}", hint, since)

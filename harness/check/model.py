@@ -27,10 +27,13 @@ class CheckError(ApmbenchError):
 
     outcome = Outcome.FAIL
 
-    def __init__(self, reason: str, hint: str = "") -> None:
+    def __init__(self, reason: str, hint: str = "", since: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.hint = hint
+        self.since = since
+        """The protocol version whose text added the part of the rule that was broken, when
+        it is later than the check's own `since` ("" = the check's)."""
 
 
 class CheckFailed(CheckError):
@@ -70,15 +73,24 @@ class Check:
     needs_describe: bool = True
     """Runs only once Describe gave an answer this harness accepts (a refused server is
     not checked further: the harness would not evaluate it)."""
+    since: str = "1.0"
+    """The protocol version whose text introduced the rule: a server declaring an older
+    version is warned, not failed, when it breaks it (docs/PROTOCOL.md, evolution policy)."""
 
 
 def check(
-    name: str, rule: str, summary: str, *, slow: bool = False, needs_describe: bool = True
+    name: str,
+    rule: str,
+    summary: str,
+    *,
+    slow: bool = False,
+    needs_describe: bool = True,
+    since: str = "1.0",
 ) -> Callable[[Callable[[CheckContext], Passed]], Check]:
-    """Decorate a function as a check of `rule` (an id in RULES)."""
+    """Decorate a function as a check of `rule` (an id in RULES), a rule of version `since`."""
 
     def wrap(fn: Callable[[CheckContext], Passed]) -> Check:
-        return Check(name, RULES[rule], summary, fn, slow, needs_describe)
+        return Check(name, RULES[rule], summary, fn, slow, needs_describe, since)
 
     return wrap
 

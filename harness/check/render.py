@@ -31,7 +31,8 @@ def table(report: CheckReport) -> Table:
     counts = report.counts()
     title = (
         f"apmbench-grpc check: {name}: {counts['pass']} passed, {counts['fail']} failed, "
-        f"{counts['n/a']} not applicable, {counts['warn']} warnings ({report.seconds:.1f} s)"
+        f"{counts['n/a']} not applicable, {counts['warn']} warnings ({report.seconds:.1f} s); "
+        f"judged by protocol {report.target.get('judged_by', '?')}"
     )
     out = Table(title=title, show_lines=True, expand=False)
     out.add_column("check", no_wrap=True)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 
 from apmbench.adapters.sdk import errors, wire
 from apmbench.adapters.sdk.errors import ApmbenchError
+from apmbench.adapters.sdk.types import PROTOCOL_VERSION
 from apmbench.harness.check import (
     checks_batches,
     checks_dialogue,
@@ -138,11 +139,13 @@ def run_suite(
         outcome, reason, hint, details = Outcome.PASS, "", "", {}
         rule = c.rule
         lost = False
+        since = c.since
         try:
             passed = c.run(ctx)
             reason, details = passed.reason, passed.details
         except CheckError as e:
             outcome, reason, hint = e.outcome, e.reason, e.hint
+            since = e.since or since
         except WireRuleError as e:
             outcome, rule, reason, hint = _export_broken(c, e)
         except (errors.Unavailable, errors.DeadlineExceeded, errors.Cancelled) as e:
@@ -150,12 +153,39 @@ def run_suite(
             lost = True
         except errors.ProtocolError as e:
             outcome, (reason, hint) = Outcome.FAIL, _unexpected(e)
+        if outcome is Outcome.FAIL and not lost:
+            outcome, reason = _by_declared_version(ctx, since, reason)
         add(CheckResult(c.name, outcome, rule, reason, hint, time.perf_counter() - t0, details))
         if lost:
             gone = _recover(ctx, c.name)
     if isinstance(runtime, EndpointRuntime):
         ctx.client.close()  # ours (see _start); the other runtimes close theirs on stop()
     return CheckReport(_target(runtime, ctx), tuple(results), time.perf_counter() - started)
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    """(1, 3) for "1.3"; None for anything else (R15 refuses such a Describe anyway)."""
+    parts = text.split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
+
+
+def judged_by(ctx: CheckContext | None) -> str:
+    """The protocol version a server is judged by: the one its Describe declares, or this
+    harness's when it declares none this harness can read."""
+    declared = ctx.described.protocol_version if ctx and ctx.described else ""
+    return declared if _version(declared) else PROTOCOL_VERSION
+
+
+def _by_declared_version(ctx: CheckContext, since: str, reason: str) -> tuple[Outcome, str]:
+    """A failure of a rule newer than the version the server declares is a warning: its
+    author could not know the rule (docs/PROTOCOL.md, evolution policy)."""
+    declared, introduced = _version(judged_by(ctx)), _version(since)
+    if declared is None or introduced is None or introduced <= declared:
+        return Outcome.FAIL, reason
+    return Outcome.WARN, (
+        f"rule new in {since}: {reason} (the server declares protocol {judged_by(ctx)}, so "
+        f"this is a warning, not a failure; it fails once the server declares {since})"
+    )
 
 
 def _export_broken(c: Check, e: WireRuleError) -> tuple[Outcome, Rule, str, str]:
@@ -199,7 +229,7 @@ def _target(runtime: Runtime, ctx: CheckContext | None) -> dict[str, object]:
         facts = runtime.describe()
     except (AssertionError, ApmbenchError):  # a runtime that never started has few facts
         facts = {"kind": runtime.kind}
-    target: dict[str, object] = {"runtime": facts}
+    target: dict[str, object] = {"runtime": facts, "judged_by": judged_by(ctx)}
     if ctx is not None and ctx.described is not None:
         target["system"] = describe_info(ctx.described)
     return target

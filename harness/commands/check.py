@@ -133,7 +133,7 @@ def check(
     if list_checks:
         for c in CHECKS:
             slow = " (slow)" if c.slow else ""
-            click.echo(f"{c.name:28} {c.rule.label():44} {c.summary}{slow}")
+            click.echo(f"{c.name:28} {c.rule.label():44} since {c.since}  {c.summary}{slow}")
         return
     if sum(x is not None for x in (system, endpoint, image, command)) != 1:
         raise click.UsageError(

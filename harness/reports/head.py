@@ -84,9 +84,30 @@ def identity_line(manifest: ManifestLike) -> str:
     )
 
 
+def protocol_line(manifest: ManifestLike) -> str:
+    """Said only when the system declares another protocol version than this harness's:
+    the version it was run and is judged by (docs/PROTOCOL.md, evolution policy)."""
+    record = Manifest.of(manifest)
+    ours, declared = record.protocol_version, record.system_protocol_version
+    if not ours or not declared or ours == declared:
+        return ""
+    return (
+        f"The system declares protocol `{md_code(declared)}` (this harness speaks "
+        f"`{md_code(ours)}`): it was sent only what {md_code(declared)} has, and `check` "
+        f"judges it by the rules of {md_code(declared)}."
+    )
+
+
 def head_lines(report: Mapping[str, Any], manifest: ManifestLike) -> list[str]:
-    """The head of report.md: the identity line, then every confinement line."""
-    return [identity_line(manifest), "", *confinement_lines(report, manifest)]
+    """The head of report.md: the identity line, the protocol line when the system declares
+    an older version, then every confinement line."""
+    protocol = protocol_line(manifest)
+    return [
+        identity_line(manifest),
+        *([protocol] if protocol else []),
+        "",
+        *confinement_lines(report, manifest),
+    ]
 
 
 def runs_head(heads: Sequence[tuple[str, Sequence[str]]]) -> list[str]:

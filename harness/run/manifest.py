@@ -122,6 +122,8 @@ class Manifest:
     mounts: tuple[str, ...]
     harness_version: str | None
     protocol_version: str | None
+    system_protocol_version: str | None
+    """The protocol version the system's Describe declares (what `check` judges it by)."""
 
     @classmethod
     def of(cls, data: Manifest | Mapping[str, Any]) -> Manifest:
@@ -188,6 +190,7 @@ class Manifest:
             mounts=tuple(str(m) for m in _object(runtime.get("container")).get("mounts") or []),
             harness_version=_shown_text(raw.get("harness_version")),
             protocol_version=_shown_text(raw.get("protocol_version")),
+            system_protocol_version=_shown_text(system.get("protocol_version")),
         )
 
     def values(self, keys: tuple[str, ...]) -> dict[str, object]:

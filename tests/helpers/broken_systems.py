@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from apmbench.adapters.sdk import (
@@ -22,6 +23,7 @@ from apmbench.adapters.sdk import (
     QueryKind,
     SessionEnd,
     SessionStart,
+    SystemInfo,
     UserTurn,
     UserTurnKind,
 )
@@ -50,6 +52,18 @@ class Honest(JsonMemory):
 
     def query(self, query: Query) -> Iterator[str]:
         yield self.said(query)
+
+
+class DeclaresOlder(Honest):
+    """Honest, but its Describe declares an older protocol version (`check` then judges it
+    by that version's rules)."""
+
+    def __init__(self, declared: str) -> None:
+        super().__init__()
+        self.declared = declared
+
+    def describe(self) -> SystemInfo:
+        return replace(super().describe(), protocol_version=self.declared)
 
 
 class MutatesInQuery(Honest):

@@ -12,7 +12,7 @@ import grpc
 import pytest
 from helpers import broken_servers
 from helpers.broken_servers import TimeBlindServicer, serve_raw
-from helpers.broken_systems import Honest
+from helpers.broken_systems import DeclaresOlder, Honest
 from helpers.systems import JsonMemory, RawFrames
 
 from apmbench.adapters.sdk import (
@@ -26,7 +26,7 @@ from apmbench.adapters.sdk import (
 from apmbench.adapters.sdk.server import MemorySystemServicer
 from apmbench.adapters.sdk.types import StateManifest
 from apmbench.harness.check import CheckReport, Outcome, run_suite, select
-from apmbench.harness.check.render import failures, to_json
+from apmbench.harness.check.render import failures, table, to_json
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.run.executor import Persistence
@@ -136,6 +136,41 @@ def test_a_server_breaking_one_rule_of_protocol_1_1_or_1_2_fails_exactly_that_ch
     assert outcomes(report, Outcome.FAIL) == {aimed}, explain(report)
     [line] = failures(report)
     assert f"FAIL {aimed}: breaks {rule} " in line, line
+
+
+@pytest.mark.parametrize(
+    ("servicer", "declared", "aimed", "since"),
+    [
+        ("QueryKeepsClockServicer", "1.2", "misuse-time-backwards", "1.3"),
+        ("EndsAnySessionServicer", "1.0", "misuse-end-other-session", "1.1"),
+        ("KindBlindServicer", "1.0", "misuse-malformed-items", "1.1"),
+        ("LaxShaServicer", "1.0", "misuse-import-bad-manifest", "1.1"),
+    ],
+)
+def test_a_server_is_judged_by_the_version_it_declares(
+    servicer: str,
+    declared: str,
+    aimed: str,
+    since: str,
+    raw: list[RunningServer],
+    sock_dir: Path,
+) -> None:
+    """A rule newer than the declared version is a warning naming the version that added it;
+    the same server declaring that version fails it (the gate is not a blanket pass)."""
+    reports = {}
+    for version in (declared, since):
+        address = f"unix:{sock_dir}/v{version}"
+        raw.append(serve_raw(getattr(broken_servers, servicer)(DeclaresOlder(version)), address))
+        reports[version] = on_endpoint(address)
+    old, new = reports[declared], reports[since]
+    assert not old.failed, explain(old)
+    warned = next(r for r in old.results if r.name == aimed)
+    assert warned.outcome is Outcome.WARN
+    assert warned.reason.startswith(f"rule new in {since}: "), warned.reason
+    assert f"declares protocol {declared}" in warned.reason
+    assert old.target["judged_by"] == declared and new.target["judged_by"] == since
+    assert f"judged by protocol {declared}" in str(table(old).title)
+    assert outcomes(new, Outcome.FAIL) == {aimed}, explain(new)
 
 
 def test_a_server_without_health_or_reflection(raw: list[RunningServer], sock_dir: Path) -> None:
