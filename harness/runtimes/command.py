@@ -19,6 +19,7 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 from apmbench.harness.runtimes.process import ProcessRuntime
 from apmbench.harness.runtimes.sandbox import (
     SYSTEM_DIRS,
+    TMP,
     Sandbox,
     SandboxPolicy,
     allowed_env,
@@ -74,8 +76,56 @@ def parse_command(command: str, cwd: Path) -> tuple[list[str], Path]:
             f"--command: {exe!r} is not an executable on PATH or under {cwd}: install it or "
             "give its path"
         )
+    _refuse_shim(exe, Path(found))
     # Not resolved: a venv's python finds its packages only when started by its own path.
     return words, Path(os.path.abspath(found))
+
+
+# How to ask an interpreter for its own executable's path (a shim's target).
+_REAL_PATH_PROBE = {
+    "python": ["-c", "import sys; print(sys.executable)"],
+    "node": ["-e", "console.log(process.execPath)"],
+    "ruby": ["-e", "puts RbConfig.ruby"],
+}
+
+
+def _refuse_shim(exe: str, found: Path) -> None:
+    """An interpreter that is a script (pyenv's, rbenv's or nodenv's shim: a shell script
+    that execs the interpreter it picks) runs that other program from a directory the box
+    does not bind, and fails inside it with an error about a missing file. Refused here
+    with the real interpreter's path, asked of the shim outside the box."""
+    name = found.name
+    if not _INTERPRETER.fullmatch(name) or name.startswith(("bash", "sh")):
+        return
+    try:
+        with found.open("rb") as f:
+            head = f.read(2)
+    except OSError:
+        return
+    if head != b"#!":
+        return
+    language = next((k for k in _REAL_PATH_PROBE if name.startswith(k)), None)
+    real = ""
+    if language is not None:
+        try:
+            done = subprocess.run(
+                [str(found), *_REAL_PATH_PROBE[language]],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            real = done.stdout.strip() if done.returncode == 0 else ""
+        except (OSError, subprocess.TimeoutExpired):
+            real = ""
+    fix = (
+        f"give the interpreter it runs, {real}, as the command's first word"
+        if real and real != str(found)
+        else "give the real interpreter's path as the command's first word"
+    )
+    raise ConfigError(
+        f"--command: {exe!r} is {found}, a script (a version manager's shim?) that starts "
+        f"another program the sandbox would not bind: {fix}"
+    )
 
 
 def _program_dirs(path: Path) -> set[Path]:
@@ -86,6 +136,11 @@ def _program_dirs(path: Path) -> set[Path]:
     parent = Path(os.path.realpath(path.parent))
     venv = parent.parent
     config = venv / "pyvenv.cfg"
+    if parent.name == "bin" and not config.is_file() and (venv / "lib").is_dir():
+        # An installation prefix outside the system directories (/opt/python3.12,
+        # ~/.pyenv/versions/3.12.1, ~/.nvm/versions/node/v20): its lib/ holds the standard
+        # library or the bundled modules.
+        return {venv}
     if parent.name != "bin" or not config.is_file():
         return {parent}
     dirs = {venv}
@@ -150,6 +205,10 @@ def command_policy(
         path = Path(word) if os.path.isabs(word) else cwd / word
         if path.exists():
             roots |= _program_dirs(path) if path.is_file() else {Path(os.path.realpath(path))}
+    # The box's /tmp is its own empty tmpfs: the host's /tmp is never bound whole (other
+    # runs, other users' files), so a command started from /tmp reads only the paths under
+    # it that it names, each bound into the fresh /tmp.
+    roots.discard(TMP)
     if Path("/") in roots:
         raise ConfigError(
             "--command would need / bound into the sandbox: start it from the server's own "

@@ -272,7 +272,8 @@ class ProcessRuntime(Runtime):
         masked = ", ".join(str(p) for p in self.sandbox.masked()) or "(none)"
         return (
             f"\nIn its sandbox it could read only the system directories and: {readable}; "
-            f"masked: {masked}; environment variables passed: {passed}. To pass more, name "
+            f"masked: {masked}; environment variables passed: {passed}. Its /tmp is a fresh "
+            "empty one: of the host's /tmp it sees only the paths listed here. To pass more, name "
             "the path on the command line (its directory becomes readable) and add "
             "--env NAME=VALUE or --env NAME for a variable; --no-sandbox runs it unconfined "
             "(the report then says so)."

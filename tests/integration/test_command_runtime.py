@@ -22,7 +22,7 @@ from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
-from apmbench.harness.runtimes.command import CommandRuntime, command_process
+from apmbench.harness.runtimes.command import CommandRuntime, command_process, parse_command
 from apmbench.harness.runtimes.sandbox import find_bwrap
 
 REPO = Path(__file__).resolve().parents[2]
@@ -182,6 +182,44 @@ def test_the_template_passes_check_started_from_another_directory(
     with runtime:
         report = run_suite(runtime, select())
     assert report.ok, "\n".join(failures(report))
+
+
+@needs_bwrap
+def test_a_server_under_tmp_evaluates_when_started_from_tmp(
+    node_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`evaluate --command "node /tmp/X/server.js {address}"` run from /tmp itself: the box's
+    /tmp is its own, and the named directory under the host's /tmp is bound into it."""
+    server = tmp_path / "srv"
+    shutil.copytree(node_template, server, symlinks=True)
+    assert str(server).startswith("/tmp/")
+    monkeypatch.chdir("/tmp")
+    out = tmp_path / "run"
+    evaluate(
+        EvaluateOptions(
+            dataset=MINI,
+            out=out,
+            runtime=RuntimeSpec(command=f"node {server / 'server.js'} {{address}}"),
+            persistence=Persistence.RESET,
+        )
+    )
+    rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]
+    assert rows and all(r["raw_output"] for r in rows)
+    assert json.loads((out / "report.json").read_text())["sandbox"]["confined"] is True
+
+
+def test_a_shim_interpreter_is_refused_naming_the_real_one(tmp_path: Path) -> None:
+    """A version manager's shim (a script that execs the interpreter it picks) would fail
+    inside the box with a missing file: refused before anything starts, naming the real
+    interpreter it asked the shim for."""
+    shim = tmp_path / "shims" / "python3"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    shim.chmod(0o755)
+    with pytest.raises(ConfigError) as refused:
+        parse_command(f"{shim} server.py {{address}}", tmp_path)
+    message = str(refused.value)
+    assert str(shim) in message and f"give the interpreter it runs, {sys.executable}" in message
 
 
 def _readable(
