@@ -62,6 +62,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool("protoc-gen-go-grpc", "protoc-gen-go-grpc", "protoc's gRPC Go plugin"),
     Tool("go", "golang-go", "builds the generated Go server"),
     Tool("g++", "g++", "builds the generated C++ server"),
+    # ruby-grpc-tools pulls in ruby, Debian's ruby-grpc (with the health service) and
+    # ruby-google-protobuf: the Ruby server of tests/fixtures/servers/ruby.
+    Tool("grpc_tools_ruby_protoc", "ruby-grpc-tools", "Ruby, its gRPC and the Ruby server test"),
     Tool("pkg-config", "pkg-config", "finds the gRPC C++ libraries' flags"),
     Tool(
         "grpc++ headers",

@@ -30,6 +30,7 @@ PACKAGE_OF = {
     "protoc-gen-go-grpc": "protoc-gen-go-grpc",
     "golang-go": "go",
     "g++": "g++",
+    "ruby-grpc-tools": "grpc_tools_ruby_protoc",
     "pkg-config": "pkg-config",
     # Libraries have no command: a file they install marks them (under INSTALL_TOOLS_ROOT).
     "libgrpc++-dev": "/usr/include/grpcpp/grpcpp.h",

@@ -165,7 +165,9 @@ STATUS CODES (the SDK in apmbench.adapters.sdk returns exactly these):
                       first chunk is not a manifest, a manifest whose
                       sha256 is not 64 lower-case hex digits, a state
                       chunk over 2 MiB, a state the system cannot read
-                      (a content_type or format_version it does not know).
+                      (a content_type or format_version it does not know,
+                      or data it cannot parse although its length and
+                      sha256 match).
   FAILED_PRECONDITION call out of lifecycle order (R3); ImportState while a
                       session is open.
   UNIMPLEMENTED       ImportState on a system without import support (R8);
@@ -204,7 +206,13 @@ empty service name reports SERVING once the system is loaded and ready,
 which is all the harness asks (other names may answer anything, NOT_FOUND
 included). It is recommended to serve server reflection: either or both
 of `grpc.reflection.v1` and `grpc.reflection.v1alpha`; `check` warns, and
-does not fail, without it.
+does not fail, without it. With it, `check` sends two requests: a
+`list_services` (it expects apmbench.v1.MemorySystem and
+grpc.health.v1.Health) and a `file_containing_symbol` for
+"apmbench.v1.MemorySystem", whose file descriptors must declare the RPCs of
+this file. A stack without a reflection library may answer them from the
+descriptors `protoc --include_imports --descriptor_set_out=FILE` writes, or
+leave reflection out.
 """
 
 from collections import abc as _abc
@@ -402,8 +410,11 @@ class Capabilities(_message.Message):
     and `reset` persistence and for forking by snapshot).
     """
     streaming_ingest: _builtins.bool
-    """Whether ingest does real work per frame (true) or buffers until query
-    time (false). Recorded with the results; the harness treats both alike.
+    """Whether ingest does the method's work on each frame as it arrives
+    (true: encodes, summarises, indexes it) or defers it to query time
+    (false: buffers the frames, or records only their metadata such as counts
+    and times). Informational: recorded with the results; the harness treats
+    both alike.
     """
     accepts_item_batches: _builtins.bool
     """Whether the server implements PushItemBatches (R13, protocol 1.2). A
@@ -709,7 +720,9 @@ class PushFramesResponse(_message.Message):
     FRAMES_INGESTED_FIELD_NUMBER: _builtins.int
     USER_TURNS_INGESTED_FIELD_NUMBER: _builtins.int
     frames_ingested: _builtins.int
-    """Frames and user turns of the stream ingested: every item of it (R4)."""
+    """Frames and user turns of the stream ingested: every item of it (R4).
+    Items, not messages: for PushItemBatches, the items of all its batches.
+    """
     user_turns_ingested: _builtins.int
     def __init__(
         self,

@@ -110,7 +110,10 @@ class MemorySystemServicer:
     def PushFrames(self, request_iterator, context):
         """Frames and user turns of the open session, in non-decreasing time
         (R2, R4). One call may carry any number of items; the harness sends the
-        items between two queries in one or more calls.
+        items between two queries in one or more calls. Outside an open session
+        the call is FAILED_PRECONDITION whatever its stream holds, an empty stream
+        included, and none of its items is ingested (the SDK checks when the call
+        starts, before reading an item).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -146,7 +149,11 @@ class MemorySystemServicer:
         """The complete persistent memory (R6) as a stream of chunks (R7). The
         first chunk carries only the manifest, the following ones only data.
         Callable at any time, in a session or outside one (never during another
-        call, R3); the harness exports after EndSession.
+        call, R3); the harness exports after EndSession. In the middle of a
+        session the export holds everything ingested so far, the open session's
+        items included (R4: a pushed item is memory); it leaves out only the
+        lifecycle (that a session is open, its id, the clock), unless the server
+        declares resumes_sessions (R14).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -155,7 +162,15 @@ class MemorySystemServicer:
     def ImportState(self, request_iterator, context):
         """Replace the whole memory with an exported state: the first chunk is the
         manifest, the rest are data (R7). Only outside a session; afterwards no
-        session is open and the clock starts afresh (R6).
+        session is open and the clock starts afresh (R6). INVALID_ARGUMENT: an
+        empty stream, a first chunk that is not a manifest, a second manifest, a
+        chunk with neither field, and data whose length and sha256 match the
+        manifest but that the system cannot read (DATA_LOSS is only for data that
+        does not match its manifest). A refused ImportState leaves the memory and
+        the lifecycle as they were, except when the system fails while reading
+        matching data: its memory is then unspecified, and the harness never goes
+        on from a failed ImportState (the trajectory fails, or is played again
+        from its start after Reset), so no roll-back is needed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -165,7 +165,9 @@ STATUS CODES (the SDK in apmbench.adapters.sdk returns exactly these):
                       first chunk is not a manifest, a manifest whose
                       sha256 is not 64 lower-case hex digits, a state
                       chunk over 2 MiB, a state the system cannot read
-                      (a content_type or format_version it does not know).
+                      (a content_type or format_version it does not know,
+                      or data it cannot parse although its length and
+                      sha256 match).
   FAILED_PRECONDITION call out of lifecycle order (R3); ImportState while a
                       session is open.
   UNIMPLEMENTED       ImportState on a system without import support (R8);
@@ -204,7 +206,13 @@ empty service name reports SERVING once the system is loaded and ready,
 which is all the harness asks (other names may answer anything, NOT_FOUND
 included). It is recommended to serve server reflection: either or both
 of `grpc.reflection.v1` and `grpc.reflection.v1alpha`; `check` warns, and
-does not fail, without it.
+does not fail, without it. With it, `check` sends two requests: a
+`list_services` (it expects apmbench.v1.MemorySystem and
+grpc.health.v1.Health) and a `file_containing_symbol` for
+"apmbench.v1.MemorySystem", whose file descriptors must declare the RPCs of
+this file. A stack without a reflection library may answer them from the
+descriptors `protoc --include_imports --descriptor_set_out=FILE` writes, or
+leave reflection out.
 """
 
 from apmbench.v1 import memory_system_pb2 as _memory_system_pb2
@@ -247,7 +255,10 @@ class MemorySystemStub:
     PushFrames: _grpc.StreamUnaryMultiCallable[_memory_system_pb2.StreamItem, _memory_system_pb2.PushFramesResponse]
     """Frames and user turns of the open session, in non-decreasing time
     (R2, R4). One call may carry any number of items; the harness sends the
-    items between two queries in one or more calls.
+    items between two queries in one or more calls. Outside an open session
+    the call is FAILED_PRECONDITION whatever its stream holds, an empty stream
+    included, and none of its items is ingested (the SDK checks when the call
+    starts, before reading an item).
     """
     PushItemBatches: _grpc.StreamUnaryMultiCallable[_memory_system_pb2.StreamItemBatch, _memory_system_pb2.PushFramesResponse]
     """PushFrames with the items packed in batches (R13, protocol 1.2). Called
@@ -267,12 +278,24 @@ class MemorySystemStub:
     """The complete persistent memory (R6) as a stream of chunks (R7). The
     first chunk carries only the manifest, the following ones only data.
     Callable at any time, in a session or outside one (never during another
-    call, R3); the harness exports after EndSession.
+    call, R3); the harness exports after EndSession. In the middle of a
+    session the export holds everything ingested so far, the open session's
+    items included (R4: a pushed item is memory); it leaves out only the
+    lifecycle (that a session is open, its id, the clock), unless the server
+    declares resumes_sessions (R14).
     """
     ImportState: _grpc.StreamUnaryMultiCallable[_memory_system_pb2.StateChunk, _memory_system_pb2.ImportStateResponse]
     """Replace the whole memory with an exported state: the first chunk is the
     manifest, the rest are data (R7). Only outside a session; afterwards no
-    session is open and the clock starts afresh (R6).
+    session is open and the clock starts afresh (R6). INVALID_ARGUMENT: an
+    empty stream, a first chunk that is not a manifest, a second manifest, a
+    chunk with neither field, and data whose length and sha256 match the
+    manifest but that the system cannot read (DATA_LOSS is only for data that
+    does not match its manifest). A refused ImportState leaves the memory and
+    the lifecycle as they were, except when the system fails while reading
+    matching data: its memory is then unspecified, and the harness never goes
+    on from a failed ImportState (the trajectory fails, or is played again
+    from its start after Reset), so no roll-back is needed.
     """
 
 @_typing.type_check_only
@@ -290,7 +313,10 @@ class MemorySystemAsyncStub(MemorySystemStub):
     PushFrames: _aio.StreamUnaryMultiCallable[_memory_system_pb2.StreamItem, _memory_system_pb2.PushFramesResponse]  # type: ignore[assignment]
     """Frames and user turns of the open session, in non-decreasing time
     (R2, R4). One call may carry any number of items; the harness sends the
-    items between two queries in one or more calls.
+    items between two queries in one or more calls. Outside an open session
+    the call is FAILED_PRECONDITION whatever its stream holds, an empty stream
+    included, and none of its items is ingested (the SDK checks when the call
+    starts, before reading an item).
     """
     PushItemBatches: _aio.StreamUnaryMultiCallable[_memory_system_pb2.StreamItemBatch, _memory_system_pb2.PushFramesResponse]  # type: ignore[assignment]
     """PushFrames with the items packed in batches (R13, protocol 1.2). Called
@@ -310,12 +336,24 @@ class MemorySystemAsyncStub(MemorySystemStub):
     """The complete persistent memory (R6) as a stream of chunks (R7). The
     first chunk carries only the manifest, the following ones only data.
     Callable at any time, in a session or outside one (never during another
-    call, R3); the harness exports after EndSession.
+    call, R3); the harness exports after EndSession. In the middle of a
+    session the export holds everything ingested so far, the open session's
+    items included (R4: a pushed item is memory); it leaves out only the
+    lifecycle (that a session is open, its id, the clock), unless the server
+    declares resumes_sessions (R14).
     """
     ImportState: _aio.StreamUnaryMultiCallable[_memory_system_pb2.StateChunk, _memory_system_pb2.ImportStateResponse]  # type: ignore[assignment]
     """Replace the whole memory with an exported state: the first chunk is the
     manifest, the rest are data (R7). Only outside a session; afterwards no
-    session is open and the clock starts afresh (R6).
+    session is open and the clock starts afresh (R6). INVALID_ARGUMENT: an
+    empty stream, a first chunk that is not a manifest, a second manifest, a
+    chunk with neither field, and data whose length and sha256 match the
+    manifest but that the system cannot read (DATA_LOSS is only for data that
+    does not match its manifest). A refused ImportState leaves the memory and
+    the lifecycle as they were, except when the system fails while reading
+    matching data: its memory is then unspecified, and the harness never goes
+    on from a failed ImportState (the trajectory fails, or is played again
+    from its start after Reset), so no roll-back is needed.
     """
 
 class MemorySystemServicer(metaclass=_abc_1.ABCMeta):
@@ -354,7 +392,10 @@ class MemorySystemServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_memory_system_pb2.PushFramesResponse, _abc.Awaitable[_memory_system_pb2.PushFramesResponse]]:
         """Frames and user turns of the open session, in non-decreasing time
         (R2, R4). One call may carry any number of items; the harness sends the
-        items between two queries in one or more calls.
+        items between two queries in one or more calls. Outside an open session
+        the call is FAILED_PRECONDITION whatever its stream holds, an empty stream
+        included, and none of its items is ingested (the SDK checks when the call
+        starts, before reading an item).
         """
 
     @_abc_1.abstractmethod
@@ -398,7 +439,11 @@ class MemorySystemServicer(metaclass=_abc_1.ABCMeta):
         """The complete persistent memory (R6) as a stream of chunks (R7). The
         first chunk carries only the manifest, the following ones only data.
         Callable at any time, in a session or outside one (never during another
-        call, R3); the harness exports after EndSession.
+        call, R3); the harness exports after EndSession. In the middle of a
+        session the export holds everything ingested so far, the open session's
+        items included (R4: a pushed item is memory); it leaves out only the
+        lifecycle (that a session is open, its id, the clock), unless the server
+        declares resumes_sessions (R14).
         """
 
     @_abc_1.abstractmethod
@@ -409,7 +454,15 @@ class MemorySystemServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_memory_system_pb2.ImportStateResponse, _abc.Awaitable[_memory_system_pb2.ImportStateResponse]]:
         """Replace the whole memory with an exported state: the first chunk is the
         manifest, the rest are data (R7). Only outside a session; afterwards no
-        session is open and the clock starts afresh (R6).
+        session is open and the clock starts afresh (R6). INVALID_ARGUMENT: an
+        empty stream, a first chunk that is not a manifest, a second manifest, a
+        chunk with neither field, and data whose length and sha256 match the
+        manifest but that the system cannot read (DATA_LOSS is only for data that
+        does not match its manifest). A refused ImportState leaves the memory and
+        the lifecycle as they were, except when the system fails while reading
+        matching data: its memory is then unspecified, and the harness never goes
+        on from a failed ImportState (the trajectory fails, or is played again
+        from its start after Reset), so no roll-back is needed.
         """
 
 def add_MemorySystemServicer_to_server(servicer: MemorySystemServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
