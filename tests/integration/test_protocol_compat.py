@@ -168,3 +168,9 @@ def test_a_previous_wire_still_evaluates(release: str, tmp_path: Path, mini: Pat
     assert manifest["system"]["protocol_version"] == version
     assert manifest["system"]["push_rpc"] == "PushFrames"
     assert manifest["system"]["capabilities"]["accepts_item_batches"] is False
+    # The report's head says which version the system declared and was judged by.
+    head = (out / "report.md").read_text().split("\n## ")[0]
+    assert (
+        f"The system declares protocol `{version}` (this harness speaks `{PROTOCOL_VERSION}`)"
+        in (head)
+    )
