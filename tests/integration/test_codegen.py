@@ -155,3 +155,53 @@ def test_cpp_generates_with_the_documented_command_and_a_server_links(tmp_path: 
     _run(["g++", "-std=c++17", "-O0", "-I", "gen/cpp", *sources, "-o", "server-bin", *flags], work)
     # It runs: the optional field's presence survives (exit 0).
     _run([str(work / "server-bin")], work)
+
+
+RUBY_SERVER = ROOT / "tests" / "fixtures" / "servers" / "ruby"
+
+
+@pytest.mark.slow
+def test_ruby_generates_with_the_documented_command_and_its_server_passes_check(
+    tmp_path: Path,
+) -> None:
+    """The page's Ruby command with Debian's plugin, then tests/fixtures/servers/ruby (a
+    server written from the .proto's text alone) on that code, sandboxed by `--command`:
+    no check fails."""
+    from apmbench.harness.check import run_suite, select
+    from apmbench.harness.check.render import failures
+    from apmbench.harness.protocol.client import Deadlines
+    from apmbench.harness.runtimes.command import command_process
+
+    _need("protoc", "grpc_ruby_plugin", "ruby")
+    work = _tree(tmp_path)
+    (work / "gen" / "ruby").mkdir(parents=True)
+    _run(_documented("--ruby_out"), work)
+    generated = work / "gen" / "ruby" / "apmbench" / "v1"
+    assert {p.name for p in generated.iterdir()} == {
+        "memory_system_pb.rb",
+        "memory_system_services_pb.rb",
+    }
+    server = tmp_path / "server"
+    shutil.copytree(RUBY_SERVER, server, ignore=shutil.ignore_patterns("gen"))
+    shutil.copytree(work / "gen" / "ruby", server / "gen")
+    # The descriptor set its reflection answers from (generate.sh's second command).
+    _run(
+        "protoc -I proto --include_imports --descriptor_set_out="
+        f"{server / 'gen' / 'memory_system.binpb'} apmbench/v1/memory_system.proto",
+        work,
+    )
+    deadlines = Deadlines(control=30, push=60, query=30, state=120, end_session=60)
+    runtime = command_process(
+        f"ruby {server / 'server.rb'} {{address}}",
+        tmp_path / "system.log",
+        deadlines,
+        60,
+        sandbox=True,
+        cwd=server,
+    )
+    with runtime:
+        report = run_suite(runtime, select())
+    assert report.ok, "\n".join(failures(report))
+    counts = report.counts()
+    assert counts["pass"] >= 28 and counts["warn"] == 0, counts
+    assert report.target["judged_by"] == "1.3"
