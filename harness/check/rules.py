@@ -113,9 +113,9 @@ _RULES = (
         "State label",
         "An exported state's `content_type` is a MIME type of at most 64 lower-case characters "
         "without parameters, and every export within one trajectory carries the `content_type` "
-        "and `format_version` of its first (one label for exports between sessions, one for "
-        "exports in the middle of a session): the label is handed back on import but is not "
-        "counted as storage, so everything the state holds goes in its data.",
+        "and `format_version` of its first: at most two labels per trajectory, as every "
+        "export between sessions carries the label of the first such export and every export "
+        "in the middle of a session that of the first such one (the two may differ).",
     ),
     Rule(
         "PRECEDENCE",

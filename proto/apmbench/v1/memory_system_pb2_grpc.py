@@ -170,7 +170,10 @@ class MemorySystemServicer:
         the lifecycle as they were, except when the system fails while reading
         matching data: its memory is then unspecified, and the harness never goes
         on from a failed ImportState (the trajectory fails, or is played again
-        from its start after Reset), so no roll-back is needed.
+        from its start after Reset), so no roll-back is needed. Because
+        INVALID_ARGUMENT comes before DATA_LOSS (PRECEDENCE), a server reads the
+        whole stream before it answers DATA_LOSS: a malformed chunk after the
+        length ran over still makes it INVALID_ARGUMENT.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

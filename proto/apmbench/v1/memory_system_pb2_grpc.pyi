@@ -28,8 +28,9 @@ R2 Time order. Within a trajectory every timed call (StartSession, each
    that is not earlier than the previous one. An earlier time is
    INVALID_ARGUMENT: the offending call (or stream item) and everything
    after it in the same stream are not applied; items before it in that
-   stream were ingested. A Query moves the clock like any timed call: an
-   item earlier than a Query already answered is INVALID_ARGUMENT (the
+   stream were ingested. A Query moves the clock like any timed call, from
+   the moment it is accepted (a Query later cancelled or failed has moved
+   it too): an item earlier than a Query already asked is INVALID_ARGUMENT (the
    clock is lifecycle, not memory, so this does not break R5; the harness
    never sends one). Reset and ImportState start the clock afresh.
 R3 Lifecycle. Reset -> (StartSession -> PushFrames* / Query* -> EndSession)*.
@@ -137,9 +138,11 @@ R15 Describe strings. `name` and `version` are identifiers: 1 to 64
 R16 State label. An exported state's `content_type` is a MIME type of at
    most 64 lower-case characters without parameters, and every export
    within one trajectory carries the `content_type` and `format_version`
-   of its first (one label for exports between sessions, one for exports
-   in the middle of a session): the label is handed back on import but is
-   not counted as storage, so everything the state holds goes in its data.
+   of its first: at most two labels per trajectory, as every export between
+   sessions carries the label of the first such export and every export in
+   the middle of a session that of the first such one (the two may
+   differ). The label is handed back on import but is not counted as
+   storage, so everything the state holds goes in its data.
 
 WHAT THE HARNESS PROMISES IN RETURN (the schedule; not checked on servers):
 
@@ -194,15 +197,19 @@ INTERNAL, DEADLINE_EXCEEDED, CANCELLED and UNAVAILABLE; besides those:
   ExportState         none.
   ImportState         INVALID_ARGUMENT, FAILED_PRECONDITION, UNIMPLEMENTED,
                       DATA_LOSS.
-No other code is valid for a MemorySystem call. PRECEDENCE: when a call
+No other code is valid for a MemorySystem call: a stack that answers an
+uncaught error with UNKNOWN (ruby-grpc, grpc-go's default) must map it to
+INTERNAL. PRECEDENCE: when a call
 breaks several rules, the first that applies in this order is answered:
 UNIMPLEMENTED, then FAILED_PRECONDITION, then INVALID_ARGUMENT, then
 DATA_LOSS. (A Query without a kind outside a session is
 FAILED_PRECONDITION; ImportState of a malformed stream on a system without
 import is UNIMPLEMENTED.)
 
-The server also serves the standard `grpc.health.v1.Health` service: the
-empty service name reports SERVING once the system is loaded and ready,
+The server also serves the standard `grpc.health.v1.Health` service: its
+`Check` method (the only one the harness calls; `Watch` may be left
+unimplemented) for the empty service name reports SERVING once the system
+is loaded and ready,
 which is all the harness asks (other names may answer anything, NOT_FOUND
 included). It is recommended to serve server reflection: either or both
 of `grpc.reflection.v1` and `grpc.reflection.v1alpha`; `check` warns, and
@@ -295,7 +302,10 @@ class MemorySystemStub:
     the lifecycle as they were, except when the system fails while reading
     matching data: its memory is then unspecified, and the harness never goes
     on from a failed ImportState (the trajectory fails, or is played again
-    from its start after Reset), so no roll-back is needed.
+    from its start after Reset), so no roll-back is needed. Because
+    INVALID_ARGUMENT comes before DATA_LOSS (PRECEDENCE), a server reads the
+    whole stream before it answers DATA_LOSS: a malformed chunk after the
+    length ran over still makes it INVALID_ARGUMENT.
     """
 
 @_typing.type_check_only
@@ -353,7 +363,10 @@ class MemorySystemAsyncStub(MemorySystemStub):
     the lifecycle as they were, except when the system fails while reading
     matching data: its memory is then unspecified, and the harness never goes
     on from a failed ImportState (the trajectory fails, or is played again
-    from its start after Reset), so no roll-back is needed.
+    from its start after Reset), so no roll-back is needed. Because
+    INVALID_ARGUMENT comes before DATA_LOSS (PRECEDENCE), a server reads the
+    whole stream before it answers DATA_LOSS: a malformed chunk after the
+    length ran over still makes it INVALID_ARGUMENT.
     """
 
 class MemorySystemServicer(metaclass=_abc_1.ABCMeta):
@@ -462,7 +475,10 @@ class MemorySystemServicer(metaclass=_abc_1.ABCMeta):
         the lifecycle as they were, except when the system fails while reading
         matching data: its memory is then unspecified, and the harness never goes
         on from a failed ImportState (the trajectory fails, or is played again
-        from its start after Reset), so no roll-back is needed.
+        from its start after Reset), so no roll-back is needed. Because
+        INVALID_ARGUMENT comes before DATA_LOSS (PRECEDENCE), a server reads the
+        whole stream before it answers DATA_LOSS: a malformed chunk after the
+        length ran over still makes it INVALID_ARGUMENT.
         """
 
 def add_MemorySystemServicer_to_server(servicer: MemorySystemServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
