@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from apmbench.harness.check.model import CheckReport
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,10 +169,7 @@ def test_ruby_generates_with_the_documented_command_and_its_server_passes_check(
     """The page's Ruby command with Debian's plugin, then tests/fixtures/servers/ruby (a
     server written from the .proto's text alone) on that code, sandboxed by `--command`:
     no check fails."""
-    from apmbench.harness.check import run_suite, select
     from apmbench.harness.check.render import failures
-    from apmbench.harness.protocol.client import Deadlines
-    from apmbench.harness.runtimes.command import command_process
 
     _need("protoc", "grpc_ruby_plugin", "ruby")
     work = _tree(tmp_path)
@@ -190,18 +189,48 @@ def test_ruby_generates_with_the_documented_command_and_its_server_passes_check(
         f"{server / 'gen' / 'memory_system.binpb'} apmbench/v1/memory_system.proto",
         work,
     )
-    deadlines = Deadlines(control=30, push=60, query=30, state=120, end_session=60)
-    runtime = command_process(
-        f"ruby {server / 'server.rb'} {{address}}",
-        tmp_path / "system.log",
-        deadlines,
-        60,
-        sandbox=True,
-        cwd=server,
-    )
-    with runtime:
-        report = run_suite(runtime, select())
+    report = _checked(f"ruby {server / 'server.rb'} {{address}}", server, tmp_path / "system.log")
     assert report.ok, "\n".join(failures(report))
     counts = report.counts()
     assert counts["pass"] >= 28 and counts["warn"] == 0, counts
     assert report.target["judged_by"] == "1.3"
+
+
+SERVERS = ROOT / "tests" / "fixtures" / "servers"
+
+
+def _checked(command: str, cwd: Path, log: Path) -> CheckReport:
+    from apmbench.harness.check import run_suite, select
+    from apmbench.harness.protocol.client import Deadlines
+    from apmbench.harness.runtimes.command import command_process
+
+    deadlines = Deadlines(control=30, push=60, query=30, state=120, end_session=60)
+    runtime = command_process(command, log, deadlines, 60, sandbox=True, cwd=cwd)
+    with runtime:
+        return run_suite(runtime, select())
+
+
+@pytest.mark.slow
+def test_a_cpp_server_written_for_1_0_builds_from_the_current_proto_and_passes_check(
+    tmp_path: Path,
+) -> None:
+    """tests/fixtures/servers/cpp: written to the 1.0 text (it declares 1.0, knows nothing of
+    answer formats, accepts what 1.0 did not forbid), generated from today's .proto with the
+    documented command. It compiles, and `check` judges it by 1.0: no failure, and a warning
+    naming the version for each rule a later text added."""
+    from apmbench.harness.check import Outcome
+    from apmbench.harness.check.render import failures
+
+    _need("protoc", "grpc_cpp_plugin", "g++", "pkg-config")
+    binary = tmp_path / "bin" / "server"
+    _run(["bash", str(SERVERS / "cpp" / "build.sh"), str(binary)], tmp_path)
+    report = _checked(f"{binary} {{address}}", tmp_path, tmp_path / "system.log")
+    assert report.ok, "\n".join(failures(report))
+    assert report.target["judged_by"] == "1.0"
+    warned = {r.name: r.reason for r in report.results if r.outcome is Outcome.WARN}
+    assert set(warned) == {
+        "misuse-malformed-items",
+        "misuse-end-other-session",
+        "misuse-import-bad-manifest",
+    }, warned
+    assert all(reason.startswith("rule new in 1.1: ") for reason in warned.values()), warned
