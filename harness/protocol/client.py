@@ -371,7 +371,10 @@ class SystemClient:
 
         self._call("Query", run)
         total = time.perf_counter() - started
-        ttft = arrivals[0] if arrivals else None
+        # R11: the first chunk is not blank, because time to first token is taken on it. A
+        # server that sends whitespace first (a red team's way to buy a near-zero TTFT while
+        # its model still runs) is timed at its first chunk with a visible character.
+        ttft = next((t for p, t in zip(pieces, arrivals, strict=True) if p.strip()), None)
         return QueryResult(
             "".join(pieces), len(pieces), ttft, total, tuple(pieces), tuple(arrivals)
         )

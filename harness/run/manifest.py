@@ -99,6 +99,9 @@ class Manifest:
     dataset_hash: str | None
     synthetic: Synthetic | None
     system_name: str
+    run_as: str | None
+    """The harness's name for what it ran (a registered system, a `module:Class` spec, an
+    image or command), beside the name the system's Describe gave (`system_name`)."""
     system_version: str | None
     system_spec: object
     capabilities: JsonObject
@@ -150,6 +153,7 @@ class Manifest:
             dataset_hash=_text(raw.get("dataset_hash")),
             synthetic=_synthetic(dataset_map.get("synthetic")),
             system_name=_shown(system.get("name", "?")),
+            run_as=_shown_text(_object(raw.get("system_name")).get("harness")),
             system_version=_shown_text(system.get("version")),
             system_spec=raw.get("system_spec"),
             capabilities=_object(system.get("capabilities")),

@@ -304,3 +304,17 @@ class LosesOpenSession(ResumesSessions):
         self.memory["turns"] += self.pending
         self.pending = []
         super().end_session(end)
+
+
+class BlankFirstChunk(Honest):
+    """The red team's TTFT purchase: a blank chunk at once, then the answer after a 0.3 s
+    'model'. R11 says the first chunk is not blank because time to first token is taken
+    on it; the harness times the first chunk with a visible character instead."""
+
+    name = "blank-first"
+    THINK_S = 0.3
+
+    def query(self, query: Query) -> Iterator[str]:
+        yield " "
+        time.sleep(self.THINK_S)
+        yield self.said(query)

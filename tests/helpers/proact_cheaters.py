@@ -34,6 +34,7 @@ NAMES = {
     "start_recording": ("receipt", "timetable", "label", "poster", "screen"),
 }
 PLACES = ("table", "shelf", "counter", "drawer", "sofa")
+CONTEXT = "## Assistant Context & Window of Video"
 
 
 class TimingOnlyProactive(MemorySystem):
@@ -140,4 +141,42 @@ class BlindTracker(TimingOnlyProactive):
                 if start != "start_recording":
                     args[start.split("_")[1]] = "on" if "state" in start else PLACES[0]
                 calls.append({"name": start, "arguments": args})
+        yield json.dumps({"message": None, "tool_calls": calls})
+
+
+class StepSpammer(TimingOnlyProactive):
+    """The red team's frame-blind spammer: at every step it stops its trackers and starts
+    three new ones (one recording for IC), each named with every object word the generator
+    can draw, and sends that string as a message. Some tracker starts at every event's
+    second, and the word-match similarity accepts the name for any event: Start@0.2, which
+    counts only matched predictions, is 100; precision is about 7."""
+
+    EVERY_NAME = " ".join(n for names in NAMES.values() for n in names)
+
+    def describe(self) -> SystemInfo:
+        info = super().describe()
+        return SystemInfo("step-spammer", "1", info.capabilities)
+
+    def query(self, query: Query) -> Iterator[str]:
+        if query.kind is not QueryKind.DECISION or CONTEXT not in query.prompt:
+            yield from super().query(query)
+            return
+        tail = query.prompt.rsplit(CONTEXT, 1)[-1]
+        context = json.loads(next(line for line in tail.splitlines() if line.startswith("{")))
+        if "recent_messages" in context:
+            yield json.dumps({"message": self.EVERY_NAME})
+            return
+        calls: list[dict[str, object]] = []
+        if "`start_recording`" in query.prompt:
+            if context["active_tools"]:
+                calls.append({"name": "stop_recording", "arguments": {}})
+            calls.append({"name": "start_recording", "arguments": {"name": self.EVERY_NAME}})
+        else:
+            noun = "state" if "start_state_tracking" in query.prompt else "location"
+            calls += [
+                {"name": f"stop_{noun}_tracking", "arguments": {"id": t["instance_id"]}}
+                for t in context["active_tools"]
+            ]
+            start = {"name": self.EVERY_NAME, noun: "on"}
+            calls += [{"name": f"start_{noun}_tracking", "arguments": start}] * 3
         yield json.dumps({"message": None, "tool_calls": calls})

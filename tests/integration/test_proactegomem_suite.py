@@ -26,6 +26,7 @@ SYSTEMS = (
     ("null", "tiny"),
     ("tests.helpers.proact_cheaters:TimingOnlyProactive", "small"),
     ("tests.helpers.proact_cheaters:BlindTracker", "small"),
+    ("tests.helpers.proact_cheaters:StepSpammer", "small"),
 )
 
 
@@ -98,6 +99,27 @@ def test_timing_and_metadata_alone_stay_at_chance(reports: dict[str, dict[str, A
     assert iv["f1"] < 25 and nt["f1"] < 25 and iv["miou"] < 15
     # Its stop of an id it never started is refused at every step, and counted.
     assert iv["invalid_calls"] >= iv["steps"]
+
+
+def test_a_frame_blind_spammer_cannot_buy_the_headline(
+    reports: dict[str, dict[str, Any]],
+) -> None:
+    """The red team's spammer (three trackers named with every object word, restarted at
+    every step) starts one at every event's second: Start@0.2, which counts only matched
+    predictions, gives it 100 like proact-rules. The headline the leaderboard ranks by and
+    compare plots is Intervention F1, which charges every false tracker."""
+    from apmbench.harness.suites import get_suite
+
+    suite = get_suite("proactegomem")
+    spam = reports["StepSpammer"]["report"]
+    honest = reports["proact-rules"]["report"]
+    iv = spam["levels"]["intervention"]
+    assert iv["start_at"]["0.2"] >= 90, iv["start_at"]  # the shortcut is real
+    assert iv["precision"] < 20, iv
+    spam_utility, honest_utility = suite.headline(spam).utility, suite.headline(honest).utility
+    assert suite.headline(spam).utility_label == "Intervention F1"
+    assert spam_utility is not None and honest_utility is not None
+    assert spam_utility < 25 and honest_utility >= 90, (spam_utility, honest_utility)
 
 
 def test_trackers_opened_blind_and_never_closed_match_nothing(

@@ -53,6 +53,7 @@ def entry(
     verified: bool | None = None,
     confined: bool = True,
     version: str = "1",
+    run_as: str | None = None,
 ) -> Entry:
     report: dict[str, Any] = json.loads(json.dumps(get_suite(benchmark).score([], [], {})))
     for field, value in (values or {}).items():
@@ -69,6 +70,8 @@ def entry(
         "system": {"name": system, "version": version, "capabilities": {}},
         "settings": {"persistence": "restart"},
     }
+    if run_as is not None:
+        manifest["system_name"] = {"harness": run_as, "described": system}
     return Entry(source or f"runs/{benchmark}-{system}", None, verified, report, manifest)
 
 
@@ -128,6 +131,22 @@ def test_every_run_of_a_method_is_shown_and_told_apart_by_its_source() -> None:
     ]
     assert [p.label for p in group.points] == ["text-log (a)", "text-log (b) #1"]
     assert "text-log (b) #2 is not plotted: no query produced output" in group.notes
+
+
+def test_a_system_named_after_another_shows_what_was_run() -> None:
+    """A red team's spammer reported itself as proact-rules, version 2: the page names what
+    the harness ran beside the name a system chose, so two rows never look the same."""
+    board = build_board(
+        [
+            entry("proactegomem", "proact-rules", run_as="proact-rules"),
+            entry("proactegomem", "proact-rules", run_as="cheat:SpamAsRules"),
+        ]
+    )
+    (group,) = board.groups
+    assert [r.label for r in group.runs] == [
+        "proact-rules",
+        "proact-rules (run as cheat:SpamAsRules)",
+    ]
 
 
 def test_ranks_are_competition_ranks_and_none_is_unranked() -> None:

@@ -80,7 +80,9 @@ def answer_flags(row: Mapping[str, object]) -> list[str]:
     if isinstance(chunks, int) and not isinstance(chunks, bool) and isinstance(text, str):
         if chunks < 0 or chunks > len(text) or (chunks == 0 and text):
             out.append(f"{chunks} chunks cannot carry {len(text)} characters (each holds one)")
-        elif (ttft is None) != (chunks == 0):
+        elif (ttft is None) != (chunks == 0 or not text.strip()):
+            # The first token is the first chunk with a visible character (R11): an answer
+            # of blank chunks only has none.
             out.append(f"{chunks} chunks but a first-token time of {ttft!r}")
         elif chunks > 1 and ttft is not None and total is not None:
             span = total - ttft

@@ -55,6 +55,13 @@ def start_at(cell: Metrics | None, tau: str = "0.2") -> float | None:
     return None if taus is None else taus[tau]
 
 
+def f1(cell: Metrics | None) -> float | None:
+    """A level cell's F1; None when not computed. The utility a ranking and the trade-off
+    plot use: Start@tau counts only matched predictions, so a method that starts a tracker
+    at every step, frames unseen, scores 100 on it; F1 charges it for every false one."""
+    return None if cell is None else cell.get("f1")
+
+
 def level_row(name: str, cell: Metrics | None) -> list[str]:
     if cell is None:
         return [name, *("n/a" for _ in LEVEL_HEADER[1:])]
@@ -238,13 +245,13 @@ def comparison(runs: Sequence[Run]) -> Comparison:
                 "label": r.label,
                 "run_dir": str(r.root),
                 "system": md_cell(r.record.system_name),
-                "plot_y": start_at(iv),
+                "plot_y": f1(iv),
                 "cells": summary_cells(r.report),
             }
         )
     return {
         "benchmark": "proactegomem",
-        "plot_y_label": "Intervention Start@0.2 (%)",
+        "plot_y_label": "Intervention F1 (%)",
         "notes": sorted({str(r.report["similarity"]) for r in runs}),
         "views": sorted({_view(r.report) for r in runs}),
         "runs": rows,

@@ -97,8 +97,8 @@ class ProactEgoMem(Suite[Dataset, StepItem | QAItem, Report]):
 
     def headline(self, report_: Report) -> Headline:
         return Headline.measured(
-            report.start_at(report_["levels"].get("intervention")),
-            "Intervention Start@0.2",
+            report.f1(report_["levels"].get("intervention")),
+            "Intervention F1",
             report_["latency"],
             report_["storage"],
         )
