@@ -60,3 +60,13 @@ def split(dataset: Path, public: Path, private: Path, benchmark: str | None) -> 
         f"public part: {public} (hash {record['public_hash'][:12]}...), give it to the machine "
         f"that runs the system; private part: {private}, keep it where scoring happens"
     )
+    from apmbench.harness.orchestrate.blind import known_seed
+
+    known = known_seed(private).get("synthetic")
+    if isinstance(known, dict):
+        console.print(
+            f"[yellow]warning:[/yellow] {dataset} is synthetic from the seed {known['seed']}, "
+            "which was given, not drawn: anyone who knows it can rebuild every label with the "
+            "public generator, and every run scored with this private part says so. For "
+            "numbers to publish, generate with `apmbench-grpc synth` without --seed."
+        )

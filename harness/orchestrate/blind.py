@@ -235,6 +235,29 @@ def read_predictions(path: Path) -> Predictions:
     return cast(Predictions, doc)  # its format and version, as `write_predictions` wrote it
 
 
+def known_seed(private: Path) -> dict[str, object]:
+    """`{"synthetic": {...}}` when the private part is a synthetic dataset whose seed `synth`
+    marked as given (`--seed`), not drawn: anyone who knows it
+    can rebuild every label with the public generator, and the scored report says so. A
+    drawn seed is never written out: the scored run is published."""
+    try:
+        generator = json.loads((Path(private) / "dataset.json").read_text()).get("generator")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    if not isinstance(generator, dict) or not isinstance(generator.get("seed"), int):
+        return {}
+    if generator.get("seed_drawn") is not False:
+        # Drawn, or a dataset from before `synth` marked it (the cache's): nothing said.
+        return {}
+    return {
+        "synthetic": {
+            "seed": generator["seed"],
+            "seed_drawn": False,
+            "preset": generator.get("preset"),
+        }
+    }
+
+
 def read_labels(private: Path) -> SplitRecord:
     path = Path(private) / withheld.SPLIT_RECORD
     try:
@@ -345,6 +368,7 @@ def score_predictions(
             "withheld_during_run": True,
             "dataset_hash": labels["dataset_hash"],
             "scored_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            **known_seed(Path(private)),
         }
     )
     run.prepare(manifest, resume=False)

@@ -84,6 +84,21 @@ def ttft_score(report: Mapping[str, object]) -> Score:
     return Score(num(value, 3), value, field)
 
 
+def answer_score(report: Mapping[str, object]) -> Score:
+    """The mean time to answer: when the streamed prefix first determined the parsed
+    answer. Shown beside TTFT because a first chunk sent before the model ran (`{`) buys
+    TTFT, not this."""
+    field = pointer(REPORT, "latency", "time_to_answer_s", "mean")
+    try:
+        value = number(resolve({REPORT: report}, field))
+    except (KeyError, TypeError):  # a report scored before time to answer was recorded
+        value = None
+    if value is None:  # no parsed answers to time (ProactEgoMem's steps): the stream's end
+        field = pointer(REPORT, "latency", "full_response_s", "mean")
+        value = number(resolve({REPORT: report}, field))
+    return Score(num(value, 3), value, field)
+
+
 def storage_score(report: Mapping[str, object], verified: bool) -> Score:
     """Storage/hr (Eq. 2), marked unverified as APM-Bench's Table 3 marks it when the run's
     persistence let the process keep memory outside its exports."""

@@ -1,7 +1,8 @@
 """The utility-latency-storage plot of the paper's Figure 2, as a PNG.
 
-x: mean time to first token (log scale when the runs span more than a
-decade), y: the utility score `compare` chose (Overall, or the stated
+x: mean time to first token (the leaderboard: mean time to answer, which a
+first chunk sent before the model ran cannot move; log scale when the runs span
+more than a decade), y: the utility score `compare` chose (Overall, or the stated
 fallback), bubble area: Storage/hr, proportional, with a floor so that
 KiB-scale memories stay visible next to GiB-scale ones; every bubble is
 labelled with its system and Storage/hr. matplotlib draws on its Agg canvas
@@ -25,7 +26,9 @@ MIN_AREA = 40.0
 @dataclass(frozen=True)
 class Point:
     label: str
-    ttft_s: float
+    latency_s: float
+    """The x value: mean time to first token (`compare`, the viewer: the paper's Figure 2)
+    or mean time to answer (the leaderboard)."""
     utility: float
     storage_per_hour_bytes: float | None
     url: str | None = None
@@ -38,14 +41,20 @@ def bubble_areas(points: Sequence[Point]) -> list[float]:
     return [max(MIN_AREA, MAX_AREA * (p.storage_per_hour_bytes or 0.0) / largest) for p in points]
 
 
-def plot_tradeoff(points: Sequence[Point], y_label: str, path: Path) -> None:
+TTFT_AXIS = "Time to first token, mean (s)"
+ANSWER_AXIS = "Time to answer, mean (s)"
+
+
+def plot_tradeoff(
+    points: Sequence[Point], y_label: str, path: Path, x_label: str = TTFT_AXIS
+) -> None:
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
     fig = Figure(figsize=(8, 5.5), layout="constrained")
     ax = fig.add_subplot()
     if points:
-        xs = [p.ttft_s for p in points]
+        xs = [p.latency_s for p in points]
         bubbles = ax.scatter(
             xs,
             [p.utility for p in points],
@@ -61,7 +70,7 @@ def plot_tradeoff(points: Sequence[Point], y_label: str, path: Path) -> None:
             storage = "n/c" if p.storage_per_hour_bytes is None else size(p.storage_per_hour_bytes)
             ax.annotate(
                 f"{p.label}\n{storage}/hr",
-                (p.ttft_s, p.utility),
+                (p.latency_s, p.utility),
                 textcoords="offset points",
                 # Staggered, so labels of systems that land on one spot stay legible.
                 xytext=(8, 8 - 24 * (i % 3)),
@@ -81,12 +90,12 @@ def plot_tradeoff(points: Sequence[Point], y_label: str, path: Path) -> None:
         ax.text(
             0.5,
             0.5,
-            "no run has both a utility score and a time to first token",
+            f"no run has both a utility score and a {x_label.split(',')[0].lower()}",
             ha="center",
             va="center",
             transform=ax.transAxes,
         )
-    ax.set_xlabel("Time to first token, mean (s)")
+    ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
     ax.set_title(
         f"Utility-latency-storage trade-off (y: {y_label}; bubble area: Storage/hr)", fontsize=10

@@ -31,6 +31,14 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
+def _run_as(raw: Mapping[str, Any]) -> str | None:
+    spec = raw.get("system_spec")
+    if isinstance(spec, str) and spec:
+        # An image is recorded with its id in parentheses; the sources table shows the id.
+        return _shown_text(spec.split(" (sha256:", 1)[0])
+    return _shown_text(_object(raw.get("system_name")).get("harness"))
+
+
 def _shown_text(value: object) -> str | None:
     return None if value is None else _shown(value)
 
@@ -100,8 +108,10 @@ class Manifest:
     synthetic: Synthetic | None
     system_name: str
     run_as: str | None
-    """The harness's name for what it ran (a registered system, a `module:Class` spec, an
-    image or command), beside the name the system's Describe gave (`system_name`)."""
+    """What the harness ran, as given: a registered system, a `module:Class` spec, an image
+    (without its id) or the whole command line, beside the name the system's Describe gave
+    (`system_name`). Not the harness's short name, which names a command by its script: a
+    script called text-log.py would read as the reference system."""
     system_version: str | None
     system_spec: object
     capabilities: JsonObject
@@ -151,9 +161,12 @@ class Manifest:
             ),
             dataset_path=_text(dataset_map.get("path")),
             dataset_hash=_text(raw.get("dataset_hash")),
-            synthetic=_synthetic(dataset_map.get("synthetic")),
+            # A blind run scored with the private part of a dataset whose seed was given
+            # records that under `labels` (its `dataset` is the sealed public part's).
+            synthetic=_synthetic(dataset_map.get("synthetic"))
+            or _synthetic(_object(raw.get("labels")).get("synthetic")),
             system_name=_shown(system.get("name", "?")),
-            run_as=_shown_text(_object(raw.get("system_name")).get("harness")),
+            run_as=_run_as(raw),
             system_version=_shown_text(system.get("version")),
             system_spec=raw.get("system_spec"),
             capabilities=_object(system.get("capabilities")),

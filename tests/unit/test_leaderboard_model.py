@@ -35,6 +35,7 @@ HOSTILE = "x</td><script>alert(1)</script>|"
 OVERALL = pointer(REPORT, "overall", "score")
 SINGLE_TURN = pointer(REPORT, "single_turn", "all", "accuracy")
 TTFT = pointer(REPORT, "latency", "time_to_first_token_s", "mean")
+ANSWER = pointer(REPORT, "latency", "time_to_answer_s", "mean")
 
 
 def _put(doc: dict[str, Any], field: str, value: object) -> None:
@@ -56,7 +57,10 @@ def entry(
     run_as: str | None = None,
 ) -> Entry:
     report: dict[str, Any] = json.loads(json.dumps(get_suite(benchmark).score([], [], {})))
-    for field, value in (values or {}).items():
+    values = dict(values or {})
+    if TTFT in values:  # a run's time to answer is its TTFT unless a test says otherwise
+        values.setdefault(ANSWER, values[TTFT])
+    for field, value in values.items():
         _put(report, field, value)
     report["sandbox"] = (
         {"confined": True, "network": "none", "tool": "bubblewrap"}
@@ -71,7 +75,7 @@ def entry(
         "settings": {"persistence": "restart"},
     }
     if run_as is not None:
-        manifest["system_name"] = {"harness": run_as, "described": system}
+        manifest["system_spec"] = run_as
     return Entry(source or f"runs/{benchmark}-{system}", None, verified, report, manifest)
 
 
@@ -130,7 +134,7 @@ def test_every_run_of_a_method_is_shown_and_told_apart_by_its_source() -> None:
         ("text-log (b) #2", 3, "other/b"),
     ]
     assert [p.label for p in group.points] == ["text-log (a)", "text-log (b) #1"]
-    assert "text-log (b) #2 is not plotted: no query produced output" in group.notes
+    assert "text-log (b) #2 is not plotted: no query produced a parsed answer" in group.notes
 
 
 def test_a_system_named_after_another_shows_what_was_run() -> None:
@@ -140,13 +144,35 @@ def test_a_system_named_after_another_shows_what_was_run() -> None:
         [
             entry("proactegomem", "proact-rules", run_as="proact-rules"),
             entry("proactegomem", "proact-rules", run_as="cheat:SpamAsRules"),
+            # A command whose script is called text-log.py: the whole command line shows.
+            entry("proactegomem", "proact-rules", run_as="python /tmp/x/proact-rules.py {address}"),
         ]
     )
     (group,) = board.groups
     assert [r.label for r in group.runs] == [
         "proact-rules",
         "proact-rules (run as cheat:SpamAsRules)",
+        "proact-rules (run as python /tmp/x/proact-rules.py {address})",
     ]
+
+
+def test_the_plot_places_runs_by_time_to_answer_which_a_cheap_first_chunk_cannot_buy() -> None:
+    """A red team's server sent `{` at once and the rest after its 0.4 s model: TTFT 0.0044 s
+    against 0.410 s for the same answers. The plot's x is the mean time to answer, and every
+    row shows both."""
+    honest = {SINGLE_TURN: 73.3, TTFT: 0.410, ANSWER: 0.404}
+    prefix = {SINGLE_TURN: 73.3, TTFT: 0.0044, ANSWER: 0.404}
+    board = build_board(
+        [
+            entry("egoprobe", "slow-honest", source="runs/a", values=honest),
+            entry("egoprobe", "slow-prefix", source="runs/b", values=prefix),
+        ]
+    )
+    (group,) = board.groups
+    assert [p.latency_s for p in group.points] == [0.404, 0.404]
+    (row,) = group.runs[1].rows
+    shown = dict(zip(row.header, (c.shown for c in row.cells), strict=True))
+    assert shown["TTFT mean (s)"] == "0.004" and shown["Answer mean (s)"] == "0.404"
 
 
 def test_ranks_are_competition_ranks_and_none_is_unranked() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.reports.format import size
-from apmbench.harness.reports.tradeoff_plot import Point, plot_tradeoff
+from apmbench.harness.reports.tradeoff_plot import TTFT_AXIS, Point, plot_tradeoff
 
 
 def _svg(fig: Any) -> str:
@@ -20,11 +20,11 @@ def _svg(fig: Any) -> str:
     return text[text.index("<svg") :]
 
 
-def tradeoff_svg(points: Sequence[Point], y_label: str) -> str:
+def tradeoff_svg(points: Sequence[Point], y_label: str, x_label: str = TTFT_AXIS) -> str:
     """The Figure 2 plot `compare` writes as PNG, here as SVG."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "tradeoff.svg"
-        plot_tradeoff(points, y_label, path)
+        plot_tradeoff(points, y_label, path, x_label)
         text = path.read_text()
     # A point's link (Point.url) goes to a row of the same page: open it there, not in a
     # new tab as matplotlib's SVG backend asks.

@@ -85,6 +85,8 @@ class BoardRun:
     """1 for the best utility (ties share a rank); None: no utility to rank by."""
     utility: float | None
     ttft_mean_s: float | None
+    answer_mean_s: float | None
+    """The plot's x: mean time to answer (a cheap first chunk buys TTFT, not this)."""
     storage_per_hour_bytes: float | None
     confined: bool | None
     """False: run with --no-sandbox (every report says "unconfined"); None: not recorded."""
@@ -278,6 +280,7 @@ def _group(anchor: str, members: Sequence[_Loaded]) -> Group:
                 rank=rank_of[i],
                 utility=utilities[i],
                 ttft_mean_s=headline.ttft_mean_s,
+                answer_mean_s=headline.answer_mean_s,
                 storage_per_hour_bytes=headline.storage_per_hour_bytes,
                 confined=m.head["confined"],
                 notes=tuple(m.head["notes"]),
@@ -292,12 +295,12 @@ def _group(anchor: str, members: Sequence[_Loaded]) -> Group:
     for run in ranked:
         if run.utility is None:
             continue
-        if run.ttft_mean_s is None:
-            notes.append(f"{run.label} is not plotted: no query produced output")
+        if run.answer_mean_s is None:
+            notes.append(f"{run.label} is not plotted: no query produced a parsed answer")
             continue
         url = f"#{run.anchor}"
         points.append(
-            Point(run.label, run.ttft_mean_s, run.utility, run.storage_per_hour_bytes, url)
+            Point(run.label, run.answer_mean_s, run.utility, run.storage_per_hour_bytes, url)
         )
     # Each run's confinement lines as its report states them; a line several runs share
     # (a known seed, say) once, with all their names.

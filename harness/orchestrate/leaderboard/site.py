@@ -23,6 +23,7 @@ from apmbench.harness.orchestrate.html.view import environment
 from apmbench.harness.orchestrate.leaderboard.entries import Entry
 from apmbench.harness.orchestrate.leaderboard.model import Board, BoardRun, Group, build_board
 from apmbench.harness.reports.format import NOT_COMPUTED, num
+from apmbench.harness.reports.tradeoff_plot import ANSWER_AXIS
 from apmbench.harness.run import records
 
 PAGE = "index.html"
@@ -60,6 +61,7 @@ def _run_json(run: BoardRun) -> dict[str, Any]:
         "rank": run.rank,
         "utility": run.utility,
         "ttft_mean_s": run.ttft_mean_s,
+        "answer_mean_s": run.answer_mean_s,
         "storage_per_hour_bytes": run.storage_per_hour_bytes,
         "source": source.anchor,
         "source_name": source.name,
@@ -127,7 +129,9 @@ def render(board: Board, generated: str) -> str:
     plotted = {
         # matplotlib's own SVG output, inlined as markup; its labels are drawn as paths and
         # its comments escaped by matplotlib, so a name in it cannot become markup.
-        g.anchor: Markup(plots.tradeoff_svg(g.points, g.ranked_by or "no common utility score"))
+        g.anchor: Markup(
+            plots.tradeoff_svg(g.points, g.ranked_by or "no common utility score", ANSWER_AXIS)
+        )
         for g in board.groups
     }
     template = environment().get_template("leaderboard.html.j2")

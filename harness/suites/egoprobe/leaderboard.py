@@ -13,6 +13,7 @@ from apmbench.harness.reports.format import num
 from apmbench.harness.reports.scores import (
     REPORT,
     ScoreRow,
+    answer_score,
     pointer,
     scores,
     storage_score,
@@ -54,7 +55,12 @@ def leaderboard_rows(report: Report, manifest: Mapping[str, JSON]) -> list[Score
     return [
         ScoreRow(
             TITLE,
-            (*HEADER, "TTFT mean (s)", "Storage/hr"),
-            (*cells, ttft_score(report), storage_score(report, storage_verified(manifest))),
+            (*HEADER, "TTFT mean (s)", "Answer mean (s)", "Storage/hr"),
+            (
+                *cells,
+                ttft_score(report),
+                answer_score(report),
+                storage_score(report, storage_verified(manifest)),
+            ),
         )
     ]

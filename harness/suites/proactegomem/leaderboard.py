@@ -12,6 +12,7 @@ from apmbench.harness.reports.confinement import storage_verified
 from apmbench.harness.reports.scores import (
     REPORT,
     ScoreRow,
+    answer_score,
     pointer,
     scores,
     storage_score,
@@ -49,7 +50,12 @@ def leaderboard_rows(report: Report, manifest: Mapping[str, JSON]) -> list[Score
     return [
         ScoreRow(
             TITLE,
-            (*SUMMARY_COLUMNS[1:], "TTFT mean (s)", "Storage/hr"),
-            (*cells, ttft_score(report), storage_score(report, storage_verified(manifest))),
+            (*SUMMARY_COLUMNS[1:], "TTFT mean (s)", "Answer mean (s)", "Storage/hr"),
+            (
+                *cells,
+                ttft_score(report),
+                answer_score(report),
+                storage_score(report, storage_verified(manifest)),
+            ),
         )
     ]
