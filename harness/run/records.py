@@ -174,8 +174,16 @@ class RunDir:
 
     def left_by_failed_start(self) -> bool:
         """A directory holding only what a start that failed before the manifest was written
-        leaves (the system's log, an empty snapshot area): reusable with or without --resume."""
-        return self.root.is_dir() and all(p.name in _FAILED_START for p in self.root.iterdir())
+        leaves (the system's log, an empty snapshot area), or what `prepare` makes before it
+        (an empty trajectories/, the manifest's temporary file: a SIGKILL between the two, as
+        the fault campaign's sigkill:2457 hit in CI): reusable with or without --resume."""
+
+        def left(p: Path) -> bool:
+            if p.name == "trajectories":
+                return p.is_dir() and not any(p.iterdir())
+            return p.name in _FAILED_START or p.name == f".{self.manifest_path.name}.tmp"
+
+        return self.root.is_dir() and all(left(p) for p in self.root.iterdir())
 
     def check_usable(self, resume: bool) -> None:
         """Refuse to overwrite: a run needs --resume, anything else another --out."""
