@@ -66,6 +66,8 @@ class LogProgress:
         self.segments = 0
         self.segments_done = 0
         self.judging: tuple[int, int] | None = None
+        self.planned = False
+        """Whether the plan (its trajectory count) is known yet."""
 
     # -- lines -------------------------------------------------------------------
 
@@ -78,7 +80,7 @@ class LogProgress:
         return self._clock() - self.started
 
     def trajectories(self, total: int, skipped: int) -> None:
-        self.total, self.skipped = total, skipped
+        self.total, self.skipped, self.planned = total, skipped, True
         # Same word as on a terminal, so a log shows at a glance that a run was resumed.
         event = "resuming" if skipped else "run started"
         self._emit(event, trajectories=total, already_done=skipped)
@@ -135,6 +137,11 @@ class LogProgress:
         if quiet < self.heartbeat_s:
             return False
         where: dict[str, Any] = {}
+        if not self.planned and judging is None:
+            # Before the plan is known (the system loading, the dataset decoding): "done=0/0"
+            # read as a run with nothing to do.
+            self._emit("still running", phase="preparing", elapsed_s=round(self._elapsed(), 1))
+            return True
         if judging is not None:
             where["judging"] = f"{judging[0]}/{judging[1]}"
         elif current is not None:

@@ -73,3 +73,20 @@ def test_the_heartbeat_thread_logs_during_a_long_trajectory() -> None:
         time.sleep(0.7)
     beats = [f for e, f in lines if e == "still running"]
     assert len(beats) >= 2
+
+
+def test_a_heartbeat_before_the_plan_says_preparing() -> None:
+    """A system loading for minutes before the plan is known logged `done=0/0`, which read as
+    a run with nothing to do."""
+    clock = Clock()
+    lines, log = _recorder()
+    p = LogProgress("vlm", heartbeat_s=HEARTBEAT_S, log=log, clock=clock)
+    clock.now += HEARTBEAT_S + 1
+    assert p.beat()
+    event, fields = lines[-1]
+    assert event == "still running" and fields["phase"] == "preparing", fields
+    assert "done" not in fields
+    p.trajectories(3, 0)
+    clock.now += HEARTBEAT_S + 1
+    assert p.beat()
+    assert lines[-1][1]["done"] == "0/3" and "phase" not in lines[-1][1]
