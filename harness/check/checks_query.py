@@ -75,7 +75,8 @@ def query_streams(ctx: CheckContext) -> Passed:
         raise CheckFailed(
             "; ".join(problems),
             "yield each new piece of the answer once, as it is produced (deltas, not the text "
-            "so far), starting with real content",
+            "so far), starting with real content: a first chunk of whitespace or of characters "
+            "that render nothing (zero-width space, BOM, ...) is blank (R11)",
         )
     return Passed("; ".join(seen))
 

@@ -79,7 +79,8 @@ _RULES = (
         "R11",
         "Streaming answers",
         "each QueryChunk carries only new text (never the text so far), the concatenation of "
-        "all chunks is the answer, and the first chunk is not blank",
+        "all chunks is the answer, and the first chunk is not blank: it has a visible "
+        "character",
     ),
     Rule(
         "R12",

@@ -34,6 +34,7 @@ from apmbench.adapters.sdk.types import (
 from apmbench.harness import shown
 from apmbench.harness.errors import WireRuleError
 from apmbench.harness.protocol import wire_rules
+from apmbench.harness.protocol.blank import first_visible
 from apmbench.v1 import memory_system_pb2 as pb
 from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
 
@@ -372,9 +373,12 @@ class SystemClient:
         self._call("Query", run)
         total = time.perf_counter() - started
         # R11: the first chunk is not blank, because time to first token is taken on it. A
-        # server that sends whitespace first (a red team's way to buy a near-zero TTFT while
-        # its model still runs) is timed at its first chunk with a visible character.
-        ttft = next((t for p, t in zip(pieces, arrivals, strict=True) if p.strip()), None)
+        # server that sends a blank first (a red team's way to buy a near-zero TTFT while its
+        # model still runs) is timed at its first chunk with a visible character. Blank is
+        # `blank.is_blank`, not `str.strip()`: a zero-width space survives `strip()` and
+        # bought 0.001 s against an honest 0.306 s.
+        first = first_visible(pieces)
+        ttft = None if first is None else arrivals[first]
         return QueryResult(
             "".join(pieces), len(pieces), ttft, total, tuple(pieces), tuple(arrivals)
         )

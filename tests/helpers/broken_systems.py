@@ -318,3 +318,42 @@ class BlankFirstChunk(Honest):
         yield " "
         time.sleep(self.THINK_S)
         yield self.said(query)
+
+
+class ZeroWidthFirstChunk(BlankFirstChunk):
+    """BlankFirstChunk's purchase with a zero-width space (U+200B) for the blank: `str.strip()`
+    keeps it, so a harness that judged blankness by whitespace alone timed this server at
+    its first chunk (a red team bought TTFT 0.001 s against 0.306 s this way). It renders
+    nothing, so R11 counts it blank and the clock starts at the answer."""
+
+    name = "zero-width-first"
+
+    def query(self, query: Query) -> Iterator[str]:
+        yield "\u200b"
+        time.sleep(self.THINK_S)
+        yield self.said(query)
+
+
+class FillerFirstChunk(BlankFirstChunk):
+    """A visible filler ("Hmm, ") at once, then the answer after the 'model': the limit of
+    R11. Text a reader can see is not blank, so it does start the clock and buys time to
+    first token; time to answer (which the leaderboard places runs by) is not bought."""
+
+    name = "filler-first"
+
+    def query(self, query: Query) -> Iterator[str]:
+        yield "Hmm, "
+        time.sleep(self.THINK_S)
+        yield self.said(query)
+
+
+class PadsFirstChunkZeroWidth(PadsFirstChunk):
+    """PadsFirstChunk with a zero-width space for the pad: `check`'s query-streams must fail
+    it exactly as it fails a whitespace pad."""
+
+    name = "pads-first-chunk-zero-width"
+
+    def query(self, query: Query) -> Iterator[str]:
+        yield "\u200b"
+        time.sleep(self.think_s)
+        yield self.said(query)

@@ -21,6 +21,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from apmbench.harness.protocol.blank import is_blank
+
 MIN_LATENCY_S = 20e-6
 """No recorded answer time (first token, answer, end of stream) may be shorter: 9 times
 below the fastest round trip measured through the harness's client."""
@@ -80,9 +82,9 @@ def answer_flags(row: Mapping[str, object]) -> list[str]:
     if isinstance(chunks, int) and not isinstance(chunks, bool) and isinstance(text, str):
         if chunks < 0 or chunks > len(text) or (chunks == 0 and text):
             out.append(f"{chunks} chunks cannot carry {len(text)} characters (each holds one)")
-        elif (ttft is None) != (chunks == 0 or not text.strip()):
-            # The first token is the first chunk with a visible character (R11): an answer
-            # of blank chunks only has none.
+        elif (ttft is None) != (chunks == 0 or is_blank(text)):
+            # The first token is the first chunk with a visible character (R11, blank as the
+            # client decides it): an answer of blank chunks only has none.
             out.append(f"{chunks} chunks but a first-token time of {ttft!r}")
         elif chunks > 1 and ttft is not None and total is not None:
             span = total - ttft

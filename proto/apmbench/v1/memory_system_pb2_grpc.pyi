@@ -93,8 +93,15 @@ R10 Well-formed items. A stream item carries a frame or a user turn; a
    query_id) are informational: never refused, whatever their value.
 R11 Streaming answers. Query streams the answer as deltas: each QueryChunk
    carries only new text (never the text so far), the concatenation of all
-   chunks is the answer, and the first chunk is not blank (time to first
-   token is measured on it). A server may stream the answer as one chunk.
+   chunks is the answer, and the first chunk is not blank: it has a visible
+   character (time to first token is measured on it). Blank text renders
+   nothing: whitespace; control and format characters (Unicode Cc, Cf: the
+   zero-width space, joiners, U+2060, U+FEFF, bidi marks, the soft hyphen);
+   separators (Zs, Zl, Zp); combining marks (Mn, Me) with no visible
+   character before them; variation selectors and the other default
+   ignorable code points; and the invisible fillers (U+115F, U+1160,
+   U+3164, U+FFA0, U+180E, U+2800). A server may stream the answer as one
+   chunk.
 R12 Answer formats. The answer is exactly one JSON object in the format
    `QueryRequest.answer_format` names and `answer_schema` states as a JSON
    Schema (protocol 1.1; a 1.0 client leaves both unset and the prompt says
