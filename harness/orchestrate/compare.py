@@ -13,7 +13,7 @@ token are left out, with a note.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,14 @@ def load_runs(roots: Sequence[Path]) -> list[Run]:
         manifest = load_manifest(manifest_path).raw
         runs.append(Run(root, manifest, json.loads(report_path.read_text()), ""))
     # A name goes into compare.md's tables and notes: kept to one escaped cell.
-    names = [md_cell(r.record.system_name) for r in runs]
+    return labelled(runs, md_cell)
+
+
+def labelled(runs: Sequence[Run], cell: Callable[[str], str]) -> list[Run]:
+    """`runs`, each labelled with the name the reports show (`Manifest.shown_name`) made
+    safe by `cell`: Markdown's for compare.md, HTML's for report.html, whose page would
+    otherwise show Markdown's backslashes."""
+    names = [cell(r.record.shown_name) for r in runs]
     # Two runs of one system (e.g. two persistence modes) need their directory to tell apart.
     return [
         Run(

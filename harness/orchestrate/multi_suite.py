@@ -102,7 +102,7 @@ SCALES = (
 
 
 def _system(rows: Sequence[_Row], given: str) -> str:
-    names = {row.loaded.record.system_name for row in rows if row.loaded is not None}
+    names = {row.loaded.record.shown_name for row in rows if row.loaded is not None}
     return names.pop() if len(names) == 1 else given
 
 

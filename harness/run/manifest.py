@@ -210,6 +210,28 @@ class Manifest:
             system_protocol_version=_shown_text(system.get("protocol_version")),
         )
 
+    @property
+    def shown_name(self) -> str:
+        """The system as every report names it: its Describe name, followed by what the
+        harness ran where that is something else. The Describe name is the system's own to
+        choose, so on its own it would let a method read as another (a cheater calling
+        itself text-log would stand in report.md as the reference system)."""
+        if self.run_as is None or self.run_as == self.system_name:
+            return self.system_name
+        return f"{self.system_name} (run as {self.run_as})"
+
+    @property
+    def spares_beside_live(self) -> bool:
+        """Whether spare starts were loaded beside the live one (`restart` with spares, the
+        default). A live start can hand memory to its loading spare through the page cache,
+        a channel the harness cannot close, so Storage/hr is then a lower bound; only
+        `--no-spare` removes the overlap. The process runtimes record `spare`, the docker
+        runtime `spares.frozen_once_loaded`; an endpoint records neither (no restarts)."""
+        if self.persistence != "restart":
+            return False
+        spares = _object(self.runtime.get("spares"))
+        return self.runtime.get("spare") is True or spares.get("frozen_once_loaded") is True
+
     def values(self, keys: tuple[str, ...]) -> dict[str, object]:
         """The recorded values of top-level `keys` (None where absent), for comparing runs
         key by key without this module naming each key's shape."""

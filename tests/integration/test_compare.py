@@ -67,7 +67,9 @@ def test_without_a_judge_the_plot_uses_a_labelled_fallback_not_overall(
     assert by_label["null"]["plot_y"] == pytest.approx((100 / 3 + 25) / 2)
     md = (out / "compare.md").read_text()
     assert "| null | yes | yes | 33.33 | 25.00 | n/c | n/c |" in md
-    assert "| always-intervene |" in md and "Note: Overall is not computed" in md
+    # A module:Class system is named with what was run (Manifest.shown_name).
+    intervene = "always-intervene \\(run as helpers.judge_systems:AlwaysIntervene\\)"
+    assert f"| {intervene} |" in md and "Note: Overall is not computed" in md
     assert png_size(out / "tradeoff.png") == (960, 660)
     # The scores that differ are named, each with every run's value; latency never is.
     assert "## Agreement" in md and "Scores that differ" in md

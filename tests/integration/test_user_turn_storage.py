@@ -45,7 +45,9 @@ def test_the_readme_memory_of_user_turns_has_a_non_zero_storage_on_tiny(
     sessions = [json.loads(line) for line in (run / "sessions.jsonl").read_text().splitlines()]
     assert sum(s["user_turns"] for s in sessions) == turns
     md = (run / "report.md").read_text()
-    assert "| my-memory | yes | yes |" in md  # Streaming, Persistent (measured)
+    # The Describe name, with what the harness ran (Manifest.shown_name); Streaming and
+    # Persistent (measured).
+    assert "| my-memory \\(run as readme_memory:MyMemory\\) | yes | yes |" in md
     assert (
         f"Storage/hr is measured on the main pass ({report['latency']['main_pass_frames']} "
         f"frames and {turns} user turns)" in md

@@ -66,7 +66,7 @@ class Verification:
             "bundle": str(self.bundle.path),
             "id": self.bundle.id,
             "suites": suites if isinstance(suites, list) else [],
-            "system": each("system"),
+            "system": self._shown_system() or each("system"),
             "dataset": each("dataset"),
             "dataset_hash": each("dataset_hash"),
             "blind": any(r.get("public_part") is True for r in runs),
@@ -76,6 +76,18 @@ class Verification:
             "counts": dict[str, JSON](self.counts()),
             "seconds": round(self.seconds, 3),
         }
+
+    def _shown_system(self) -> JSON:
+        """The system as its reports name it (`Manifest.shown_name`), from the bundled
+        manifests; None when none is readable. The index keeps the bare Describe name (its
+        summary of manifest.json, which older bundles hold too), but the name a system
+        gives itself is its own to choose: shown alone, a bundle of a cheater calling
+        itself text-log would read as the reference system's."""
+        manifests = (rules.manifest_of(self.bundle.run(p)) for p in self.bundle.runs)
+        names = sorted({m.shown_name for m in manifests if m is not None})
+        if not names:
+            return None
+        return names[0] if len(names) == 1 else list[JSON](names)
 
     def to_json(self) -> str:
         return rules.dumps(self.results, self.head())

@@ -20,7 +20,13 @@ from typing import Any
 
 from apmbench.harness import __version__
 from apmbench.harness.errors import DatasetError
-from apmbench.harness.orchestrate.compare import Run, load_runs, mismatches, suite_of_runs
+from apmbench.harness.orchestrate.compare import (
+    Run,
+    labelled,
+    load_runs,
+    mismatches,
+    suite_of_runs,
+)
 from apmbench.harness.orchestrate.html import plots
 from apmbench.harness.orchestrate.html.queries import (
     QueryRow,
@@ -85,7 +91,7 @@ def _audit(report: Mapping[str, Any]) -> list[str]:
 def _manifest_facts(run: Run) -> dict[str, Any]:
     m = run.record
     return {
-        "system": None if m.system_name == "?" else html_text(m.system_name, MD_CHARS),
+        "system": None if m.system_name == "?" else html_text(m.shown_name, MD_CHARS),
         "system version": None
         if m.system_version is None
         else html_text(m.system_version, MD_CHARS),
@@ -119,6 +125,7 @@ def _dataset(
 
 
 def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
+    runs = labelled(runs, lambda name: html_text(name, MD_CHARS))
     suite = suite_of_runs(runs)
     compared = [ComparedRun(r.root, r.label, r.manifest, r.report) for r in runs]
     notes = [f"compared despite: {m}" for m in mismatches(runs)] if len(runs) > 1 else []

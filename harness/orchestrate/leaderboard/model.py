@@ -216,15 +216,7 @@ def _labels(members: Sequence[_Loaded]) -> list[str]:
     """Each run's name, told apart by its source where a ranking holds a method twice. The
     name a system gives itself is its own to choose (a red team's spammer called itself
     proact-rules): where the harness ran something of another name, that name is shown."""
-    names = [
-        html_text(
-            m.record.system_name
-            if m.record.run_as in (None, m.record.system_name)
-            else f"{m.record.system_name} (run as {m.record.run_as})",
-            MD_CHARS,
-        )
-        for m in members
-    ]
+    names = [html_text(m.record.shown_name, MD_CHARS) for m in members]
     labels = [
         name
         if names.count(name) == 1

@@ -88,7 +88,7 @@ def comparison(runs: Sequence[Run]) -> Comparison:
             {
                 "label": r.label,
                 "run_dir": str(r.root),
-                "system": r.record.system_name,
+                "system": r.record.shown_name,
                 "persistence": persistence(r.manifest),
                 "families": {f: rep["families"][f]["score"] for f in tasks.FAMILIES},
                 "overall": rep["overall"]["score"],

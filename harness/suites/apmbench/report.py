@@ -47,7 +47,7 @@ def table3_row(report: Report, manifest: Mapping[str, JSON]) -> list[str]:
     caps = record.capabilities
     storage = report["storage"]["storage_per_hour_bytes"]
     return [
-        md_cell(record.system_name),
+        md_cell(record.shown_name),
         _yes(caps.get("streaming_ingest")),
         _persistent(report),
         num(fam["cross_session_understanding"]["score"]),
@@ -81,7 +81,7 @@ def _storage_cell(storage: float | None, manifest: Mapping[str, JSON]) -> str:
 def table4_row(report: Report, manifest: Mapping[str, JSON]) -> list[str]:
     ea = report["evidence_availability"]
     return [
-        md_cell(Manifest.of(manifest).system_name),
+        md_cell(Manifest.of(manifest).shown_name),
         *(num(report["tasks"][t]["score"]) for t in (*tasks.MCQA_TASKS, *tasks.ADAPTIVE_TASKS)),
         num(report["overall"]["score"]),
         num(ea["evidence_available_accuracy"]),
@@ -153,7 +153,7 @@ def _ea_latency_lines(lat: Latency) -> list[str]:
 
 def render_markdown(report: Report, manifest: Mapping[str, JSON]) -> str:
     record = Manifest.of(manifest)
-    system = md_cell(record.system_name)
+    system = md_cell(record.shown_name)
     lat = report["latency"]
     sto = report["storage"]
     acc = report["decision_accuracy"]

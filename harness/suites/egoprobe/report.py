@@ -111,7 +111,7 @@ def render_markdown(report: Report, manifest: Mapping[str, JSON]) -> str:
     linked = report["event_linked"]
     ff = report["format_failures"]
     lines = [
-        f"# EgoProbe report: {md_cell(Manifest.of(manifest).system_name)}",
+        f"# EgoProbe report: {md_cell(Manifest.of(manifest).shown_name)}",
         "",
         f"Chance: {report['chance']['single_turn']}% "
         f"single-turn, {report['chance']['r1']}% R1, {report['chance']['two_turn']}% two-turn.",
@@ -193,7 +193,7 @@ def comparison(runs: Sequence[Run]) -> Comparison:
             {
                 "label": r.label,
                 "run_dir": str(r.root),
-                "system": md_cell(r.record.system_name),
+                "system": md_cell(r.record.shown_name),
                 "plot_y": rep["single_turn"]["all"]["accuracy"],
                 "single_turn": rep["single_turn"],
                 "buckets": {b: rep["buckets"][b]["all"]["accuracy"] for b in BUCKET_NAMES},

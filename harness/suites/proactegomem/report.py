@@ -103,7 +103,7 @@ def _matching(params: Mapping[str, float]) -> str:
 def render_markdown(report: Report, manifest: Mapping[str, JSON]) -> str:
     levels = report["levels"]
     lines = [
-        f"# ProactEgoMem report: {md_cell(Manifest.of(manifest).system_name)}",
+        f"# ProactEgoMem report: {md_cell(Manifest.of(manifest).shown_name)}",
         "",
         f"{_track(report)}Similarity in the matcher: "
         f"{report['similarity']}. Matching: {_matching(report['matching'])}.",
@@ -244,7 +244,7 @@ def comparison(runs: Sequence[Run]) -> Comparison:
             {
                 "label": r.label,
                 "run_dir": str(r.root),
-                "system": md_cell(r.record.system_name),
+                "system": md_cell(r.record.shown_name),
                 "plot_y": f1(iv),
                 "cells": summary_cells(r.report),
             }
