@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -368,7 +369,8 @@ def test_a_resealed_blind_run_with_unmeasurable_latencies_fails_the_timing_rule(
         "index": "pass", "members": "pass", "seal": "pass", "numbers": "n/a",
         "records": "n/a", "blind-score": "n/a", "timing": "fail", "suites-page": "n/a",
     }  # fmt: skip
-    assert "FAIL timing: predictions.json T001/main/T001-ACR-004: ttft_s 1e-05 s" in said(result)
+    # The first record named depends on the generator's draw; any of T001's will do.
+    assert re.search(r"FAIL timing: predictions\.json T001/\S+: ttft_s 1e-05 s", said(result))
 
     # Edited without re-sealing, the seal names the record instead.
     def unsealed(index: dict[str, Any], members: dict[str, bytes]) -> None:
