@@ -71,7 +71,7 @@ SEED_LIMIT = 2**63
 """Seeds drawn for --synthetic lie below this: too many to try one by one against a run."""
 
 if TYPE_CHECKING:
-    from apmbench.harness.orchestrate.evaluate import EvaluateOptions, Evaluation
+    from apmbench.harness.orchestrate.evaluate import EvaluateOptions, Evaluation, SyntheticOrigin
     from apmbench.harness.orchestrate.shards import Shard
     from apmbench.harness.run.audits.queries import AuditSettings
     from apmbench.harness.suites.base import Headline, OpaqueSuite
@@ -458,6 +458,19 @@ def settings_of(
     )
 
 
+def _given_seed(dataset: Path) -> SyntheticOrigin | None:
+    """A dataset `synth --seed N` wrote, evaluated with its labels: its report says the seed is
+    known, as a `--synthetic --seed N` run's does (anyone can rebuild its labels). A drawn
+    seed is not recorded in the run: the run may be published."""
+    from apmbench.harness.orchestrate.blind import known_seed
+    from apmbench.harness.orchestrate.evaluate import SyntheticOrigin
+
+    known = known_seed(dataset).get("synthetic")
+    if not isinstance(known, dict):
+        return None
+    return SyntheticOrigin(str(known.get("preset") or "?"), int(known["seed"]), False)
+
+
 def run_settings(s: EvaluateSettings) -> None:
     """One evaluation, or with no system named every compared system and their comparison.
     The suite is resolved here, once, and every evaluation is given its name."""
@@ -472,6 +485,7 @@ def run_settings(s: EvaluateSettings) -> None:
     else:
         dataset = s.dataset
         suite = _suite(dataset, s.benchmark)
+        origin = _given_seed(dataset)
     if s.embedded and withheld.is_public(dataset):
         raise click.UsageError("a public part is evaluated one system at a time: give --system")
     systems: list[str | None] = list(compared_systems()) if s.embedded else [s.runtime.system]

@@ -30,6 +30,11 @@ def mark_seed(dataset: Path, drawn: bool) -> None:
     if not isinstance(generator, dict):
         raise ConfigError(f"{path} has no generator record to mark the seed in")
     generator["seed_drawn"] = drawn
+    name, seed = doc.get("name"), generator.get("seed")
+    if drawn and isinstance(name, str) and name.endswith(f"-{seed}"):
+        # The generators name a dataset by its seed; every report prints the dataset's name,
+        # and a drawn seed must reach no report (it rebuilds every label).
+        doc["name"] = name.removesuffix(f"-{seed}") + "-drawn"
     path.write_text(json.dumps(doc, indent=1) + "\n")
 
 

@@ -11,6 +11,7 @@ import errno
 import glob
 import json
 import os
+import re
 import socket
 import tempfile
 import threading
@@ -31,6 +32,7 @@ from apmbench.adapters.sdk import (
     SessionStart,
     SystemInfo,
     UserTurn,
+    UserTurnKind,
 )
 from apmbench.adapters.systems.text_log import TextLog
 
@@ -385,6 +387,10 @@ class KeywordStuffer(TextLog):
         """What is appended to each decision's reason and response."""
         return _VOCABULARY
 
+    def stuffing_for(self, query: Query, body: dict[str, Any]) -> str:
+        """What is appended to this answer (`body`, text-log's own); `stuffing` by default."""
+        return self.stuffing(query)
+
     def query(self, query: Query) -> Iterator[str]:
         text = "".join(super().query(query))
         try:
@@ -393,7 +399,7 @@ class KeywordStuffer(TextLog):
             yield text
             return
         if query.kind is QueryKind.DECISION and isinstance(body, dict):
-            extra = self.stuffing(query)
+            extra = self.stuffing_for(query, body)
             for key in ("reason", "response"):
                 if isinstance(body.get(key), str):
                     body[key] = f"{body[key]} {extra}"
@@ -544,3 +550,47 @@ class LabelChanger(TextLog):
 
     def import_state(self, state: ExportedState) -> None:
         super().import_state(ExportedState(state.data, "text/x-apmbench-text-log", 1))
+
+
+class FactBagger(KeywordStuffer):
+    """Round three of judge stuffing ("JudgeGamer"): text-log's answers with a bag of facts
+    the annotations are likely to hold appended to every decision's reason. A silence
+    reason gets the words of the user's registrations (a silence reference often names
+    the reminder's object); an intervention also gets the ERA question's options and the
+    world facts of the session's latest event (its place, object and state). With the
+    slack raised to 12 words and spent on facts too (judge VERSION 7) the bag scored
+    Adaptive 80.00 against text-log's honest 66.00 on `tiny` seed 0 (`small` seed 7:
+    76.33 against 60.83); VERSION 8 charges every fact the reference does not want."""
+
+    name = "fact-bagger"
+
+    def stuffing_for(self, query: Query, body: dict[str, Any]) -> str:
+        k = self.knowledge(query)
+        texts = k.registrations + [t.text for t in k.turns if t.kind is UserTurnKind.REGISTRATION]
+        bag = [w for text in texts for w in text.split()]
+        if body.get("decision") == "INTERVENE":
+            now = [e for e in k.events if e.session_index == k.session_index]
+            if now:
+                bag += [now[-1].place, now[-1].subject, now[-1].after]
+            for turn in k.turns:
+                if turn.kind is UserTurnKind.QUESTION:
+                    bag += re.findall(r"^[A-D]\. (.+)$", turn.text, re.M)
+        # Counts are left out: a wrong one would cancel a right fact.
+        words = (w.strip(".,") for w in bag)
+        return " ".join(dict.fromkeys(w for w in words if w and not w.isdigit()))
+
+
+class FactSentences(KeywordStuffer):
+    """The honest control of FactBagger: text-log's answers with one plain sentence of what
+    it really perceives now (where the wearer is, what is in hand) after every reason: a
+    few true facts in a sentence, which a judge may charge where the reference does not
+    want them but never rank below a bag of them."""
+
+    name = "fact-sentences"
+
+    def stuffing(self, query: Query) -> str:
+        scene = self.knowledge(query).latest
+        if scene is None:
+            return ""
+        holding = f", holding the {scene.hand}" if scene.hand else ""
+        return f"The wearer is at the {scene.place}{holding}."

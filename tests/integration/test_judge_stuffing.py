@@ -3,8 +3,12 @@ synthetic world's whole vocabulary appended. A judge that only counts the refere
 terms it finds took Adaptive from 70 to 99 this way (KeywordStuffer). Round two appended
 the words references use that name no fact and the question's own facts (FreeWordStuffer:
 68 -> 89 against judge VERSION 3, which charged only wrong fact words); VERSION 4 charges
-every content word past the reference's length, so neither pays.
-(tests/unit/test_reference_judge.py shows the charge lowering stuffed verdicts.)"""
+every content word past the reference's length, so neither pays. Round three appended a
+bag of facts likely to be in the annotations (the question's options, the registration's
+words, what the latest event named: FactBagger): with the slack raised to 12 words and
+spent on facts too, it scored 80 against text-log's 66 on `tiny` seed 0; VERSION 8
+charges every fact the reference does not want. (tests/unit/test_reference_judge.py
+shows each charge lowering stuffed verdicts.)"""
 
 from __future__ import annotations
 
@@ -55,3 +59,20 @@ def test_copied_silence_templates_score_what_any_reason_scores(tmp_path: Path) -
     plain = adaptive(tmp_path / "null", "null")
     templates = adaptive(tmp_path / "templates", "helpers.cheaters:NullTemplates")
     assert plain["score"] is not None and templates["score"] == plain["score"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start", ["fresh", "template"])
+def test_a_bag_of_facts_scores_no_higher_than_the_facts_in_a_sentence(
+    tmp_path: Path, start: str
+) -> None:
+    """FactBagger's bag names the right facts among free ones; FactSentences names a few
+    facts it really perceives, in a sentence. The bag scores no higher than text-log's
+    honest answers, nor than the sentence (judge VERSION 7: 80 against 66 and 66 on
+    `tiny` seed 0)."""
+    honest = adaptive(tmp_path / "honest", "text-log", start)
+    bagged = adaptive(tmp_path / "bagged", "helpers.cheaters:FactBagger", start)
+    sentences = adaptive(tmp_path / "sentences", "helpers.cheaters:FactSentences", start)
+    assert None not in (honest["score"], bagged["score"], sentences["score"])
+    assert bagged["score"] <= honest["score"]
+    assert bagged["score"] <= sentences["score"]

@@ -66,3 +66,49 @@ def test_a_given_seed_follows_the_private_part_into_the_scored_report(tmp_path: 
     record = Manifest.of({"dataset": {"name": "public"}, "labels": given})
     lines = " ".join(confinement_lines({}, record))
     assert "Synthetic dataset from a known seed (`--seed 0`)" in lines
+
+
+def _files_holding(root: Path, text: str) -> list[str]:
+    return [
+        str(p.relative_to(root))
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and text.encode() in p.read_bytes()
+    ]
+
+
+def test_a_drawn_seed_reaches_no_file_of_the_scored_run(tmp_path: Path) -> None:
+    """A red team found the drawn seed in a blind-scored run's report.json, report.md and
+    manifest.json (the synthetic judge's identity carried the generator record whole) and in
+    the name `synth` gave the dataset: published, it rebuilds every label."""
+    _synth(tmp_path / "drawn")
+    seed = str(_generator(tmp_path / "drawn")["seed"])
+    doc = json.loads((tmp_path / "drawn" / "dataset.json").read_text())
+    assert seed not in doc["name"], doc["name"]
+    runner = CliRunner()
+    public, private = tmp_path / "public", tmp_path / "private"
+    steps = [
+        ["split", str(tmp_path / "drawn"), "--public", str(public), "--private", str(private)],
+        ["evaluate", "--dataset", str(public), "--system", "null", "--out", str(tmp_path / "run")],
+        ["score", str(tmp_path / "run" / "predictions.json"), "--labels", str(private),
+         "--judge", "synthetic", "--out", str(tmp_path / "scored")],
+    ]  # fmt: skip
+    for step in steps:
+        done = runner.invoke(main, step)
+        assert done.exit_code == 0, done.output
+    assert (tmp_path / "scored" / "report.md").is_file()
+    for run in ("run", "scored"):
+        assert _files_holding(tmp_path / run, seed) == [], run
+
+
+def test_a_given_seed_dataset_evaluated_with_its_labels_says_so(tmp_path: Path) -> None:
+    """`evaluate --dataset` of a `synth --seed N` dataset: the report says the seed is known,
+    as `evaluate --synthetic tiny --seed N`'s does."""
+    _synth(tmp_path / "given", "--seed", "3")
+    out = tmp_path / "run"
+    done = CliRunner().invoke(
+        main,
+        ["evaluate", "--dataset", str(tmp_path / "given"), "--system", "null", "--out", str(out)],
+    )
+    assert done.exit_code == 0, done.output
+    head = " ".join((out / "report.md").read_text().split())
+    assert "Synthetic dataset from a known seed (`--seed 3`)" in head

@@ -58,15 +58,16 @@ def test_the_facts_score_five_a_generic_answer_two_and_nothing_one(tiny: Path) -
     judge = APMBench().reference_judge(tiny)
     probes = _probes(tiny)
     assert probes
-    from apmbench.harness.suites.apmbench.reference_judge import fact_words, terms
+    from apmbench.harness.suites.apmbench.reference_judge import wanted_facts
 
     templates = 0
     for candidate, probe in probes:
         facts = _reference(candidate, probe)
         assert facts
-        # A reference naming no fact (a templated silence reason) only checks that a reason
-        # was given: copying it word for word scores what "Okay." scores.
-        named = any(w in fact_words() or any(c.isdigit() for c in w) for w in terms(facts))
+        # A reference naming no fact (a templated silence reason), or on a silence probe none
+        # beyond the user's own reminder, only checks that a reason was given: copying it
+        # word for word scores what "Okay." scores.
+        named = bool(wanted_facts(_annotations(candidate, probe)))
         templates += not named
         expected = 5 if named else 2
         assert _score(judge, candidate, probe, _answer(candidate, probe, facts)) == expected
@@ -250,3 +251,111 @@ def test_a_guessed_place_beside_the_right_object_does_not_pay(tiny: Path) -> Non
         assert sum(guesses) / len(guesses) <= alone, (alone, guesses)
         checked += 1
     assert checked > 0
+
+
+def _annotations(candidate: object, probe: object) -> dict[str, object]:
+    from apmbench.harness.suites.apmbench.reference_judge import parse_request
+
+    messages = rubric.request_messages(candidate, probe, {"raw_output": ""})  # type: ignore[arg-type]
+    return parse_request(messages)[1]
+
+
+def test_a_number_or_day_no_reference_text_holds_is_a_wrong_fact(tiny: Path) -> None:
+    """A count or a DAY the reference does not hold is a wrong fact, as a wrong place is:
+    version 6 let it merely dilute, so a guessed day or count scored what leaving it out
+    scored: a free bet."""
+    from apmbench.harness.suites.apmbench.reference_judge import is_number_or_day, terms
+
+    judge = APMBench().reference_judge(tiny)
+    checked = 0
+    for candidate, probe in _probes(tiny):
+        reference = _reference(candidate, probe)
+        numbers = [w for w in terms(reference) if is_number_or_day(w)]
+        if not probe.positive or not numbers:  # type: ignore[attr-defined]
+            continue
+        right = reference.lower()
+        for n in numbers:
+            # "day1" -> "day6", "9" -> "16": the same kind of fact, another value.
+            wrong = n[:-1] + str((int(n[-1]) + 5) % 10) if n.startswith("day") else str(int(n) + 7)
+            assert wrong not in terms(reference)
+            left_out = right.replace(n, "")
+            guessed = right.replace(n, wrong)
+            score = _score(judge, candidate, probe, _answer(candidate, probe, guessed))
+            assert score < _score(judge, candidate, probe, _answer(candidate, probe, left_out))
+            assert score < _score(judge, candidate, probe, _answer(candidate, probe, right))
+            checked += 1
+    assert checked > 0
+
+
+def test_facts_the_reference_does_not_want_are_charged_without_slack(tiny: Path) -> None:
+    """The round-three bag ("JudgeGamer"): the reference's facts plus the question's other
+    options, which the annotations hold (so never wrong). Versions 6 and 7 spent the slack
+    meant for glue words on them and scored the bag 5; a fact the reference does not want
+    is now charged whole, while as many glue words stay free."""
+    from apmbench.harness.suites.apmbench.reference_judge import wanted_facts
+
+    judge = APMBench().reference_judge(tiny)
+    checked = 0
+    for candidate, probe in _probes(tiny):
+        if candidate.task != "ERA" or not probe.positive:  # type: ignore[attr-defined]
+            continue
+        annotations = _annotations(candidate, probe)
+        wanted = wanted_facts(annotations)
+        options = [c.text for c in candidate.choices]  # type: ignore[attr-defined]
+        others = [o for o in options if o.lower() not in wanted]
+        assert len(others) >= 2
+        reference = _reference(candidate, probe)
+        bag = _answer(candidate, probe, f"{reference} {' '.join(others)}")
+        glue = _answer(candidate, probe, f"{reference} {' '.join(_GLUE[: len(others)])}")
+        assert _score(judge, candidate, probe, glue) == 5
+        assert _score(judge, candidate, probe, bag) < 5
+        checked += 1
+    assert checked > 0
+
+
+_GLUE = ("really", "clearly", "indeed", "certainly")
+
+
+def test_on_a_silence_probe_the_users_own_reminder_earns_nothing(tiny: Path) -> None:
+    """Red team (b): a silence reason copied from the user's own reminder ("Remind me to
+    check the FRIDGE when I pick up the PLATE.") names the PLATE that the reference silence
+    reason names, and version 6 scored that copy 5 (RCR) or 4 (PRM). What the query
+    carried is no memory: it scores what any reason scores."""
+    from apmbench.harness.suites.apmbench.reference_judge import user_texts
+
+    judge = APMBench().reference_judge(tiny)
+    copied = 0
+    for candidate, probe in _probes(tiny):
+        reminder = " ".join(user_texts(_annotations(candidate, probe)))
+        if probe.positive or "remind" not in reminder.lower():  # type: ignore[attr-defined]
+            continue
+        generic = _score(judge, candidate, probe, _answer(candidate, probe, "Nothing to say yet."))
+        assert _score(judge, candidate, probe, _answer(candidate, probe, reminder)) == generic
+        copied += 1
+    assert copied >= 2  # RCR and PRM negatives both
+
+
+def test_a_crafted_silence_request_credits_only_facts_beyond_the_reminder() -> None:
+    """With a fact the reminder does not hold (the place), that one still earns; the
+    reminder's own fact is charged like any fact the reference does not want."""
+    from apmbench.harness.suites.apmbench.reference_judge import verdict, wanted_facts
+
+    annotations = {
+        "registration_event": {
+            "registration_text": "Remind me to check the FRIDGE when I pick up the PLATE."
+        },
+        "this_probe": {
+            "polarity": "negative",
+            "reference_decision": "SILENT",
+            "silence_reason": "The PLATE is still on the SHELF.",
+        },
+    }
+    assert wanted_facts(annotations) == ["shelf"]
+
+    def score(reason: str) -> int:
+        body = json.dumps({"decision": "SILENT", "reason": reason})
+        return int(verdict("RCR", annotations, body)["score"])
+
+    assert score("It is still on the SHELF.") == 5
+    assert score("The PLATE is still on the SHELF.") < 5
+    assert score("Remind me to check the FRIDGE when I pick up the PLATE.") == 1 + 1

@@ -11,19 +11,31 @@ answer must state, and scores the share the response states:
     no fact-bearing text at all       1   (the decision is right, nothing else is usable)
     share below 1/3, 1/3, 2/3, 1      2, 3, 4, 5   (a score is earned whole)
     no reference text in the probe    3   (nothing to check against: never more)
-    a reference that names no fact    2   (any reason: it can only check one was given)
+    a reference that names no fact    2   (any reason: it can only check one was given;
+                                           on a silence probe, none beyond the user's own)
 
-Only facts earn, and every word costs: the share is the facts stated, less the world
-facts the response names that none of the candidate's annotations holds (a wrong fact
-cancels a right one, so a guess never pays), over the larger of the number of facts and
-the response's content words less `SLACK` (the few words a sentence needs around its
-facts). So neither appending words (the benchmark's
-vocabulary, the references' other words, the question's own facts) nor copying the
-references' templates earns anything; only the facts do. History: version 3 charged
-only wrong fact words, and appended free words bought Adaptive 68.00 -> 89.17
-(text-log, `small` seed 0); version 4 charged every word but counted the references'
-template words as facts, so a reason reworded into the templates, or a fixed silence
-template with no memory at all, scored 5 (a fresh-eyes red team: Adaptive 57 -> 98).
+Only facts earn, and every word costs. The facts a response is credited for are
+`wanted_facts`: the reference texts' world facts and numbers, less, on a silence probe,
+those the query itself carried (the user's registration, the ERA question and options):
+copying the user's words is no memory. The share is the facts stated, less the wrong
+facts the response names (a world fact none of the candidate's annotations holds, or a
+number or day that no reference text holds: a wrong fact cancels a right one, so a guess
+never pays), over the larger of the number of facts and the words charged: every fact
+word the response names, wanted or not, plus its other content words past `SLACK` (the
+glue a sentence needs around its facts). So neither appending words (the benchmark's
+vocabulary, the references' other words, the question's own facts, a bag of likely
+facts) nor copying the references' templates or the user's reminder earns anything;
+only the facts do. History: version 3 charged only wrong fact words, and appended free
+words bought Adaptive 68.00 -> 89.17 (text-log, `small` seed 0); version 4 charged
+every word but counted the references' template words as facts, so a reason reworded
+into the templates, or a fixed silence template with no memory at all, scored 5 (a
+fresh-eyes red team: Adaptive 57 -> 98). Version 7 widened the slack from 4 words to 12
+(text-log on `tiny` seed 0, generator 5: 64.00 -> 66.00), and the slack covered fact
+words too, so a bag of facts the annotations are likely to hold (the options, the
+registration's words, the latest event's place and object: FactBagger in the test
+gallery), with the registration copied into silence reasons, bought 80.00 against
+text-log's 66.00 (`small` seed 7: 76.33 against 60.83). Version 8 charges those
+facts: FactBagger 60.00 and 58.00, text-log 66.00 and 60.83 (version 6: 64.00, 59.33).
 
 It answers in the rubric's JSON, so its verdicts go through the same strict
 parsing, cache and Eq. 1 / Eq. 3 arithmetic as an LLM's. It never sees the
@@ -47,11 +59,14 @@ from apmbench.harness.scoring.judge.reference import KIND, LABEL
 from apmbench.harness.suites.apmbench.synth.live import GENERATOR
 from apmbench.harness.synthetic import world
 
-VERSION = 6
+VERSION = 8
 """Bumped whenever a verdict could change for the same request (4: every content word
 of the response counts, not only wrong fact words, and thirds of the facts are earned
 whole; 5: only facts and numbers are wanted, with a few words of slack, and a reference
-that names no fact scores any reason 2; 6: a wrong fact cancels a right one)."""
+that names no fact scores any reason 2; 6: a wrong fact cancels a right one; 7: a slack
+of 12 words, not 4; 8: the slack covers glue words only, every fact word the reference
+does not want is charged, a number or day no reference text holds is wrong, and a
+silence probe's facts that the user's own registration states earn nothing)."""
 
 # Fields of the annotations (the probe's own label first) whose text states
 # what a response should say when it intervenes, or why it stays silent.
@@ -116,13 +131,66 @@ def fact_words() -> frozenset[str]:
     return frozenset(t for name in names for t in terms(name))
 
 
-SLACK = 4
-"""Content words a response may use around its facts without dilution ("picked up ...
-at ... on"): a sentence needs a few; a list of the benchmark's words needs many."""
+SLACK = 12
+"""Glue words a response may use around its facts without dilution ("you just picked up
+the ... at the ... on"): a sentence needs a few; a list of the benchmark's words needs
+many. Only glue: a fact word the reference does not want is charged whole."""
+
+_DAY_NAMES = frozenset(
+    ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+)
 
 
 def _has_digit(word: str) -> bool:
     return any(c.isdigit() for c in word)
+
+
+def is_number_or_day(word: str) -> bool:
+    """A count, a clock time's part, a DAY id or a day's name: a checkable fact."""
+    return _has_digit(word) or word in _DAY_NAMES
+
+
+def is_fact(word: str) -> bool:
+    """A stemmed word that states a fact: the world's names, a number, a day."""
+    return word in fact_words() or is_number_or_day(word)
+
+
+def user_texts(annotations: Mapping[str, Any]) -> list[str]:
+    """What the query itself carried from the user: the registration, the ERA question
+    and its options. Repeating it shows no memory of what happened."""
+    out: list[str] = []
+    registration = annotations.get("registration_event")
+    if isinstance(registration, Mapping) and isinstance(registration.get("registration_text"), str):
+        out.append(registration["registration_text"])
+    if isinstance(annotations.get("question"), str):
+        out.append(annotations["question"])
+    for choice in annotations.get("choices") or []:
+        if isinstance(choice, Mapping) and isinstance(choice.get("text"), str):
+            out.append(choice["text"])
+    return out
+
+
+def wanted_facts(annotations: Mapping[str, Any]) -> list[str]:
+    """The facts a good answer states, the only ones that earn: the reference texts' world
+    facts and numbers (a day, a count); their other words are one way to phrase them."""
+    wanted = [w for w in terms(" ".join(reference_texts(annotations))) if is_fact(w)]
+    if (annotations.get("this_probe") or {}).get("polarity") != "positive":
+        # "The PLATE has not been picked up." restates the reminder the user registered;
+        # copying the reminder into a silence reason earned its facts (version 7).
+        given = set(terms(" ".join(user_texts(annotations))))
+        wanted = [w for w in wanted if w not in given]
+    return wanted
+
+
+def wrong_facts(annotations: Mapping[str, Any], said: set[str]) -> list[str]:
+    """The facts `said` names that the candidate cannot support: a world fact none of its
+    annotations holds (they are never wrong), a number or day no reference text holds (the
+    annotations' clock times would excuse almost any number)."""
+    known = set(terms(json.dumps(annotations)))
+    referenced = set(terms(" ".join(reference_texts(annotations))))
+    wrong = {w for w in said if w in fact_words() and w not in known}
+    wrong |= {w for w in said if is_number_or_day(w) and w not in referenced}
+    return sorted(wrong)
 
 
 def score_of(share: float, stated_any: bool) -> int:
@@ -136,17 +204,20 @@ def score_of(share: float, stated_any: bool) -> int:
 def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[str, Any]:
     """The rubric's JSON object for one gate-passing probe."""
     texts = reference_texts(annotations)
-    # The facts a good answer states: the reference's world facts and numbers (a day, a
-    # count). Its other words are one way to phrase them: copying them earns nothing.
-    wanted = [w for w in terms(" ".join(texts)) if w in fact_words() or _has_digit(w)]
+    wanted = wanted_facts(annotations)
     said = set(terms(response))
     stated = [t for t in wanted if t in said]
     missing = [t for t in wanted if t not in said]
-    known = set(terms(json.dumps(annotations)))  # the candidate's own facts are never wrong
-    wrong = sorted((said & fact_words()) - known)
-    # Precision as well as recall: past the words a sentence needs around its facts
-    # (SLACK), every content word dilutes the share, so appending words never pays.
-    room = max(len(wanted), len(said) - SLACK)
+    wrong = wrong_facts(annotations, said)
+    # Facts earn only where the reference wants them; any other fact is content, not glue.
+    # With the slack covering them too, a bag of the options, the registration and what
+    # the system sees let a few right facts ride on many free ones (version 7).
+    unwanted = {w for w in said if is_fact(w)} - set(wanted)
+    glue = len(said) - len(stated) - len(unwanted)
+    charged = len(stated) + len(unwanted) + max(0, glue - SLACK)
+    # Precision as well as recall: every fact word and every glue word past the few a
+    # sentence needs (SLACK) dilutes the share, so appending words never pays.
+    room = max(len(wanted), charged)
     # A wrong fact cancels a right one: with it merely diluting, guessing a place beside
     # the right object scored no lower than not guessing, a free bet (version 5).
     share = max(0, len(stated) - len(wrong)) / room if wanted else 0.0
@@ -154,7 +225,8 @@ def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[st
         score = score_of(share, bool(said))
     elif texts:
         # "Nothing has been picked up yet.": a reference naming no fact, a template any
-        # system can copy; any reason is the generic one it is, or a fixed string scores 5.
+        # system can copy (or, on a silence probe, naming only the user's own words); any
+        # reason is the generic one it is, or a fixed string scores 5.
         score = min(2, score_of(0.0, bool(said)))
     else:
         # No reference text to check against (an annotation format this judge does not
@@ -172,14 +244,14 @@ def verdict(task: str, annotations: Mapping[str, Any], response: str) -> dict[st
         "usefulness": level if positive else "not_applicable",
     }
     issues = [] if not missing else ["does not state: " + ", ".join(missing)]
-    if len(said) - SLACK > len(wanted) and wanted:
-        issues.append(f"{len(said)} content words for {len(wanted)} facts")
+    if charged > len(wanted) and wanted:
+        issues.append(f"{charged} charged words for {len(wanted)} facts")
     if wrong:
         issues.append("names facts the reference does not hold: " + ", ".join(wrong))
     if not texts:
         issues = ["the annotations hold no reference text for this probe"]
     elif not wanted:
-        issues = ["the reference names no fact: any reason is a generic one"]
+        issues = ["the reference names no fact beyond the user's own: any reason is a generic one"]
     if not said:
         issues = ["no explanation or response beyond the decision"]
     justification = (
@@ -226,7 +298,11 @@ class SyntheticReferenceJudge:
 
     def __init__(self, generator: Mapping[str, Any]) -> None:
         self.cache_identity: dict[str, Any] = {"kind": KIND, "version": VERSION, "label": LABEL}
-        self.identity: dict[str, Any] = {**self.cache_identity, "generator": dict(generator)}
+        # The generator's name and version only: its record also holds the dataset's seed,
+        # and the identity is written into every scored run's report (a drawn seed that
+        # reached a published report would rebuild every label).
+        made_by = {k: generator[k] for k in ("name", "version", "preset") if k in generator}
+        self.identity: dict[str, Any] = {**self.cache_identity, "generator": made_by}
         self.calls = 0
 
     def complete(self, messages: Messages) -> str:
