@@ -1,7 +1,7 @@
 """The synthetic benchmark has no shortcut: what crosses the wire without frames predicts no label.
 
-Small classifiers are fitted on the wire-visible values of some seeds of the
-`small` preset and scored on other seeds: decisions, multiple-choice answers
+Small classifiers are fitted on the wire-visible values of twelve seeds of the
+`small` preset and scored on twelve others: decisions, multiple-choice answers
 and Evidence Availability labels all stay near chance. The classifiers
 themselves are checked on a planted shortcut, the one the first generator had.
 """
@@ -20,7 +20,12 @@ from apmbench.harness.suites.apmbench.synth.live import covers_everything, traje
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
 from apmbench.harness.suites.apmbench.synth.writer import build
 
-TRAIN, TEST = (1, 2, 3, 4, 5, 6), (7, 8, 9, 10, 11, 12)
+# Twelve seeds a side. With six, Evidence Availability's table came from 18 worlds, and as a
+# world's place names set the question lengths of all its EA pairs, a split's balanced
+# accuracy moved by chance alone: generator 5 gave the logistic regression 49.3 % on seeds
+# 7-12 and 63.9 % the other way round, generator 6 (same EA code, other random draws)
+# 36.6 %; on seeds 1-12 against 13-24 generator 6 gives 52.4 % and 55.1 %.
+TRAIN, TEST = tuple(range(1, 13)), tuple(range(13, 25))
 Tables = dict[str, tuple[shortcuts.Table, shortcuts.Table]]
 
 

@@ -1,9 +1,24 @@
 """Candidates for all twelve tasks and the Evidence Availability set, in the paper's formats.
 
 Answers are fixed by construction from the simulated events; evidence lies
-strictly before each query; distractors are other real events, objects,
-places, texts and counts of the same trajectory (as EgoProbe builds them), so
-the text of a question and its options alone does not reveal the answer.
+strictly before each query; distractors are other objects, places, texts,
+counts and acts of the same trajectory, so the text of a question and its
+options alone does not reveal the answer.
+
+Neither do the questions and options asked before it. A system sees every
+question of the main pass on the wire and may keep them all, so a distractor
+must be as likely as the answer to have been named earlier: ER's distractors
+are objects put down before the question, like its answer; ACR asks about
+toggles and count changes, with distractors the world's layout allows where
+the wearer stands, of kinds drawn as often as the answers' kinds, never the
+trajectory's own (later) acts; TR's four options are one kind of act from the
+first two sessions, and never put-downs or pick-ups, which would tell later ER
+and EST questions where objects went; STU asks only for objects, so an
+option's kind is no hint; OCR's distractors are the other screens' texts at
+that moment; and a question asked again with the same answer gets the same
+options (CT: the answer keeps its rank), so that comparing the copies narrows
+nothing. tests/helpers/option_memory.py measures what a frame-blind memory of
+the options answers.
 """
 
 from __future__ import annotations
@@ -15,8 +30,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from apmbench.adapters.perception.events import describe
 from apmbench.harness.media.timecode import MS_PER_DAY
-from apmbench.harness.synthetic.world import FIXTURES, Event, SessionPlan
+from apmbench.harness.synthetic.world import FIXTURES, Event, PlaceState, SessionPlan
 
 UNAVAILABLE = "Not answerable now: the evidence needed is not available"
 Candidate = dict[str, Any]
@@ -72,18 +88,45 @@ class Builder:
         self.rng = rng
         self.counter = 0
         self._trigger_cache: dict[str, list[int]] = {}
+        # (task, question, answer) -> the distractors it was offered with: a question asked
+        # again with the same answer and fresh distractors would give the answer away as the
+        # option every copy shares.
+        self._offered: dict[tuple[str, str, str], list[str]] = {}
+        # (task, question) -> the rank CT's answer takes among its four consecutive counts.
+        self._ranks: dict[tuple[str, str], int] = {}
+        # The acts ACR asked about, which TR leaves out: named as an ACR answer, an act is
+        # dated by that question's time, and the oldest option is TR's answer.
+        self._acr_asked: set[Event] = set()
 
     def new_id(self, task: str) -> str:
         self.counter += 1
         return f"{self.facts.trajectory_id}-{task}-{self.counter:03d}"
 
     def options(
-        self, correct: str, pool: list[str], extra: str | None = None
+        self,
+        correct: str,
+        pool: list[str],
+        extra: str | None = None,
+        first: Sequence[str] = (),
+        key: tuple[str, str] | None = None,
     ) -> tuple[list[dict[str, str]], str] | None:
-        distractors = sorted({p for p in pool if p != correct})
-        if len(distractors) < 3:
-            return None
-        texts = [correct, *self.rng.sample(distractors, 3)]
+        """Four options: `correct` and three distractors from `pool`, those in `first`
+        before the others. With `key` (task, question), a question asked again with the
+        same answer gets the distractors it had before."""
+        remembered = self._offered.get((*key, correct)) if key is not None else None
+        if remembered is not None:
+            chosen = list(remembered)
+        else:
+            distractors = sorted({p for p in pool if p != correct})
+            if len(distractors) < 3:
+                return None
+            preferred = sorted({p for p in first if p in distractors})
+            chosen = self.rng.sample(preferred, min(3, len(preferred)))
+            rest = [p for p in distractors if p not in preferred]
+            chosen += self.rng.sample(rest, 3 - len(chosen))
+            if key is not None:
+                self._offered[(*key, correct)] = chosen
+        texts = [correct, *chosen]
         self.rng.shuffle(texts)
         if extra is not None:
             texts.append(extra)
@@ -103,8 +146,10 @@ class Builder:
         correct: str,
         pool: list[str],
         evidence: list[Event],
+        first: Sequence[str] = (),
+        remember: bool = True,
     ) -> Candidate | None:
-        opts = self.options(correct, pool)
+        opts = self.options(correct, pool, first=first, key=(task, question) if remember else None)
         if opts is None:
             return None
         choices, letter = opts
@@ -149,7 +194,11 @@ class Builder:
         if found is None:
             return None
         question, e = found
-        return self.mcqa("ER", index, t, question, e.subject, self.facts.objects(), [e])
+        # Distractors the wearer also put down before the question: the answer is a put-down,
+        # so an object never put down (never named by an earlier option) would be a
+        # distractor a memory of the options could rule out.
+        put = [x.subject for x in self.facts.events if x.kind == "putdown" and x.time_ms < t]
+        return self.mcqa("ER", index, t, question, e.subject, self.facts.objects(), [e], first=put)
 
     def est(self, index: int) -> Candidate | None:
         session = self.facts.sessions[index]
@@ -180,6 +229,13 @@ class Builder:
         )
 
     def tr(self, index: int) -> Candidate | None:
+        """Which of four acts of the first TR_SESSIONS sessions came first, asked in a later
+        session. Every option of every TR question then predates every TR question, so an
+        act an earlier one offered is not thereby older than the others: with options from
+        any earlier session, the option a memory of the options had seen first was the
+        answer in 37 % of questions."""
+        if index < TR_SESSIONS:
+            return None
         t = self.query_time(index)
         before = [e for e in self.facts.events if e.time_ms < t]
         seen = Counter(e.describe() for e in before)
@@ -187,16 +243,23 @@ class Builder:
         prior = [
             e
             for e in before
-            if e.session_index < index
-            and e.kind in ("pickup", "putdown", "toggle")
+            if e.session_index < TR_SESSIONS
+            and e.kind in TR_KINDS
             and seen[e.describe()] == 1
+            and e not in self._acr_asked
         ]
+        # One kind per question: with kinds mixed, the odd kind out was the answer in 11 of 23
+        # questions of generator 5 (seeds 100-109 of `small`). Never put-downs or pick-ups:
+        # options are real events, so they would tell later ER and EST questions where an
+        # object went.
+        by_kind = {k: [e for e in prior if e.kind == k] for k in TR_KINDS}
         for _ in range(20):
-            if len(prior) < 4:
-                return None
-            picked = self.rng.sample(prior, 4)
-            if len({e.subject for e in picked}) < 4 or len({e.session_index for e in picked}) < 2:
+            kind = self.rng.choice(TR_KINDS)
+            if len(by_kind[kind]) < 4:
                 continue
+            # Drawn uniformly: requiring both sessions, as generator 5 did, offered the acts
+            # of the session with fewer of them more often, and those are the older ones.
+            picked = self.rng.sample(by_kind[kind], 4)
             first = min(picked, key=lambda e: e.time_ms)
             texts = [e.describe() for e in picked]
             opts = self.options(first.describe(), texts)
@@ -224,7 +287,7 @@ class Builder:
         quiet = [
             e
             for e in session.events
-            if e.kind in ("pickup", "putdown", "toggle", "count")
+            if e.kind in ACR_KINDS
             and not any(0 < abs(x.time_ms - e.time_ms) <= 3000 for x in session.events)
         ]
         if not quiet:
@@ -233,44 +296,86 @@ class Builder:
         t = e.time_ms + 2000
         if t > session.end_ms:
             return None
-        pool = [
-            x.describe()
-            for x in self.facts.events
-            if x.kind in ("pickup", "putdown", "toggle", "count")
-        ]
-        return self.mcqa("ACR", index, t, "What did I just do?", e.describe(), pool, [e])
+        # Distractors are acts the world allows where the wearer stands (so the place names
+        # nothing), each of a kind drawn from the kinds of the acts this question could have
+        # asked about (so the answer's kind is no odd one out). Generator 5 drew them from
+        # the trajectory's own acts, later sessions' too, which named them before they
+        # happened: an ERA question could then pick the object most often picked up.
+        here = session.state_at(e.time_ms).places[e.place]
+        answer = e.describe()
+        chosen: list[str] = []
+        for _ in range(60):
+            text = self._layout_act(self.rng.choice(quiet).kind, here)
+            if text != answer and text not in chosen:
+                chosen.append(text)
+            if len(chosen) == 3:
+                break
+        else:
+            return None
+        made = self.mcqa("ACR", index, t, "What did I just do?", answer, chosen, [e])
+        if made is not None:
+            self._acr_asked.add(e)
+        return made
+
+    def _layout_act(self, kind: str, place: PlaceState) -> str:
+        """An act of `kind` the world's layout allows at `place`: any of its objects picked up
+        or put down, its fixture put in either state, its items counted up or down by a
+        change the world makes."""
+        if kind in ("pickup", "putdown"):
+            return describe(kind, place.name, self.rng.choice(self.facts.objects()), "", "0")
+        if kind == "toggle":
+            a, b = FIXTURES[place.fixture]
+            after = self.rng.choice((a, b))
+            return describe(kind, place.name, place.fixture, b if after == a else a, after)
+        delta = self.rng.choice(COUNT_CHANGES)
+        return describe(kind, place.name, place.item, "10", str(10 + delta))
 
     def ct(self, index: int) -> Candidate | None:
         t = self.query_time(index, 4)
         state = self.facts.sessions[index].state_at(t)
         place = state.places[state.here]
         n = place.item_count
+        question = f"How many {place.item} are at the {place.name} right now?"
         # Four consecutive counts with the answer at a uniformly drawn rank: distractors
-        # drawn around the answer would make "the middle option" a shortcut.
-        low = n - self.rng.randrange(4)
+        # drawn around the answer would make "the middle option" a shortcut. The rank is
+        # drawn once per question: drawn again for each copy, the counts every copy offers
+        # would narrow the answer down whenever the count had not changed.
+        rank = self._ranks.setdefault(("CT", question), self.rng.randrange(4))
+        low = n - rank
         if low < 0:
             return None
-        question = f"How many {place.item} are at the {place.name} right now?"
         return self.mcqa("CT", index, t, question, str(n), [str(low + k) for k in range(4)], [])
 
     def ocr(self, index: int) -> Candidate | None:
         t = self.query_time(index, 4)
         state = self.facts.sessions[index].state_at(t)
         text = state.places[state.here].screen
-        pool = [e.after for e in self.facts.events if e.kind == "screen"]
-        pool += [p.screen for p in self.facts.sessions[0].opening.places.values()]
-        return self.mcqa("OCR", index, t, "What does the screen say right now?", text, pool, [])
+        # The distractors are what the other places' screens say at the same moment: as old
+        # as the answer, so no count of earlier questions naming a text singles it out.
+        # Generator 5 drew them from every text of the trajectory, later ones too.
+        pool = [p.screen for p in state.places.values()]
+        return self.mcqa(
+            "OCR", index, t, "What does the screen say right now?", text, pool, [], remember=False
+        )
 
     def stu(self, index: int) -> Candidate | None:
         t = self.query_time(index, 4)
         state = self.facts.sessions[index].state_at(t)
         slots = state.places[state.here].layout()
-        pairs = [(a.label, b.label) for a, b in itertools.pairwise(slots) if a.label and b.label]
+        objects = self.facts.objects()
+        # The answer is always a movable object and so are the distractors. Generator 5 let
+        # it be a fixture or an item pile among fixtures and objects: an item was the answer
+        # in 44 of its 50 appearances, and as a place has one fixture and one pile, a
+        # fixture or item beside another of its kind was never the answer.
+        pairs = [
+            (a.label, b.label)
+            for a, b in itertools.pairwise(slots)
+            if a.label and b.label in objects
+        ]
         if not pairs:
             return None
         left, right = self.rng.choice(pairs)
-        pool = [s.label for s in slots if s.label and s.label != left]
-        pool += self.facts.objects() + sorted(FIXTURES)
+        pool = [o for o in objects if o != left]
         question = f"Which object is immediately to the right of the {left}?"
         return self.mcqa("STU", index, t, question, right, pool, [])
 
@@ -689,6 +794,17 @@ class Builder:
         }
 
 
+ACR_KINDS = ("toggle", "count")
+"""The kinds of act ACR asks about. A put-down or pick-up, named with its place as the answer
+of an ACR question, would tell later ER and EST questions where an object went; an ERA
+question which object is picked up."""
+TR_KINDS = ("toggle", "count")
+"""The kinds of act a TR question orders (one kind per question)."""
+TR_SESSIONS = 2
+"""TR's options come from the first this many sessions, its questions from later ones."""
+COUNT_CHANGES = (-2, -1, 1, 1, 2, 3)
+"""The changes the world makes to a pile of items (world._next_event), for ACR's distractors."""
+
 ORDER_TRIES = 8
 """Candidates drawn for one coin's order before that slot is given up."""
 
@@ -748,8 +864,9 @@ def generate(facts: TrajectoryFacts, rng: random.Random, per_task: int) -> list[
     plans: list[tuple[Callable[[int], Candidate | None], list[int]]] = [
         (b.er, later),
         (b.est, later),
-        (b.tr, later),
+        # ACR before TR: TR leaves out the acts ACR asked about.
         (b.acr, every),
+        (b.tr, later),
         (b.ct, every),
         (b.ocr, every),
         (b.stu, every),
