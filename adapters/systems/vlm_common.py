@@ -29,7 +29,8 @@ from apmbench.adapters.sdk import (
 from apmbench.adapters.sdk.clock import format_ms
 from apmbench.adapters.systems.frame_archive import RECENT, sample_indices
 from apmbench.adapters.systems.perceiving import SessionMemorySystem
-from apmbench.adapters.vlm.backend import VideoLanguageModel, open_backend
+from apmbench.adapters.vlm.backend import VideoLanguageModel
+from apmbench.adapters.vlm.loader import open_backend
 from apmbench.adapters.vlm.prompt import Clip, Part, Prompt, Text, cap_text
 from apmbench.adapters.vlm.settings import VlmSettings
 

@@ -4,7 +4,8 @@
 - `prompt`: a backend-neutral prompt: system text, then text and video clips.
 - `video`: Qwen-VL video patches prepared in numpy (no torchvision needed).
 - `checkpoint`: checks a local model directory before torch is imported.
-- `backend`: the `VideoLanguageModel` interface and `open_backend`.
+- `backend`: the `VideoLanguageModel` interface.
+- `loader`: `open_backend`, which picks the backend the settings ask for and loads it.
 - `qwen`: the transformers backend for Qwen2.5-VL and Qwen3-VL (torch).
 - `openai_api`: an OpenAI-compatible chat endpoint (vLLM, hosted APIs).
 

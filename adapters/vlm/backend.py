@@ -1,4 +1,4 @@
-"""The interface the VLM systems talk to, and the factory that picks a backend.
+"""The interface the VLM systems talk to (the factory that picks a backend is loader.py).
 
 A backend turns a `Prompt` into streamed text. It is built once per server
 process (loading a model is the slow part of a start) and used by one call at
@@ -11,7 +11,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 
 from apmbench.adapters.vlm.prompt import Prompt
-from apmbench.adapters.vlm.settings import VlmConfigError, VlmSettings
 
 
 class VideoLanguageModel(ABC):
@@ -55,22 +54,3 @@ class IncrementalText:
         piece = text[len(self._sent) :] if text.startswith(self._sent) else ""
         self._sent = text
         return piece
-
-
-def open_backend(settings: VlmSettings) -> VideoLanguageModel:
-    """The backend `settings` asks for, loaded and ready; VlmConfigError says what to fix."""
-    if settings.backend == "openai":
-        from apmbench.adapters.vlm.openai_api import OpenAIChatModel
-
-        return OpenAIChatModel(settings)
-    from apmbench.adapters.vlm.checkpoint import inspect_checkpoint
-
-    checkpoint = inspect_checkpoint(settings.model_path)  # fast, before the heavy imports
-    try:
-        from apmbench.adapters.vlm.qwen import QwenVL
-    except ImportError as e:
-        raise VlmConfigError(
-            f"the transformers backend needs torch and transformers ({e}): "
-            "pip install -e '.[models]', or use an image built by `make images-gpu`"
-        ) from e
-    return QwenVL(checkpoint, settings)

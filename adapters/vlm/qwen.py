@@ -1,6 +1,6 @@
 """The transformers backend for Qwen2.5-VL and Qwen3-VL, from a local directory.
 
-Imported only by `open_backend`, and the only module that imports torch and
+Imported only by `loader.open_backend`, and the only module that imports torch and
 transformers. Loading: tokenizer and model with `local_files_only` (nothing
 is fetched at run time), bfloat16 on a GPU and float32 on the CPU unless
 APMBENCH_VLM_DTYPE says otherwise. Input: the checkpoint's chat template with

@@ -9,8 +9,9 @@ hint. Checks talk to the server only through `apmbench.harness.protocol.client`.
 """
 
 from apmbench.harness.check.context import CheckSettings
-from apmbench.harness.check.model import Check, CheckReport, CheckResult, Outcome
+from apmbench.harness.check.model import Check, CheckReport, CheckResult
 from apmbench.harness.check.suite import CHECKS, run_suite, select
+from apmbench.harness.check.verdicts import Outcome
 
 __all__ = [
     "CHECKS",

@@ -11,8 +11,9 @@ from apmbench.harness.check import probes
 from apmbench.harness.check.checks_lifecycle import _frame
 from apmbench.harness.check.context import CheckContext
 from apmbench.harness.check.expect import expect_error
-from apmbench.harness.check.model import CheckFailed, Passed, check
+from apmbench.harness.check.model import check
 from apmbench.harness.check.probes import SESSION_1
+from apmbench.harness.check.verdicts import CheckFailed, Passed
 
 HINT = (
     "take each batch's items in order through the same code as PushFrames' items (the Python "

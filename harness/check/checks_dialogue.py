@@ -8,8 +8,9 @@ from apmbench.adapters.sdk.types import Choice, DialogueTurn, QueryKind
 from apmbench.harness.check import probes
 from apmbench.harness.check.checks_query import format_problem, open_probe_session
 from apmbench.harness.check.context import CheckContext
-from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
+from apmbench.harness.check.model import check
 from apmbench.harness.check.probes import SESSION_2
+from apmbench.harness.check.verdicts import CheckFailed, NotApplicable, Passed
 
 YES_NO = (Choice("A", "Yes"), Choice("B", "No"))
 FIRST = "Did I put something down at the DESK?"

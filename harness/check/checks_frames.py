@@ -8,8 +8,9 @@ from apmbench.adapters.sdk.types import FrameEncoding, SessionEnd, SessionStart
 from apmbench.harness.check import probes
 from apmbench.harness.check.context import CheckContext
 from apmbench.harness.check.expect import code_of, expect_error
-from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
+from apmbench.harness.check.model import check
 from apmbench.harness.check.probes import SESSION_1
+from apmbench.harness.check.verdicts import CheckFailed, NotApplicable, Passed
 from apmbench.harness.synthetic.render import render
 
 

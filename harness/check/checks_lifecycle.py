@@ -17,8 +17,9 @@ from apmbench.adapters.sdk.types import (
 from apmbench.harness.check import probes
 from apmbench.harness.check.context import CheckContext
 from apmbench.harness.check.expect import expect_error
-from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
+from apmbench.harness.check.model import check
 from apmbench.harness.check.probes import SESSION_1, SESSION_2
+from apmbench.harness.check.verdicts import CheckFailed, NotApplicable, Passed
 
 SDK_HINT = (
     "check the lifecycle before method code runs, as docs/PROTOCOL.md's rules R2 and R3 say "

@@ -8,8 +8,9 @@ from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import AnswerFormat, Query, QueryKind
 from apmbench.harness.check import probes
 from apmbench.harness.check.context import CheckContext
-from apmbench.harness.check.model import CheckFailed, CheckWarning, NotApplicable, Passed, check
+from apmbench.harness.check.model import check
 from apmbench.harness.check.probes import PROBE_TIME_MS, SESSION_1, SESSION_2
+from apmbench.harness.check.verdicts import CheckFailed, CheckWarning, NotApplicable, Passed
 from apmbench.harness.protocol.client import QueryResult
 from apmbench.harness.protocol.streaming import streaming_problem
 from apmbench.harness.scoring.answers import (

@@ -14,8 +14,9 @@ from apmbench.adapters.sdk.types import StreamItem, UserTurn
 from apmbench.harness.check import probes
 from apmbench.harness.check.checks_state import first_difference
 from apmbench.harness.check.context import CheckContext
-from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
+from apmbench.harness.check.model import check
 from apmbench.harness.check.probes import SESSION_1, SESSION_2
+from apmbench.harness.check.verdicts import CheckFailed, NotApplicable, Passed
 
 HINT = (
     "export, while a session is open, everything the system keeps of that session (the Python "

@@ -18,8 +18,9 @@ from apmbench.harness.check import probes
 from apmbench.harness.check.checks_lifecycle import _frame, _mc
 from apmbench.harness.check.context import CheckContext
 from apmbench.harness.check.expect import expect_error
-from apmbench.harness.check.model import NotApplicable, Passed, check
+from apmbench.harness.check.model import check
 from apmbench.harness.check.probes import SESSION_1
+from apmbench.harness.check.verdicts import NotApplicable, Passed
 from apmbench.harness.protocol.client import MALFORMED_ITEMS
 
 _ITEM_HINTS = {

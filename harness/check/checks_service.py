@@ -9,7 +9,8 @@ from apmbench.adapters.sdk.describe_strings import describe_problems
 from apmbench.adapters.sdk.types import PROTOCOL_VERSION, FrameEncoding
 from apmbench.harness.check import probes
 from apmbench.harness.check.context import CheckContext
-from apmbench.harness.check.model import CheckFailed, CheckWarning, Passed, check
+from apmbench.harness.check.model import check
+from apmbench.harness.check.verdicts import CheckFailed, CheckWarning, Passed
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol import wire_rules
 from apmbench.harness.protocol.client import (

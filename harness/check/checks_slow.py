@@ -10,8 +10,9 @@ from apmbench.adapters.sdk.types import FrameEncoding, SessionEnd, SessionStart
 from apmbench.harness.check import probes
 from apmbench.harness.check.checks_state import DEFAULT_CHUNK, first_difference
 from apmbench.harness.check.context import CheckContext
-from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
+from apmbench.harness.check.model import check
 from apmbench.harness.check.probes import SESSION_1, SESSION_2
+from apmbench.harness.check.verdicts import CheckFailed, NotApplicable, Passed
 from apmbench.harness.protocol import wire_rules
 
 SDK_LARGE_TEST = "tests/integration/test_rpcs.py (a 70 MiB state through the SDK)"

@@ -8,8 +8,9 @@ from apmbench.adapters.sdk import errors
 from apmbench.harness.check import probes
 from apmbench.harness.check.context import CheckContext, Export
 from apmbench.harness.check.expect import expect_error
-from apmbench.harness.check.model import CheckFailed, NotApplicable, Passed, check
+from apmbench.harness.check.model import check
 from apmbench.harness.check.probes import SESSION_1
+from apmbench.harness.check.verdicts import CheckFailed, NotApplicable, Passed
 from apmbench.harness.protocol import wire_rules
 from apmbench.harness.wording import counted
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apmbench.adapters.sdk.types import StateManifest, SystemInfo
-from apmbench.harness.check.model import NotApplicable
+from apmbench.harness.check.verdicts import NotApplicable
 from apmbench.harness.protocol.client import SystemClient
 from apmbench.harness.runtimes.base import Runtime
 

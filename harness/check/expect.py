@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from apmbench.adapters.sdk import errors, wire
-from apmbench.harness.check.model import CheckFailed
+from apmbench.harness.check.verdicts import CheckFailed
 
 
 def code_of(error: type[errors.ProtocolError]) -> str:

@@ -7,7 +7,8 @@ import json
 from rich.table import Table
 from rich.text import Text
 
-from apmbench.harness.check.model import CheckReport, CheckResult, Outcome
+from apmbench.harness.check.model import CheckReport, CheckResult
+from apmbench.harness.check.verdicts import Outcome
 
 _STYLE = {
     Outcome.PASS: "green",

@@ -27,8 +27,9 @@ from apmbench.harness.check import (
     checks_state,
 )
 from apmbench.harness.check.context import CheckContext, CheckSettings
-from apmbench.harness.check.model import Check, CheckError, CheckReport, CheckResult, Outcome
+from apmbench.harness.check.model import Check, CheckReport, CheckResult
 from apmbench.harness.check.rules import RULES, Rule
+from apmbench.harness.check.verdicts import CheckError, Outcome
 from apmbench.harness.errors import ConfigError, WireRuleError
 from apmbench.harness.protocol.client import SystemClient
 from apmbench.harness.protocol.describe import describe_info

@@ -7,7 +7,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from apmbench.harness.commands.common import (
     start_option,
     stoppable,
 )
+from apmbench.harness.commands.evaluate_settings import EvaluateSettings
 from apmbench.harness.commands.evaluate_suites import (
     checked_benchmarks,
     run_suites,
@@ -72,8 +73,6 @@ SEED_LIMIT = 2**63
 
 if TYPE_CHECKING:
     from apmbench.harness.orchestrate.evaluate import EvaluateOptions, Evaluation, SyntheticOrigin
-    from apmbench.harness.orchestrate.shards import Shard
-    from apmbench.harness.run.audits.queries import AuditSettings
     from apmbench.harness.suites.base import Headline, OpaqueSuite
 
 
@@ -324,34 +323,6 @@ def evaluate(**given: Any) -> None:
         run_settings(settings)
 
 
-@dataclass(frozen=True)
-class EvaluateSettings:
-    """`evaluate`'s command line, checked once: everything the evaluations are built from."""
-
-    dataset: Path | None
-    benchmark: str | None
-    synthetic: str | None
-    seed: int | None
-    runtime: RuntimeSpec
-    """The runtime as given; with no system named, each compared system in turn fills it."""
-    embedded: bool
-    """No system named: every reference system runs, and a comparison table follows."""
-    persistence: Persistence | None
-    out: Path | None
-    resume: bool
-    frames: FrameSettings
-    deadlines: Deadlines
-    caps: Caps
-    startup_timeout_s: float
-    audit: AuditSettings | None
-    shard: Shard | None
-    ray: tuple[str | None, float] | None
-    """(address, GPUs per task) with --backend ray; None: here."""
-    judge: dict[str, Any]
-    judge_optional: bool
-    fork_snapshots: bool = False
-
-
 def settings_of(
     benchmark: str | None,
     dataset: Path | None,
@@ -393,7 +364,7 @@ def settings_of(
     """The options as click parsed them, checked against each other; a usage error names
     what to change."""
     from apmbench.harness.orchestrate.shards import Shard
-    from apmbench.harness.run.audits.queries import AuditSettings
+    from apmbench.harness.run.audits.settings import AuditSettings
 
     if min(audit_queries, audit_trajectories) < 0:
         raise click.BadParameter("must not be negative", param_hint="--audit-queries/-trajectories")

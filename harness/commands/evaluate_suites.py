@@ -18,7 +18,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -30,13 +29,11 @@ from apmbench.harness.commands.common import (
     console,
     interrupted_exit,
 )
+from apmbench.harness.commands.evaluate_settings import EvaluateSettings
 from apmbench.harness.commands.judge_options import EXIT_JUDGE_UNREACHABLE
 from apmbench.harness.errors import ConfigError, RunDirError
 from apmbench.harness.run.records import RunDir
 from apmbench.harness.suites import BUILTIN, SUITE_REGISTRY, get_suite
-
-if TYPE_CHECKING:
-    from apmbench.harness.commands.evaluate import EvaluateSettings
 
 ALL = "all"
 """`--benchmark all`: the built-in suites (a plugin's suite joins by being named in a list)."""

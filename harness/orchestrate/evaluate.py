@@ -43,7 +43,8 @@ from apmbench.harness.run.audits.persistence import (
     finish_trajectory,
     sampled_trajectories,
 )
-from apmbench.harness.run.audits.queries import AuditSettings, TrajectoryAudit
+from apmbench.harness.run.audits.queries import TrajectoryAudit
+from apmbench.harness.run.audits.settings import AuditSettings
 from apmbench.harness.run.audits.summary import audit_headline
 from apmbench.harness.run.executor import (
     DEFAULT_MAX_STATE_BYTES,

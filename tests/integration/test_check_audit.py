@@ -11,7 +11,7 @@ import pytest
 from helpers.timing import TIMING
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.run.audits.queries import AuditSettings
+from apmbench.harness.run.audits.settings import AuditSettings
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import RuntimeSpec
 

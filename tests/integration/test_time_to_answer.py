@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.run.audits.queries import AuditSettings
+from apmbench.harness.run.audits.settings import AuditSettings
 from apmbench.harness.runtimes import RuntimeSpec
 
 pytestmark = pytest.mark.integration

@@ -27,7 +27,7 @@ import simplejpeg
 
 from apmbench.adapters.sdk import Frame, FrameEncoding, MethodFailure
 from apmbench.adapters.systems.summary_prompts import text_summary_writer
-from apmbench.adapters.vlm.backend import open_backend
+from apmbench.adapters.vlm.loader import open_backend
 from apmbench.adapters.vlm.prompt import Clip, Prompt, Text
 from apmbench.adapters.vlm.settings import VlmConfigError, VlmSettings
 

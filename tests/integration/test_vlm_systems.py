@@ -36,7 +36,7 @@ from apmbench.adapters.sdk import (
     SessionStart,
 )
 from apmbench.adapters.sdk.wire import manifest_for
-from apmbench.adapters.vlm.backend import open_backend
+from apmbench.adapters.vlm.loader import open_backend
 from apmbench.adapters.vlm.prompt import Clip, Prompt, Text
 from apmbench.adapters.vlm.settings import VlmSettings
 from apmbench.harness.protocol.client import Deadlines

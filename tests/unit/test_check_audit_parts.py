@@ -6,8 +6,9 @@ import random
 from typing import Any
 
 from apmbench.harness.run.audits.persistence import compare_answers, sampled_trajectories
-from apmbench.harness.run.audits.queries import AuditSettings, TrajectoryAudit
+from apmbench.harness.run.audits.queries import TrajectoryAudit
 from apmbench.harness.run.audits.repeat import confirm_repeat_faster, faster
+from apmbench.harness.run.audits.settings import AuditSettings
 from apmbench.harness.run.audits.summary import audit_headline, audit_summary
 
 

@@ -9,6 +9,7 @@ CODE = """
 import os, sys
 import apmbench.adapters.vlm.settings, apmbench.adapters.vlm.prompt, apmbench.adapters.vlm.video
 import apmbench.adapters.vlm.checkpoint, apmbench.adapters.vlm.backend, apmbench.adapters.vlm.openai_api
+import apmbench.adapters.vlm.loader
 import apmbench.adapters.systems.vlm_simplestream, apmbench.adapters.systems.vlm_video_memory
 import apmbench.adapters.systems.vlm_text_memory
 from apmbench.adapters.systems import load_system

@@ -21,7 +21,8 @@ from typing import Any
 from apmbench.adapters.sdk.types import SystemInfo
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.protocol.client import SystemClient
-from apmbench.harness.run.audits.queries import AuditSettings, TrajectoryAudit
+from apmbench.harness.run.audits.queries import TrajectoryAudit
+from apmbench.harness.run.audits.settings import AuditSettings
 from apmbench.harness.run.executor import Grader, Persistence, RunSettings, TrajectoryRunner
 from apmbench.harness.run.plan import Segment
 from apmbench.harness.run.records import TrajectoryRecord

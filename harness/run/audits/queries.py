@@ -33,6 +33,8 @@ from apmbench.adapters.sdk.types import Query
 from apmbench.harness.errors import WireRuleError
 from apmbench.harness.protocol.client import QueryResult, SystemClient
 from apmbench.harness.protocol.streaming import streaming_problem
+from apmbench.harness.run.audits.repeat import confirm_repeat_faster, first_faster, repeat
+from apmbench.harness.run.audits.settings import AuditSettings
 from apmbench.harness.run.executor import TrajectoryRunner
 from apmbench.harness.run.plan import Ask, Segment
 
@@ -48,24 +50,6 @@ REFUSALS = (
     # refuses one in a session anyway breaks STATUS, which the audit records like a refusal.
     WireRuleError,
 )
-
-
-@dataclass(frozen=True)
-class AuditSettings:
-    """How much of a run is audited (`evaluate --audit`); seeded, so reruns audit the same."""
-
-    mutation_queries: int = 3
-    """Queries per trajectory whose state is exported before and after (any pass)."""
-    caching_queries: int = 2
-    """Main-pass questions per trajectory asked again under fresh ids."""
-    persistence_trajectories: int = 1
-    """Trajectories run again in restart mode (when the run's mode is not restart)."""
-    speedup: float = 5.0
-    """A repeat this many times faster than the slower ask it is compared with is flagged
-    (over the first ask: only when a second question's repeat is too)..."""
-    min_seconds: float = 0.05
-    """... when the slower of the two took at least this long (below it, timing is noise)."""
-    seed: int = 0
 
 
 class _Discard(io.BytesIO):
@@ -168,8 +152,6 @@ class TrajectoryAudit:
 
     def session_done(self, runner: TrajectoryRunner, segment: Segment, index: int) -> None:
         """After a main-pass session: repeat its sampled questions in this same process."""
-        from apmbench.harness.run.audits.repeat import repeat
-
         due = [a for a in segment.asks_in(index) if a.instance_id in self.asked]
         for ask in due:
             query, result = self.asked.pop(ask.instance_id)
@@ -185,8 +167,6 @@ class TrajectoryAudit:
         `confirm_repeat_faster`): when no sampled question is left to give it, sample the
         next main-pass question still to be asked (once: a confirmer that is not faster
         leaves the speed-up unconfirmed)."""
-        from apmbench.harness.run.audits.repeat import first_faster
-
         if self.confirmer or sum(first_faster(r, self.settings) for r in self.repeats) != 1:
             return  # none to confirm, confirmed already, or already given its chance
         later = [i for i, s in self.main_sessions.items() if s > index]
@@ -195,8 +175,6 @@ class TrajectoryAudit:
             self.caching.add(self.confirmer)
 
     def record(self) -> dict[str, Any]:
-        from apmbench.harness.run.audits.repeat import confirm_repeat_faster
-
         caching: dict[str, Any] = {"repeats": confirm_repeat_faster(self.repeats, self.settings)}
         if self.caching_skipped:
             caching["skipped"] = self.caching_skipped

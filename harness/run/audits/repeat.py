@@ -36,7 +36,7 @@ from typing import Any
 from apmbench.adapters.sdk.types import Query, SessionStart, StreamItem
 from apmbench.harness.media.frames import FrameProducer
 from apmbench.harness.protocol.client import QueryResult
-from apmbench.harness.run.audits.queries import AuditSettings
+from apmbench.harness.run.audits.settings import AuditSettings
 from apmbench.harness.run.executor import TrajectoryRunner
 from apmbench.harness.run.plan import Ask
 from apmbench.harness.scoring.answers import parse_choice
