@@ -285,3 +285,17 @@ def test_accuracy_per_question_type() -> None:
     assert types["location"]["all"] == {"n": 2, "accuracy": 50.0}
     assert types["location"]["echo"] == {"n": 1, "accuracy": 0.0}
     assert types["identity"]["base"] == {"n": 0, "accuracy": None}
+
+
+def test_a_dialogue_is_asked_after_every_single_turn_question_of_its_time(
+    tmp_path: Path,
+) -> None:
+    """Ids sorted a dialogue (D1:R1) before its parent (Q1) at their shared time, so a system
+    that kept R2's question knew the parent was Echo before answering it (a red team's
+    EgoProbe cheater: Echo 12.5 -> 37.5 on `small` seed 0 with the same 670 B/hr memory)."""
+    from apmbench.harness.suites.egoprobe.plan import plan_video
+
+    dataset = load_dataset(_write(tmp_path, _doc()))
+    (segment,) = plan_video(dataset, dataset.trajectories[0])
+    assert [a.instance_id for a in segment.asks] == ["Q1", "D1:R1"]
+    assert segment.asks[1].follow_up is not None

@@ -110,6 +110,17 @@ def items(dataset: Dataset) -> dict[str, Item]:
     return out
 
 
+def single_turn_first(asks: list[Ask]) -> tuple[Ask, ...]:
+    """Time order; at one time, every single-turn question before any dialogue. Only Echo
+    questions have dialogues, and ids sorted a dialogue (D0004:R1) before its parent
+    (Q0004) at their shared time: a system that kept R2's question knew its parent was
+    Echo before answering it (a red team's EgoProbe memory of 670 B/hr, place -> last
+    object, ruled its remembered object out there: Echo 12.5 -> 37.5, All 75.0 -> 82.1 on
+    `small` seed 0). Asked after its parent, a dialogue tells nothing the parent's answer
+    can still use."""
+    return tuple(sorted(sorted_asks(asks), key=lambda a: (a.time_ms, a.follow_up is not None)))
+
+
 def plan_video(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
     vid = trajectory.trajectory_id
     asks = [single_ask(q) for q in dataset.questions_of(vid)]
@@ -122,7 +133,7 @@ def plan_video(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
             last_session=len(trajectory.sessions) - 1,
             snapshot_after=None,
             turns=(),
-            asks=sorted_asks(asks),
+            asks=single_turn_first(asks),
             stop_after_last_ask=False,
         )
     ]
