@@ -188,9 +188,13 @@ def check_exactly_the_plan(
     by_id: Mapping[str, records.TrajectoryRecord],
     fields: Mapping[tuple[str, str], object],
     dataset: SuiteDataset,
+    public_ids: Mapping[str, str] | None = None,
 ) -> None:
     """The predictions answer each ask of the labelled plan once: none missing, added or
-    repeated, and no trajectory the labels do not have."""
+    repeated, and no trajectory the labels do not have. A record is named as the
+    predictions file holds it: `public_ids` maps a labelled id back to its public one (the
+    public part names ERA's probes by time, so `#neg0` there can be `#pos` here)."""
+    shown = public_ids or {}
     known = {t.trajectory_id for t in dataset.trajectories}
     problems = [
         f"trajectory {tid}: not in the labelled dataset" for tid in by_id if tid not in known
@@ -203,12 +207,16 @@ def check_exactly_the_plan(
             counts[key] += 1
             where[key] = tid
     for key, n in counts.items():
-        name = f"{where[key]}/{key[0]}/{key[1]}"
+        name = f"{where[key]}/{shown.get(key[0], key[0])}/{shown.get(key[1], key[1])}"
         if key not in fields:
             problems.append(f"{name}: not in the labelled plan")
         elif n > 1:
             problems.append(f"{name}: recorded {n} times")
-    problems += [f"{seg}/{iid}: missing" for seg, iid in fields if (seg, iid) not in counts]
+    problems += [
+        f"{shown.get(seg, seg)}/{shown.get(iid, iid)}: missing"
+        for seg, iid in fields
+        if (seg, iid) not in counts
+    ]
     if problems:
         raise RunDirError("the predictions are not exactly the labelled plan: " + _listed(problems))
 
@@ -362,7 +370,9 @@ def score_predictions(
     blind = labelled_fields(
         suite, suite.planned_blind(dataset), bool(caps.get("supports_import", True))
     )
-    check_exactly_the_plan(by_id, blind, dataset)
+    check_exactly_the_plan(
+        by_id, blind, dataset, {labelled: public for public, labelled in renamed.items()}
+    )
     manifest = predicted.with_fields(
         labels={
             "withheld_during_run": True,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from apmbench.harness.cli import main
@@ -76,6 +77,7 @@ def _files_holding(root: Path, text: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_a_drawn_seed_reaches_no_file_of_the_scored_run(tmp_path: Path) -> None:
     """A red team found the drawn seed in a blind-scored run's report.json, report.md and
     manifest.json (the synthetic judge's identity carried the generator record whole) and in
@@ -100,6 +102,7 @@ def test_a_drawn_seed_reaches_no_file_of_the_scored_run(tmp_path: Path) -> None:
         assert _files_holding(tmp_path / run, seed) == [], run
 
 
+@pytest.mark.slow
 def test_a_given_seed_dataset_evaluated_with_its_labels_says_so(tmp_path: Path) -> None:
     """`evaluate --dataset` of a `synth --seed N` dataset: the report says the seed is known,
     as `evaluate --synthetic tiny --seed N`'s does."""
