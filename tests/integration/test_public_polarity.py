@@ -9,7 +9,7 @@ so a leak of that kind cannot come back unnoticed.
 One seed a side (24 probes a task) was too noisy: generator 5 passed at 0.60 on seeds 0 and 7
 while generator 6 read ERA 0.663 there. Pooled (72 probes a task, 144 for ERA), generator 6
 reads ERA 0.647, MPA 0.611, TPG 0.553, PRM 0.521, RCR 0.449. ERA stays above chance (the
-tree learns something of its public heartbeat times; not yet traced to its cause), stated
+tree reads how many public heartbeats a candidate has: one positive among few), stated
 open in docs/blind-evaluation.md and docs/guarantees.md and held at `ERA_OPEN` so that it
 cannot grow unseen.
 """
