@@ -18,6 +18,7 @@ from apmbench.harness.cli import main
 from apmbench.harness.errors import DatasetError
 from apmbench.harness.suites import get_suite
 from apmbench.harness.suites.proactegomem.metrics import ORACLE_WITHHELD
+from apmbench.harness.suites.proactegomem.plan import ClipRun
 from apmbench.harness.suites.proactegomem.prompts import ORACLE_MEMORY
 from tests.helpers.frame_videos import write_indexed_video
 from tests.helpers.public_leaks import proactegomem_event_leaks
@@ -81,6 +82,11 @@ def test_proactegomem_clips_load_with_their_intervals(proact_dir: Path) -> None:
     ]
     assert st.events[0].event_id == "lab-st-01-hotplate"
     assert lt.questions[0].answer == "B" and lt.questions[0].choices[1] == ("B", "in the rack")
+    # The importer kept every field (it had dropped ST's state and the track): the Oracle
+    # Memory lists the state, not "not annotated".
+    assert st.events[0].state == "on" and data.track == "Sci"
+    memory = ClipRun(st, []).segments(ORACLE_MEMORY)
+    assert [(name, value) for name, value, _, _ in memory] == [("hotplate", "on")]
 
 
 @pytest.mark.slow

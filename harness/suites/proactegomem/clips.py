@@ -13,7 +13,7 @@ with the fields named as the paper names them:
 proactegomem_clips.json (docs/real-data.md has a filled example):
 
     {"format": "proactegomem-clips", "version": 1, "name": "my-clips",
-     "levels": ["intervention", "notification"],
+     "levels": ["intervention", "notification"], "track": "Sci",
      "clips": [{
         "clip_id": "...", "video": "clips/....mp4", "task": "LT",
         "events": [{"object": "keys", "interval": [4.0, 9.5], "location": "drawer"}],
@@ -22,7 +22,9 @@ proactegomem_clips.json (docs/real-data.md has a filled example):
                        "category": "destination"}]}]}
 
 A clip lasts as long as its video (probed); `interval` is [start_s, end_s] (a notification
-moment is [t, t]); an event's id defaults to "<clip_id>-<n>"; `levels` defaults to both.
+moment is [t, t]); an event's id defaults to "<clip_id>-<n>"; an ST event may name the
+`state` the device was in ("on"), as an LT event names its `location`; `levels` defaults to
+both; `track` ("Daily" or "Sci", the paper's two tracks) is optional.
 """
 
 from __future__ import annotations
@@ -63,8 +65,11 @@ def _event(e: object, where: str, clip_id: str, n: int) -> dict[str, Any]:
         "start_s": float(interval[0]),
         "end_s": float(interval[1]),
     }
-    if "location" in e:
-        out["location"] = e["location"]
+    # An LT event's destination and an ST event's state are what the Oracle Memory lists;
+    # dropped, it showed "not annotated" (the dataset loader checks which task each is for).
+    for key in ("location", "state"):
+        if key in e:
+            out[key] = e[key]
     return out
 
 
@@ -122,6 +127,7 @@ def dataset_doc(root: Path) -> dict[str, Any]:
         "name": str(doc.get("name", root.name)),
         "clips": [_clip(root, c, k) for k, c in enumerate(clips)],
     }
-    if "levels" in doc:
-        out["levels"] = doc["levels"]
+    for key in ("levels", "track"):
+        if key in doc:
+            out[key] = doc[key]
     return out
