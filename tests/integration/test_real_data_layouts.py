@@ -67,6 +67,10 @@ def test_egoprobe_records_load_as_the_paper_builds_them(egoprobe_dir: Path) -> N
     # Several evidence segments: the latest end sets the recall interval (appendix B.1).
     assert q["kitchen-q3"].recall_s == 30.0 - 9.0
     assert q["kitchen-q3"].options[3] == ("D", "a tomato")
+    # Both segments and the question type survive the import (it had kept one span around
+    # both and dropped the type).
+    assert q["kitchen-q3"].target_segments == ((3000, 4000), (8000, 9000))
+    assert q["kitchen-q3"].question_type == "activity"
     (d,) = data.dialogues
     assert d.parent.question_id == "kitchen-q2" and d.r1_question.startswith("Did I fill")
 

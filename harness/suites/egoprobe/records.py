@@ -26,9 +26,10 @@ egoprobe_records.json (docs/real-data.md has a filled example):
 Each video is one stream of one segment on DAY1 from 00:00:00 to its probed length (an
 EgoLife stream of several days needs dataset.json, whose segments carry day clocks).
 `options` are A-D in order; `evidence` lists the target's segments, the latest end
-setting the recall interval (appendix B.1; the whole span is kept as the target, each
-segment in `target_segments`); a record with related events is an Echo question, one
-without a Base question; a `dialogue` is allowed on Echo questions only.
+setting the recall interval (appendix B.1; each segment is kept as the target's, in time
+order); an optional `question_type` is one of section 3.4's kinds (location, identity,
+source_placement, activity, attributes); a record with related events is an Echo question,
+one without a Base question; a `dialogue` is allowed on Echo questions only.
 """
 
 from __future__ import annotations
@@ -110,11 +111,13 @@ def _question(r: object, k: int) -> tuple[dict[str, Any], dict[str, Any] | None]
         "question": _field(r, "question", where),
         "options": dict(zip(LETTERS, options, strict=True)),
         "answer": _field(r, "answer", where),
-        "target": {"start": format_ms(min(s for s, _ in spans)),
-                   "end": format_ms(max(e for _, e in spans))},
-        "target_segments": [{"start": format_ms(s), "end": format_ms(e)} for s, e in spans],
+        # Every evidence segment as the target (the loader checks their order); one span
+        # around them all had counted the gap between them as evidence.
+        "target": [{"start": format_ms(s), "end": format_ms(e)} for s, e in spans],
         "related_events": related,
     }  # fmt: skip
+    if "question_type" in r:
+        question["question_type"] = r["question_type"]  # the loader checks the kind
     d = r.get("dialogue")
     if d is None:
         return question, None
