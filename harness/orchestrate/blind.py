@@ -193,7 +193,7 @@ def check_exactly_the_plan(
     """The predictions answer each ask of the labelled plan once: none missing, added or
     repeated, and no trajectory the labels do not have. A record is named as the
     predictions file holds it: `public_ids` maps a labelled id back to its public one (the
-    public part names ERA's probes by time, so `#neg0` there can be `#pos` here)."""
+    public part may name a task's probes by time, so `#neg0` there can be `#pos` here)."""
     shown = public_ids or {}
     known = {t.trajectory_id for t in dataset.trajectories}
     problems = [
