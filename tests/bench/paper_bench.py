@@ -107,7 +107,7 @@ def frames_pushed(
 ) -> dict[str, int]:
     """Frames the run pushes, forks and replays included: each segment replays its
     sessions, the last one up to where it stops when it stops early (`Segment.stop_in`:
-    past its last question, to the next question time of any replay; with `decoys` off, at
+    past its last question, past `GO_ON_PAST` question times of any replay; with `decoys` off, at
     its last question, as before decoys, `PushCuts.decoys`); with
     `resumed` (a `restart` run of a system declaring R14, as `null` does), a fork pushes
     its first session only after the point it resumes at. By segment kind (main pass, forks,

@@ -14,10 +14,11 @@ what a server had seen by its end (tests/helpers/question_leak.py), trains trees
 3-5 on seeds 0-2 and tests them on seeds 7-9, without and with the wall-clock gap
 before each push (a null system answers at once, so that gap is the harness's own work). The
 same code, with the decoys switched off (the rule main had), finds the leak on one pair.
-One pair a side was too noisy for a bound: on generator 6 seeds 0 -> 7 read 0.614 once, while
-the nine pairs of 0-2 x 7-9 read 0.547-0.586. Pooled, generator 6 reads 0.577-0.604 (depths 3-5;
-generator 5 read 0.556-0.570 on one pair): above the 0.60 the issue asked for at depth 5, so
-the bound is `BOUND` and the leak is stated open in docs/guarantees.md.
+One pair a side was too noisy for a bound (seeds 0 -> 7 once read 0.614 while the nine pairs
+of 0-2 x 7-9 read 0.547-0.586), so seeds are pooled. With a replay going on past one ask time
+after its question, generator 6 read 0.577-0.604 (depths 3-5, both ways); the tree read the
+time into the session and "after a query", since fewer replays reached a session's later
+minutes. Going on past two (decoys.GO_ON_PAST) reads 0.563-0.583.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 DEPTHS = (3, 4, 5)
 TRAIN_SEEDS, TEST_SEEDS = (0, 1, 2), (7, 8, 9)
-BOUND = 0.62
-"""What the held-out balanced accuracy must not pass (measured 0.577-0.604, see above)."""
+BOUND = 0.60
+"""What the held-out balanced accuracy must not pass (measured 0.563-0.583, see above)."""
 
 
 @pytest.fixture

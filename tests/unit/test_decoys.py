@@ -102,12 +102,14 @@ def test_an_era_question_and_a_registration_stay_in_their_own_candidates_forks()
             assert own <= {MARKER}, segment.name
 
 
-def test_a_fork_goes_on_past_its_question_to_the_next_question_time() -> None:
+def test_a_fork_goes_on_past_its_question_to_the_second_question_time() -> None:
     forks = by_name(plan())
     # ERA's forks mark themselves with the question turn: each runs to the candidate's last
-    # checkpoint (30 s), then to the next question time of any replay (RCR's at 40 s).
-    assert forks["era#neg0"].stop_in(1) == forks["era#pos"].stop_in(1) == at(1, 40)
-    assert forks["mpa#pos0"].stop_in(1) == at(1, 58)  # TPG's window ends next
+    # checkpoint (30 s), then past two more question times of any replay (RCR's at 40 s,
+    # MPA's at 54 s).
+    assert forks["era#neg0"].stop_in(1) == forks["era#pos"].stop_in(1) == at(1, 54)
+    assert forks["mpa#pos0"].stop_in(1) == at(1, 100)  # TPG's at 58 s, then MC's
+    assert forks["tpg#pos0"].stop_in(1) == at(1, 205)  # MC's at 100 s, then MPA's negative
     assert forks["mpa#neg0"].stop_in(1) == at(1, 600)  # nothing later: the session's end
     assert forks["ea@S2"].stop_in(2) == at(2, 600)
     assert forks["main"].stop_in(1) is None  # the main pass plays every session to its end
