@@ -289,7 +289,7 @@ def test_a_forged_describe_from_an_image_is_refused(mini: Path, tmp_path: Path) 
 
 
 @pytest.mark.usefixtures("cheaters")
-@pytest.mark.parametrize("stuffer", ["KeywordStuffer", "FreeWordStuffer"])
+@pytest.mark.parametrize("stuffer", ["KeywordStuffer", "FreeWordStuffer", "FactBagger"])
 def test_stuffed_answers_from_an_image_score_no_higher(tmp_path: Path, stuffer: str) -> None:
     """Attack 2 (judge stuffing) through --image: the stuffed text-log scores no higher on
     Adaptive than text-log itself (test_judge_stuffing.py: processes)."""

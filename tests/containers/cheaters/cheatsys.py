@@ -9,7 +9,7 @@
   Describe reports how much it could and what stopped it.
 - "page-cache": helpers.page_cache_store.PageCacheStore, its sparse file made at build.
 - "spin": helpers.spinning_spare.SpinningSystem, a thread busy from its constructor on.
-- "ForgedDescribe", "KeywordStuffer", "FreeWordStuffer": the gallery's classes of those
+- "ForgedDescribe", "KeywordStuffer", "FreeWordStuffer", "FactBagger": the gallery's classes of those
   names (helpers/cheaters.py), served as they are.
 - "symlink": plants its socket path as a symbolic link to $CHEAT_TARGET (a host
   socket the harness could reach) and serves on another name.
@@ -154,7 +154,7 @@ def main() -> None:
         from helpers.spinning_spare import SpinningSystem
 
         serve(SpinningSystem(), address)
-    elif cheat in ("ForgedDescribe", "FreeWordStuffer", "KeywordStuffer"):
+    elif cheat in ("ForgedDescribe", "FreeWordStuffer", "KeywordStuffer", "FactBagger"):
         from helpers import cheaters
 
         serve(getattr(cheaters, cheat)(), address)
