@@ -59,7 +59,6 @@ from apmbench.harness.media.timeline import Trajectory, Turn
 from apmbench.harness.run.plan import Cut, Segment
 from apmbench.harness.suites.apmbench.dataset import Candidate
 
-
 GO_ON_PAST = 2
 """How many later ask times a replay that stops early goes on past its last question to.
 
