@@ -69,7 +69,7 @@ class EgoProbe(Suite[Dataset, Item, Report]):
     def headline(self, report_: Report) -> Headline:
         return Headline.measured(
             report_["single_turn"]["all"]["accuracy"],
-            "Single-turn accuracy",
+            "Single-turn accuracy, Base and Echo pooled (the project's)",
             report_["latency"],
             report_["storage"],
         )

@@ -98,7 +98,7 @@ class ProactEgoMem(Suite[Dataset, StepItem | QAItem, Report]):
     def headline(self, report_: Report) -> Headline:
         return Headline.measured(
             report.f1(report_["levels"].get("intervention")),
-            "Intervention F1",
+            "Intervention F1, IC, ST and LT pooled (the project's)",
             report_["latency"],
             report_["storage"],
         )
