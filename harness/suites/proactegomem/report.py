@@ -115,8 +115,7 @@ def render_markdown(report: Report, manifest: Mapping[str, JSON]) -> str:
         "",
         f"Per-step view: {_view(report)}.",
         "",
-        "## Proactive levels per task (Table 4's rows and columns; errors in seconds, the "
-        "rest %)",
+        "## Proactive levels per task (Table 4's rows and columns; errors in seconds, the rest %)",
         "",
         *table(list(LEVEL_HEADER), _level_rows(levels)),
         "",
