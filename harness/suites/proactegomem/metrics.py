@@ -180,28 +180,41 @@ class Report(RunFacts):
     similarity: str
     per_step_view: View
     track: str | None
-    matching: dict[str, float]
+    matching: dict[str, float | str]
     levels: dict[str, Level]
     qa: dict[str, QACell]
     latency: measures.LatencyAndIngest
     storage: measures.Storage
 
 
+W_SIDE = "side"
+"""W is the side of the window the start error falls on (early_s before, late_s after)."""
+W_WIDER = "wider"
+"""W is the wider side, whichever way the error falls."""
+
+
 @dataclass(frozen=True)
 class Params:
+    """The matcher's settings. The paper names the cost, alpha (1 - sim) + (1 - alpha)
+    (|delta| / W)^p, and a window, but prints none of the values (docs/PROACTEGOMEM.md,
+    "Sensitivity of the matching", measures how much each moves the metrics)."""
+
     min_sim: float = 0.5
     alpha: float = 0.5
     p: float = 1.5
     early_s: float = 2.0
     late_s: float = 5.0
+    w: str = W_SIDE
+    """How W is taken: `W_SIDE` (the default) or `W_WIDER`."""
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, float | str]:
         return {
             "min_sim": self.min_sim,
             "alpha": self.alpha,
             "p": self.p,
             "early_s": self.early_s,
             "late_s": self.late_s,
+            "w": self.w,
         }
 
 
@@ -237,6 +250,8 @@ def iou(a: Span, b: Span) -> float:
 
 
 def _window(delta: float, params: Params) -> float:
+    if params.w == W_WIDER:
+        return max(params.early_s, params.late_s)
     return params.early_s if delta < 0 else params.late_s
 
 

@@ -97,7 +97,7 @@ def _level_rows(levels: Mapping[str, Level]) -> list[list[str]]:
     return rows
 
 
-def _matching(params: Mapping[str, float]) -> str:
+def _matching(params: Mapping[str, float | str]) -> str:
     """The matcher's parameters as report.json names them ("min_sim 0.5, alpha 0.5, ..."),
     not a Python dict."""
     return ", ".join(
