@@ -17,6 +17,7 @@ from apmbench.harness.runtimes import RuntimeSpec
 from apmbench.harness.suites.proactegomem import metrics, sensitivity
 from apmbench.harness.suites.proactegomem.report import start_at
 from apmbench.harness.suites.proactegomem.synth import synthetic_dataset
+from apmbench.harness.suites.proactegomem.tools import NOTIFICATION
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -62,9 +63,7 @@ def test_w_is_the_side_the_error_falls_on_or_the_wider_one() -> None:
     early, late = metrics.Span(9.0, 9.0, "kettle"), metrics.Span(11.5, 11.5, "kettle")
 
     def picked(params: metrics.Params) -> float:
-        pairs = metrics.match(
-            [early, late], [truth], lambda t, p: 1.0, metrics.NOTIFICATION, params
-        )
+        pairs = metrics.match([early, late], [truth], lambda t, p: 1.0, NOTIFICATION, params)
         return pairs[0].delta
 
     assert picked(side) == 1.5

@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from apmbench.harness.suites.proactegomem import metrics
 from apmbench.harness.suites.proactegomem.report import start_at
+from apmbench.harness.suites.proactegomem.tools import INTERVENTION, NOTIFICATION
 
 DEFAULT = metrics.Params()
 SETTINGS: tuple[tuple[str, metrics.Params], ...] = (
@@ -50,7 +51,7 @@ def shifted(rows: Sequence[metrics.Row], k: int) -> list[metrics.Row]:
 
 def figures(rows: Sequence[metrics.Row], params: metrics.Params) -> dict[str, Any]:
     levels = metrics.score_levels(rows, metrics.word_match, params)
-    iv, nt = levels[metrics.INTERVENTION], levels[metrics.NOTIFICATION]
+    iv, nt = levels[INTERVENTION], levels[NOTIFICATION]
     return {
         "iv_start": start_at(iv),
         "iv_f1": iv["f1"],
