@@ -33,11 +33,12 @@ JUDGE_OPTIONS = (
     "--judge-http-retries",
     "--judge-optional",
     "--judge-cache",
+    "--strict-answers",
 )
 """What `judge_options` adds, for the help's Judge section."""
 JUDGE_SECTION = (
     "Judge",
-    "who grades the open-ended answers (docs/judges.md)",
+    "who grades the open-ended answers, and how answers are read (docs/judges.md)",
     JUDGE_OPTIONS,
 )
 
@@ -115,6 +116,18 @@ def judge_options(default_judge: str | None) -> Callable[[F], F]:
             default=None,
             help="Reply cache directory. Default: judge-cache/ in the run directory.",
         ),
+        click.option(
+            "--strict-answers/--repaired-answers",
+            "strict_answers",
+            default=None,
+            help=(
+                "--strict-answers counts an answer that could be read only by deterministic "
+                "repair (prose, a label for an option id) as a format failure; "
+                "--repaired-answers scores it as read, as the APM-Bench paper's appendix B.5 "
+                "does. Default: "
+                + ("repaired." if default_judge else "as recorded (repaired if never set).")
+            ),
+        ),
     ]
 
     def decorate(f: F) -> F:
@@ -151,12 +164,16 @@ def judge_config(recorded: JudgeConfig | None = None, **given: Any) -> JudgeConf
         "judge_http_retries": "http_retries",
         "judge_cache": "cache_dir",
     }
+    strict = given.get("strict_answers")
+    if strict is None:  # as recorded, whichever judge grades now
+        strict = (recorded or JudgeConfig()).strict_answers
     for option, field_name in names.items():
         if given.get(option) is not None:
             fields[field_name] = given[option]
     merged = {**JudgeConfig.as_dict(base), **fields}
     merged["path"] = fields.get("path", base.path)
     merged["cache_dir"] = fields.get("cache_dir", base.cache_dir)
+    merged["strict_answers"] = bool(strict)
     return JudgeConfig.from_dict(merged)
 
 

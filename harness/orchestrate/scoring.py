@@ -24,11 +24,18 @@ from apmbench.harness.run.audits.summary import audit_summary
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.runtimes.sandbox import confinement
+from apmbench.harness.scoring.answers import FAILURE, REPAIRED
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
 from apmbench.harness.scoring.judge.cache import ReplyCache
 from apmbench.harness.scoring.judge.judging import judge_requests
 from apmbench.harness.suites import DEFAULT, get_suite
-from apmbench.harness.suites.base import MutableRow, OpaqueSuite, ScoringRecord, SuiteDataset
+from apmbench.harness.suites.base import (
+    MutableRow,
+    OpaqueSuite,
+    ScoringRecord,
+    ScoringSignature,
+    SuiteDataset,
+)
 
 CACHE_DIR_NAME = "judge-cache"
 
@@ -51,15 +58,16 @@ def scoring_record(
     `compare` refuses runs whose signatures differ.
     """
     judge: JsonObject = backend.cache_identity if backend is not None else {"kind": "none"}
+    signature: ScoringSignature = {
+        "scoring_schema": suite.scoring_schema,
+        "judge": judge,
+        "judge_attempts": config.attempts if backend is not None else None,
+        "judge_templates_sha256": (suite.judge_templates_sha256() if backend is not None else None),
+    }
+    if config.strict_answers:
+        signature["strict_answers"] = True
     return {
-        "signature": {
-            "scoring_schema": suite.scoring_schema,
-            "judge": judge,
-            "judge_attempts": config.attempts if backend is not None else None,
-            "judge_templates_sha256": (
-                suite.judge_templates_sha256() if backend is not None else None
-            ),
-        },
+        "signature": signature,
         "judge": backend.identity if backend is not None else {"kind": "none"},
         "judge_settings": config.as_dict(),
     }
@@ -101,9 +109,10 @@ def dataset_for_run(
 
 
 def load_instances(
-    run: records.RunDir, suite: OpaqueSuite, dataset: SuiteDataset
+    run: records.RunDir, suite: OpaqueSuite, dataset: SuiteDataset, strict: bool = False
 ) -> tuple[list[MutableRow], list[records.SessionRecord]]:
-    """Every instance and session record, re-graded from its raw output."""
+    """Every instance and session record, re-graded from its raw output; with `strict`
+    (`--strict-answers`), an answer that needed repair is graded as no answer."""
     missing = [t.trajectory_id for t in dataset.trajectories if not run.is_done(t.trajectory_id)]
     if missing:
         raise RunDirError(
@@ -123,9 +132,22 @@ def load_instances(
             item = suite.item_of(dataset, instance_id)
             if item is None:
                 raise RunDirError(f"{run.root}: instance {instance_id!r} is not in the dataset")
-            instances.append({**row, **suite.grade(item, raw)})
+            instances.append({**row, **strictly(suite, item, raw, strict)})
     sessions = [s for rec in recs for s in rec["sessions"]]
     return instances, sessions
+
+
+STRICT_REASON = "needed repair, counted as a format failure (--strict-answers)"
+
+
+def strictly(suite: OpaqueSuite, item: object, raw: str, strict: bool) -> Mapping[str, object]:
+    """The suite's grade of `raw`; with `strict`, an answer read only by repair is graded as
+    the suite grades an empty answer (its own failure record), saying why."""
+    graded = suite.grade(item, raw)
+    if not strict or graded.get("format") != REPAIRED:
+        return graded
+    reason = f"{STRICT_REASON}; repaired: {graded.get('format_reason') or 'read by repair'}"
+    return {**suite.grade(item, ""), "format": FAILURE, "format_reason": reason}
 
 
 def judge_instances(
@@ -178,7 +200,7 @@ def score_run(
 ) -> RunFacts:
     """Re-grade, judge, and write instances.jsonl, sessions.jsonl, report.json and report.md."""
     cache_dir = config.cache_dir or run.root / CACHE_DIR_NAME
-    instances, sessions = load_instances(run, suite, dataset)
+    instances, sessions = load_instances(run, suite, dataset, config.strict_answers)
     calls = judge_instances(instances, suite, dataset, config, backend, cache_dir, on_judged)
     scoring = scoring_record(suite, config, backend)
     records.atomic_write(run.root / "instances.jsonl", records.jsonl(instances))

@@ -37,6 +37,8 @@ class ReportHeader(TypedDict):
     persistence: str
     storage_verified: bool
     judge: dict[str, Any]
+    answers: str
+    """`repaired` or `strict` (`answers_mode`)."""
     confined: bool | None
     notes: list[str]
 
@@ -72,15 +74,23 @@ def header(report: Mapping[str, Any], manifest: ManifestLike) -> ReportHeader:
         "persistence": persistence(record),
         "storage_verified": storage_verified(record),
         "judge": record.judge or {"kind": "none"},
+        "answers": answers_mode(record),
         "confined": None if sandbox is None else bool(sandbox.get("confined")),
         "notes": [line.replace("**", "") for line in confinement_lines(report, record) if line],
     }
 
 
+def answers_mode(manifest: ManifestLike) -> str:
+    """How answers that need repair were scored: `repaired` (as read, appendix B.5's rule)
+    or `strict` (as format failures, `--strict-answers`)."""
+    strict = Manifest.of(manifest).judge_settings.get("strict_answers") is True
+    return "strict" if strict else "repaired"
+
+
 def identity_line(manifest: ManifestLike) -> str:
     return (
         f"{dataset_line(manifest)}; persistence `{md_code(persistence(manifest))}`; "
-        f"judge {judge_label(manifest)}."
+        f"judge {judge_label(manifest)}; answers `{answers_mode(manifest)}`."
     )
 
 

@@ -14,7 +14,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypedDict, TypeVar, cast
+from typing import (
+    Any,
+    ClassVar,
+    Generic,
+    NotRequired,
+    Protocol,
+    TypeAlias,
+    TypedDict,
+    TypeVar,
+    cast,
+)
 
 from rich.table import Table
 
@@ -69,6 +79,8 @@ class ScoringSignature(TypedDict):
     judge: JsonObject
     judge_attempts: int | None
     judge_templates_sha256: str | None
+    strict_answers: NotRequired[bool]
+    """Present (True) only for `--strict-answers`, so the default's signature is unchanged."""
 
 
 class ScoringRecord(TypedDict, total=False):

@@ -329,7 +329,8 @@ def _rederive(bundle: Bundle, options: RescoreOptions, work: Path) -> list[RuleR
     if options.judge is not None:
         config = options.judge(recorded)
     elif recorded.kind in LLM_JUDGES:
-        config, skipped = JudgeConfig(), recorded.kind
+        # The LLM judge is not re-run; how answers are read stays the run's.
+        config, skipped = JudgeConfig(strict_answers=recorded.strict_answers), recorded.kind
     else:
         config = recorded
     if options.judge is None or config.cache_dir is None:

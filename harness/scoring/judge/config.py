@@ -44,6 +44,11 @@ class JudgeConfig:
     """First retry delay; doubled per retry (a Retry-After header wins when longer)."""
     cache_dir: Path | None = field(default=None, compare=False)
     """Reply cache; None: judge-cache/ in the run directory."""
+    strict_answers: bool = False
+    """Count an answer that could be read only by deterministic repair (prose around the
+    JSON, a label instead of an option id, ...) as a format failure, not as the answer read.
+    Off by default: APM-Bench's appendix B.5 repairs, and the sibling suites follow it (their
+    papers are silent). Kept with the judge's settings so that `score` keeps it."""
 
     def check(self) -> None:
         """Refuse settings that cannot work, saying what to fix, before any work is done."""
