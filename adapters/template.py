@@ -46,6 +46,7 @@ import os
 import runpy
 import signal
 import socket
+import stat
 import struct
 import sys
 from typing import Any
@@ -224,7 +225,11 @@ def _confine(req: dict[str, Any], program: bytes) -> None:
     _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={req['tmp_size']},mode=755")
     os.mkdir(req["home"], 0o755)
     for path, fd in held:
-        os.makedirs(path, exist_ok=True)
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.makedirs(path, exist_ok=True)
+        else:  # a single-file module (`module.py:Class`): its mount point is an empty file
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
         _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None)
         _remount_ro(path)
         os.close(fd)
