@@ -228,7 +228,8 @@ class Sandbox:
         self.proc_view = procview.current() if proc_view else None
         """The frozen /proc counters bound over the live ones; None only in tests that show
         what they stop."""
-        self._filter = seccomp.compile_filter()
+        self._allowed = seccomp.NETWORK if policy.share_net else frozenset()
+        self._filter = seccomp.compile_filter(allow=self._allowed)
 
     @property
     def filter(self) -> bytes:
@@ -239,7 +240,11 @@ class Sandbox:
         """A fresh descriptor of the seccomp filter, for the wrapped command's stdin: bwrap
         reads the filter from fd 0 (`--seccomp 0`) before it starts the command, which then
         finds its stdin at end of file. The caller closes it once the process started."""
-        program = seccomp.compile_filter(allow=seccomp.TEMPLATE_NEEDS) if template else self._filter
+        program = (
+            seccomp.compile_filter(allow=seccomp.TEMPLATE_NEEDS | self._allowed)
+            if template
+            else self._filter
+        )
         read, write = os.pipe()
         if len(program) > 65536:  # a pipe's buffer: writing more would block here
             raise ConfigError("the seccomp filter is larger than a pipe holds")

@@ -85,6 +85,7 @@ CLONE_NEW_FLAGS = (
 F_GETLK, F_OFD_GETLK, F_SETLEASE, F_GETLEASE, F_NOTIFY = 5, 36, 1024, 1025, 1026
 RWF_NOWAIT = 0x00000008
 MADV_COLD, MADV_PAGEOUT = 20, 21
+AF_INET, AF_INET6, AF_PACKET = 2, 10, 17
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ _COMMON_GENERIC = {
     "inotify_add_watch": 27, "fanotify_init": 262, "fanotify_mark": 263, "userfaultfd": 282,
     "name_to_handle_at": 264, "open_by_handle_at": 265, "init_module": 105,
     "finit_module": 273, "delete_module": 106, "kexec_load": 104, "kexec_file_load": 294,
-    "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "clone": 220,
+    "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "clone": 220, "socket": 198,
     "fcntl": 25, "preadv2": 286, "pwritev2": 287, "fadvise64": 223, "madvise": 233,
     "lookup_dcookie": 18, "quotactl": 60, "sysinfo": 179,
 }  # fmt: skip
@@ -123,7 +124,7 @@ _X86_64 = {
     "delete_module": 176, "kexec_load": 246, "kexec_file_load": 320, "swapon": 167,
     "swapoff": 168, "reboot": 169, "acct": 163, "clone": 56, "fcntl": 72,
     "preadv2": 327, "pwritev2": 328, "fadvise64": 221, "madvise": 28, "uselib": 134,
-    "ustat": 136, "sysfs": 139,
+    "ustat": 136, "sysfs": 139, "socket": 41,
     "_sysctl": 156, "lookup_dcookie": 212, "quotactl": 179, "nfsservctl": 180, "sysinfo": 99,
 }  # fmt: skip
 ABIS = {
@@ -152,10 +153,19 @@ BY_ARGUMENT = {
     "preadv2": (5, (), RWF_NOWAIT),
     "pwritev2": (5, (), RWF_NOWAIT),
     "madvise": (2, (MADV_COLD, MADV_PAGEOUT), 0),
+    "socket": (0, (AF_INET, AF_INET6, AF_PACKET), 0),
 }
-BY_ARGUMENT_ERRNO = {"madvise": 0}
+BY_ARGUMENT_ERRNO = {"madvise": 0, "socket": errno.EAFNOSUPPORT}
 """Calls refused by argument with another code than EPERM: madvise's eviction advice
-succeeds without evicting (a library that asks for it must not fail)."""
+succeeds without evicting (a library that asks for it must not fail); an IP or packet
+socket fails as on a kernel built without that family, which libraries that probe for
+IPv6 already handle."""
+NETWORK = frozenset({"socket"})
+"""Left out of the filter when the system is given a network (`--sandbox-net`, a container
+on a network other than `none`). On no network, an IP socket could reach only the box's own
+loopback, and the packets it carries move per-CPU counters every process on the host reads
+(/proc/self/net/softnet_stat, a per-process directory no frozen copy covers) and that
+outlive the process: a store across starts (red team 9: 32-40 bits per restart)."""
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -209,14 +219,15 @@ def compile_filter(machine: str | None = None, allow: frozenset[str] = frozenset
 _DOCKER_ARCH = {0xC000003E: "SCMP_ARCH_X86_64", 0xC00000B7: "SCMP_ARCH_AARCH64"}
 
 
-def docker_profile(machine: str | None = None) -> str:
+def docker_profile(machine: str | None = None, network: bool = False) -> str:
     """The same filter as a Docker seccomp profile (JSON), for `--security-opt seccomp=`.
 
     Docker applies one profile: this one replaces its default. Everything the default
     refuses beyond this list needs a capability, and a system's container has none
     (cap_drop ALL, no-new-privileges), so nothing the default stopped gets through; what
     this list adds is what no capability guards (lock inspection, page-cache residency,
-    file-access events, io_uring). Calls of another ABI meet the bad-architecture action."""
+    file-access events, io_uring). Calls of another ABI meet the bad-architecture action.
+    With `network` (a container on a network), IP sockets are allowed (`NETWORK`)."""
     name = machine or platform.machine()
     abi = ABIS.get(name)
     if abi is None:
@@ -230,6 +241,8 @@ def docker_profile(machine: str | None = None) -> str:
         {"names": list(PRETEND_SUCCESS), "action": "SCMP_ACT_ERRNO", "errnoRet": 0},
     ]  # fmt: skip
     for call, (index, values, flags) in BY_ARGUMENT.items():
+        if network and call in NETWORK:
+            continue
         conditions = [{"index": index, "value": v, "op": "SCMP_CMP_EQ"} for v in values]
         bits = [1 << shift for shift in range(32) if flags >> shift & 1]
         conditions += [
@@ -262,6 +275,7 @@ def describe() -> dict[str, object]:
             "preadv2": ["RWF_NOWAIT"],
             "pwritev2": ["RWF_NOWAIT"],
             "madvise": ["MADV_COLD", "MADV_PAGEOUT (succeed without evicting)"],
+            "socket": ["AF_INET", "AF_INET6", "AF_PACKET (EAFNOSUPPORT; allowed on a network)"],
         },
         "other_abis": "refused",
     }
@@ -273,10 +287,11 @@ BWRAP_NEEDS = (
 )  # fmt: skip
 """What bwrap calls to build a sandbox: the filter above refuses them to the system, so a
 container the harness itself runs in must allow them (with clone's CLONE_NEW* flags)."""
-TEMPLATE_NEEDS = frozenset({"unshare", "mount", "clone"})
+TEMPLATE_NEEDS = frozenset({"unshare", "mount", "clone", "socket"})
 """What the template's start processes call before they install the full filter (new
-namespaces, their own /proc, /tmp, /dev/shm, /dev/pts, covers): left out of the
-template's own filter, which is stacked under the full one in every start."""
+namespaces, their own /proc, /tmp, /dev/shm, /dev/pts, covers, and an IP socket to bring
+the new network namespace's loopback up): left out of the template's own filter, which is
+stacked under the full one in every start."""
 SHARED_STATE = (
     "mincore", "cachestat", "inotify_init", "inotify_init1", "inotify_add_watch",
     "fanotify_init", "fanotify_mark", "sysinfo",

@@ -26,7 +26,8 @@ _DEFAULTS = ContainerSettings()
 # What each option is when not given: the click defaults, and how options given
 # without --image are recognised (and refused).
 OPTION_DEFAULTS: dict[str, Any] = {
-    "gpus": "none", "allow_network": False, "network": None, "writable_root": False,
+    "gpus": "none", "allow_network": False, "network": None, "allow_loopback": False,
+    "writable_root": False,
     "container_user": None, "cap_add": (), "allow_new_privileges": False, "memory": "16g",
     "cpus": "4", "pids_limit": "4096", "shm_size": "1g", "tmp_size": "4g", "container_env": (),
     "container_mount": (),
@@ -54,6 +55,13 @@ _OPTIONS = [
         "--network",
         default=None,
         help="Put the --image container on this Docker network instead (implies --allow-network).",
+    ),
+    click.option(
+        "--allow-loopback",
+        is_flag=True,
+        help="On no network, still let the container open IP sockets on its own loopback "
+        "(a method that runs its own model server inside). Recorded: its packets move "
+        "host-wide counters a later container reads (docs/guarantees.md).",
     ),
     click.option(
         "--writable-root",
@@ -139,6 +147,7 @@ def container_settings(
     tmp_size: str,
     container_env: tuple[str, ...],
     container_mount: tuple[str, ...] = (),
+    allow_loopback: bool = False,
 ) -> ContainerSettings:
     """The options as settings; raises ConfigError naming the option to fix."""
     user = container_user if container_user is not None else _DEFAULTS.user
@@ -148,6 +157,7 @@ def container_settings(
     return ContainerSettings(
         network=network or ("bridge" if allow_network else "none"),
         read_only_root=not writable_root,
+        loopback=allow_loopback,
         user=user,
         cap_add=tuple(c.upper().removeprefix("CAP_") for c in cap_add),
         no_new_privileges=not allow_new_privileges,

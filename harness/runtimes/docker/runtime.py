@@ -508,7 +508,7 @@ class DockerRuntime(Runtime):
             # events between two containers of one image (seccomp.py says why).
             "security_opt": [
                 *(["no-new-privileges"] if s.no_new_privileges else []),
-                f"seccomp={seccomp.docker_profile()}",
+                f"seccomp={seccomp.docker_profile(network=s.ip_sockets)}",
             ],
             # docker-init as PID 1 forwards SIGTERM; without it the server
             # ignores it and every stop waits for the kill timeout.

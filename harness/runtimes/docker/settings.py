@@ -148,6 +148,9 @@ class ContainerSettings:
     """Docker network mode; anything but "none" (--allow-network, --network) lets the method out."""
     read_only_root: bool = True
     """Root filesystem read-only, with a tmpfs at /tmp (--writable-root relaxes)."""
+    loopback: bool = False
+    """IP sockets on the container's own loopback when it has no network (--allow-loopback).
+    Off: their packets move per-CPU counters the next container reads (seccomp.NETWORK)."""
     user: str = field(default_factory=default_user)
     """uid[:gid] inside the container; root only when asked for (--user 0)."""
     cap_add: tuple[str, ...] = ()
@@ -190,11 +193,18 @@ class ContainerSettings:
             out.append((key, value))
         return tuple(out)
 
+    @property
+    def ip_sockets(self) -> bool:
+        """Whether the container may open IP sockets: on a network, or --allow-loopback."""
+        return self.network != "none" or self.loopback
+
     def relaxations(self) -> list[str]:
         """Each default this run gives up, in words, for the manifest and the log."""
         out = []
         if self.network != "none":
             out.append(f"network: {self.network}")
+        elif self.loopback:
+            out.append("IP sockets on its own loopback (host packet counters: a channel)")
         if not self.read_only_root:
             out.append("writable root filesystem")
         if _is_root(self.user):
@@ -223,6 +233,7 @@ class ContainerSettings:
     def record(self) -> dict[str, Any]:
         return {
             "network": self.network,
+            "ip_sockets": self.ip_sockets,
             "read_only_root": self.read_only_root,
             "tmpfs": {"/tmp": self.tmp_bytes},
             "user": self.user,
