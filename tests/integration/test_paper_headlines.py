@@ -85,3 +85,14 @@ def test_proactegomem_opens_with_table_4s_per_task_rows(tmp_path: Path) -> None:
         for t in tasks:
             assert by_name[f"{level} · {t}"][f1] == _pct(cell["by_task"][t]["f1"])
         assert by_name[mine[-1]][f1] == _pct(cell["f1"])
+    # Section 5.6's filter on the closing-message figure is stated beside it.
+    closing = next(x for x in markdown.splitlines() if "Closing messages" in x)
+    recall = _pct(report["levels"]["intervention"]["recall"])
+    assert f"recall above 5 %: at {recall} % it would report this figure." in closing
+
+
+def test_the_closing_filter_says_when_the_paper_would_leave_the_figure_out() -> None:
+    from apmbench.harness.suites.proactegomem.report import _recall_filter
+
+    assert _recall_filter({"recall": 4.0}).endswith("at 4.0 % it would leave it out.")  # type: ignore[typeddict-item]
+    assert _recall_filter({"recall": 5.1}).endswith("would report this figure.")  # type: ignore[typeddict-item]

@@ -97,6 +97,25 @@ def _level_rows(levels: Mapping[str, Level]) -> list[list[str]]:
     return rows
 
 
+CLOSING_RECALL_FLOOR = 5.0
+"""Section 5.6 judges closing messages only "for models with recall above 5%"."""
+
+
+def _recall_filter(cell: Metrics) -> str:
+    """The paper's filter on the closing-message figure, stated beside it: the figure is
+    always given (one number per run is more useful than none), and whether the paper,
+    which judges only methods with recall above 5 %, would have reported it."""
+    recall = cell.get("recall")
+    if recall is None:
+        return ""
+    kept = recall > CLOSING_RECALL_FLOOR
+    return (
+        f" The paper judges closing messages only for recall above "
+        f"{CLOSING_RECALL_FLOOR:g} %: at {_p(recall)} % it would "
+        + ("report this figure." if kept else "leave it out.")
+    )
+
+
 def _matching(params: Mapping[str, float | str]) -> str:
     """The matcher's parameters as report.json names them ("min_sim 0.5, alpha 0.5, ..."),
     not a Python dict."""
@@ -151,6 +170,7 @@ def render_markdown(report: Report, manifest: Mapping[str, JSON]) -> str:
                     f"and outcome ({_p(closing['share'])}%)"
                 )
                 + "."
+                + _recall_filter(cell)
             )
         if cell["matched"] is None:
             continue
