@@ -148,7 +148,10 @@ def test_real_data_without_a_judge_scores_nothing_judged(level: str) -> None:
     assert cell["by_task"]["ST"]["f1"] is None and cell["clips"]["c"]["recall"] is None
     assert cell["predictions"] == 1 and cell["ground_truth"] == 1 and cell["steps"] == 10
     text = render.render_markdown(report, {"system": {"name": "x"}})
-    assert "not computed: no judge configured" in text and f"| {level} | n/c |" in text
+    assert (
+        "not computed: no judge configured" in text
+        and f"| {level} · IC, ST, LT pooled (the project's) | n/c |" in text
+    )
     assert "Per-step view: streamed:" in text
     # A configured judge that was asked nothing (no pair in the window) is still a judge.
     judged = get_suite("proactegomem").score(instances, [], {"judge": {"kind": "openai"}})
