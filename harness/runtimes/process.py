@@ -43,6 +43,7 @@ from apmbench.harness.runtimes.base import (
     tree_cpu_s,
     usable_cores,
 )
+from apmbench.harness.runtimes.inode_counters import scramble as scramble_inode_counters
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, Sandbox, unconfined
 from apmbench.harness.runtimes.spare_freezer import spare_deadline_s
@@ -205,6 +206,9 @@ class ProcessRuntime(Runtime):
         if self._proc is not None:
             raise RuntimeStartError("process runtime already started: use restart()")
         asked = time.monotonic()
+        # Before the start reads anything (a spare is thawed below): what the one before
+        # left in the host's inode-number counters is gone (inode_counters.py).
+        scramble_inode_counters()
         launch: _Launch | None = None
         while launch is None and self._spares:
             with self._spare_lock:

@@ -308,3 +308,24 @@ def test_stuffed_answers_from_an_image_score_no_higher(tmp_path: Path, stuffer: 
     honest = adaptive(tmp_path / "honest", RuntimeSpec(system="text-log"))
     stuffed = adaptive(tmp_path / "stuffed", RuntimeSpec(image=CHEATERS, container=cheat(stuffer)))
     assert honest is not None and stuffed is not None and stuffed <= honest
+
+
+@pytest.mark.usefixtures("cheaters")
+def test_the_inode_counters_keep_nothing_from_one_container_to_the_next(
+    mini: Path, tmp_path: Path
+) -> None:
+    """Red team 10's register through --image: each container leaves a checksum of its export
+    in its CPU's place in the host's memfd inode batch; the engine runtime scrambles the
+    counters before every start (harness/runtimes/inode_counters.py), so an import finds its
+    checksum only by a 1-in-1024 accident (tests/integration/test_inode_register.py holds
+    the positive control)."""
+    out = tmp_path / "run"
+    evaluate(
+        EvaluateOptions(
+            dataset=mini, out=out, persistence=Persistence.RESTART,
+            runtime=RuntimeSpec(image=CHEATERS, container=cheat("inode-register"), spare=False),
+        )
+    )  # fmt: skip
+    text = "\n".join(p.read_text() for p in sorted((out / "logs").glob("system*.log")))
+    seen = [line.split("register: ")[1] for line in text.splitlines() if "register: " in line]
+    assert len(seen) >= 3 and seen.count("MATCH") <= 1, seen

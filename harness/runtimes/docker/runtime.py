@@ -53,6 +53,7 @@ from apmbench.harness.runtimes.docker.engine import (
 from apmbench.harness.runtimes.docker.logstream import LogStream, log_config, tail
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.runtimes.docker.socketdir import SocketDir, SocketRefused
+from apmbench.harness.runtimes.inode_counters import scramble as scramble_inode_counters
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 from apmbench.harness.runtimes.page_cache import ServeCgroup, in_container_cgroup
 from apmbench.harness.runtimes.spare_freezer import spare_deadline_s
@@ -230,6 +231,7 @@ class DockerRuntime(Runtime):
         self._proc = procview.current()
         config = self._image.attrs.get("Config") or {}
         self._volumes = sorted(config.get("Volumes") or {})
+        scramble_inode_counters()  # what a run before left there is gone (inode_counters.py)
         client = self._launch()
         try:
             run_canary(client)
@@ -244,6 +246,9 @@ class DockerRuntime(Runtime):
         else:
             self._remove_container()
         self.spares.restarted(asked)
+        # The retired container has stopped: before the next reads anything, what it left
+        # in the host's inode-number counters is gone (inode_counters.py).
+        scramble_inode_counters()
         box = None
         while box is None and self._spares:
             with self._spare_lock:

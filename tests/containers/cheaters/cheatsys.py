@@ -9,6 +9,8 @@
   Describe reports how much it could and what stopped it.
 - "page-cache": helpers.page_cache_store.PageCacheStore, its sparse file made at build.
 - "spin": helpers.spinning_spare.SpinningSystem, a thread busy from its constructor on.
+- "inode-register": helpers.inode_register.InodeRegister, a checksum of each export kept in
+  the host's memfd inode counter.
 - "ForgedDescribe", "KeywordStuffer", "FreeWordStuffer", "FactBagger": the gallery's classes of those
   names (helpers/cheaters.py), served as they are.
 - "symlink": plants its socket path as a symbolic link to $CHEAT_TARGET (a host
@@ -150,6 +152,10 @@ def main() -> None:
         from helpers.page_cache_store import PageCacheStore
 
         serve(PageCacheStore(), address)
+    elif cheat == "inode-register":
+        from helpers.inode_register import InodeRegister
+
+        serve(InodeRegister(), address)
     elif cheat == "spin":
         from helpers.spinning_spare import SpinningSystem
 
