@@ -85,7 +85,9 @@ CLONE_NEW_FLAGS = (
 F_GETLK, F_OFD_GETLK, F_SETLEASE, F_GETLEASE, F_NOTIFY = 5, 36, 1024, 1025, 1026
 RWF_NOWAIT = 0x00000008
 MADV_COLD, MADV_PAGEOUT = 20, 21
-AF_INET, AF_INET6, AF_PACKET = 2, 10, 17
+AF_INET, AF_INET6, AF_PACKET, AF_NETLINK = 2, 10, 17, 16
+NETLINK_SOCK_DIAG = 4
+SOL_SOCKET, SO_COOKIE, SO_NETNS_COOKIE = 1, 57, 71
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ _COMMON_GENERIC = {
     "name_to_handle_at": 264, "open_by_handle_at": 265, "init_module": 105,
     "finit_module": 273, "delete_module": 106, "kexec_load": 104, "kexec_file_load": 294,
     "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "clone": 220, "socket": 198,
+    "getsockopt": 209,
     "fcntl": 25, "preadv2": 286, "pwritev2": 287, "fadvise64": 223, "madvise": 233,
     "lookup_dcookie": 18, "quotactl": 60, "sysinfo": 179,
 }  # fmt: skip
@@ -124,7 +127,7 @@ _X86_64 = {
     "delete_module": 176, "kexec_load": 246, "kexec_file_load": 320, "swapon": 167,
     "swapoff": 168, "reboot": 169, "acct": 163, "clone": 56, "fcntl": 72,
     "preadv2": 327, "pwritev2": 328, "fadvise64": 221, "madvise": 28, "uselib": 134,
-    "ustat": 136, "sysfs": 139, "socket": 41,
+    "ustat": 136, "sysfs": 139, "socket": 41, "getsockopt": 55,
     "_sysctl": 156, "lookup_dcookie": 212, "quotactl": 179, "nfsservctl": 180, "sysinfo": 99,
 }  # fmt: skip
 ABIS = {
@@ -160,6 +163,21 @@ BY_ARGUMENT_ERRNO = {"madvise": 0, "socket": errno.EAFNOSUPPORT}
 succeeds without evicting (a library that asks for it must not fail); an IP or packet
 socket fails as on a kernel built without that family, which libraries that probe for
 IPv6 already handle."""
+BY_TWO_ARGUMENTS: dict[str, tuple[str, tuple[int, int], tuple[int, tuple[int, ...]], int]] = {
+    # name: (call, (index, value), (index, values), errno): refused when both arguments match
+    "sock_diag": ("socket", (0, AF_NETLINK), (2, (NETLINK_SOCK_DIAG,)), errno.EPROTONOSUPPORT),
+    "socket_cookies": (
+        "getsockopt",
+        (1, SOL_SOCKET),
+        (2, (SO_COOKIE, SO_NETNS_COOKIE)),
+        errno.ENOPROTOOPT,
+    ),
+}
+"""Socket cookies: one counter for the whole host, starting at 1 at boot, that a socket takes
+a number from the first time anyone asks for its cookie (SO_COOKIE, or sock_diag's reply).
+Nothing else on a host asks, so a box could count it up to any value and the next read it
+back: an exact store of any size. Refused: the cookie options (ENOPROTOOPT, as a kernel
+without them answers) and sock_diag netlink sockets (EPROTONOSUPPORT), network or not."""
 NETWORK = frozenset({"socket"})
 """Left out of the filter when the system is given a network (`--sandbox-net`, a container
 on a network other than `none`). On no network, an IP socket could reach only the box's own
@@ -212,6 +230,15 @@ def compile_filter(machine: str | None = None, allow: frozenset[str] = frozenset
             body += [_insn(_JSET_K, 0, 1, flags), _deny(code)]
         body.append(_insn(_LD_W_ABS, 0, 0, _NR))  # the next rule compares the call again
         out += [_insn(_JEQ_K, 0, len(body), abi.numbers[call]), *body]
+    for name, (call, (first, value), (second, values), code) in BY_TWO_ARGUMENTS.items():
+        if name in allow:
+            continue
+        inner = [_insn(_LD_W_ABS, 0, 0, _arg_low(second))]
+        for v in values:
+            inner += [_insn(_JEQ_K, 0, 1, v), _deny(code)]
+        body = [_insn(_LD_W_ABS, 0, 0, _arg_low(first)), _insn(_JEQ_K, 0, len(inner), value)]
+        body += [*inner, _insn(_LD_W_ABS, 0, 0, _NR)]
+        out += [_insn(_JEQ_K, 0, len(body), abi.numbers[call]), *body]
     out.append(_insn(_RET_K, 0, 0, _RET_ALLOW))
     return b"".join(out)
 
@@ -255,6 +282,17 @@ def docker_profile(machine: str | None = None, network: bool = False) -> str:
             {"names": [call], "action": "SCMP_ACT_ERRNO", "errnoRet": code, "args": [c]}
             for c in conditions
         ]
+    for call, (first, value), (second, values), code in BY_TWO_ARGUMENTS.values():
+        rules += [
+            {
+                "names": [call], "action": "SCMP_ACT_ERRNO", "errnoRet": code,
+                "args": [
+                    {"index": first, "value": value, "op": "SCMP_CMP_EQ"},
+                    {"index": second, "value": v, "op": "SCMP_CMP_EQ"},
+                ],
+            }
+            for v in values
+        ]  # fmt: skip
     profile = {
         "defaultAction": "SCMP_ACT_ALLOW",
         "architectures": [_DOCKER_ARCH[abi.audit_arch]],
@@ -275,7 +313,13 @@ def describe() -> dict[str, object]:
             "preadv2": ["RWF_NOWAIT"],
             "pwritev2": ["RWF_NOWAIT"],
             "madvise": ["MADV_COLD", "MADV_PAGEOUT (succeed without evicting)"],
-            "socket": ["AF_INET", "AF_INET6", "AF_PACKET (EAFNOSUPPORT; allowed on a network)"],
+            "socket": [
+                "AF_INET",
+                "AF_INET6",
+                "AF_PACKET (EAFNOSUPPORT; allowed on a network)",
+                "AF_NETLINK with NETLINK_SOCK_DIAG (EPROTONOSUPPORT)",
+            ],
+            "getsockopt": ["SOL_SOCKET SO_COOKIE, SO_NETNS_COOKIE (ENOPROTOOPT)"],
         },
         "other_abis": "refused",
     }

@@ -53,6 +53,17 @@ for name, family, kind in (("inet", socket.AF_INET, socket.SOCK_DGRAM),
         out[name] = "ok"
     except OSError as e:
         out[name] = errno.errorcode[e.errno]
+try:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.getsockopt(socket.SOL_SOCKET, 57, 8)
+    out["cookie"] = "ok"
+except OSError as e:
+    out["cookie"] = errno.errorcode[e.errno]
+try:
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 4).close()
+    out["sock_diag"] = "ok"
+except OSError as e:
+    out["sock_diag"] = errno.errorcode[e.errno]
 print(json.dumps(out))
 """
 
@@ -85,6 +96,7 @@ def test_dockers_default_profile_leaves_the_channels_open(
     seen = _probe(engine, images[BASE], profile=False)
     assert seen["mincore"] == "ok" and seen["getlk"] == "ok" and seen["inotify"] == "ok"
     assert seen["inet"] == "ok"  # on network none: the container's own loopback
+    assert seen["cookie"] == "ok" and seen["sock_diag"] == "ok"
 
 
 def test_the_harness_profile_closes_them(
@@ -97,6 +109,8 @@ def test_the_harness_profile_closes_them(
         # No IP socket on no network: loopback packets move host-wide counters that outlive
         # the container (/proc/self/net/softnet_stat; red team 9: 32-40 bits a restart).
         "inet": "EAFNOSUPPORT", "inet6": "EAFNOSUPPORT", "packet": "EAFNOSUPPORT", "unix": "ok",
+        # Socket cookies: one counter for the whole host, a store of any size.
+        "cookie": "ENOPROTOOPT", "sock_diag": "EPROTONOSUPPORT",
     }  # fmt: skip
 
 

@@ -61,6 +61,17 @@ for name, family, kind in (("inet", socket.AF_INET, socket.SOCK_DGRAM),
         out["sockets"][name] = "ok"
     except OSError as e:
         out["sockets"][name] = errno.errorcode[e.errno]
+try:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.getsockopt(socket.SOL_SOCKET, 57, 8)
+    out["sockets"]["cookie"] = "ok"
+except OSError as e:
+    out["sockets"]["cookie"] = errno.errorcode[e.errno]
+try:
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 4).close()
+    out["sockets"]["sock_diag"] = "ok"
+except OSError as e:
+    out["sockets"]["sock_diag"] = errno.errorcode[e.errno]
 print(json.dumps(out))
 """
 
@@ -112,7 +123,9 @@ def test_the_hardened_box_holds_as_the_harness_user(
 
 
 NO_IP_SOCKETS = {
-    "inet": "EAFNOSUPPORT", "inet6": "EAFNOSUPPORT", "packet": "EAFNOSUPPORT", "unix": "ok"
+    "inet": "EAFNOSUPPORT", "inet6": "EAFNOSUPPORT", "packet": "EAFNOSUPPORT", "unix": "ok",
+    # socket cookies: one host-wide counter (seccomp.BY_TWO_ARGUMENTS), red team 11's store
+    "cookie": "ENOPROTOOPT", "sock_diag": "EPROTONOSUPPORT",
 }  # fmt: skip
 """On no network an IP socket reaches only the box's loopback, whose packets move per-CPU
 counters every process on the host reads and that outlive the process
@@ -126,6 +139,7 @@ def test_ip_sockets_are_given_back_with_the_network(
     policy, targets, _, _ = box
     seen = _probe(Sandbox(replace(policy, share_net=True)), targets)
     assert seen["sockets"]["inet"] == "ok" and seen["sockets"]["unix"] == "ok"
+    assert seen["sockets"]["cookie"] == "ENOPROTOOPT"  # a network gives no counter back
     assert seen["cap_eff"] == "0000000000000000"
 
 
@@ -138,6 +152,7 @@ def test_without_the_hardening_root_breaks_out(
     policy, targets, module, _ = box
     seen = _probe(Sandbox(policy, harden=False), {**targets, "files": [str(module)]})
     assert seen["uid"] == 0 and seen["sockets"]["inet"] == "ok"
+    assert seen["sockets"]["cookie"] == "ok" and seen["sockets"]["sock_diag"] == "ok"
     assert str(module.parent) in seen["remounted"]
     assert seen["unmounted"] and "labels.json" in seen["read_masked"]
     assert seen["written"] == [str(module)] and "PLANTED" in module.read_text()
