@@ -83,11 +83,12 @@ CLONE_NEW_FLAGS = (
     | 0x00000080  # CLONE_NEWTIME
 )
 F_GETLK, F_OFD_GETLK, F_SETLEASE, F_GETLEASE, F_NOTIFY = 5, 36, 1024, 1025, 1026
+CLONE_PIDFD = 0x00001000
 RWF_NOWAIT = 0x00000008
 MADV_COLD, MADV_PAGEOUT = 20, 21
 AF_INET, AF_INET6, AF_PACKET, AF_NETLINK = 2, 10, 17, 16
 NETLINK_SOCK_DIAG = 4
-SOL_SOCKET, SO_COOKIE, SO_NETNS_COOKIE = 1, 57, 71
+SOL_SOCKET, SO_COOKIE, SO_NETNS_COOKIE, SO_PASSPIDFD, SO_PEERPIDFD = 1, 57, 71, 76, 77
 
 
 @dataclass(frozen=True)
@@ -107,14 +108,15 @@ _COMMON_GENERIC = {
     "name_to_handle_at": 264, "open_by_handle_at": 265, "init_module": 105,
     "finit_module": 273, "delete_module": 106, "kexec_load": 104, "kexec_file_load": 294,
     "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "clone": 220, "socket": 198,
-    "getsockopt": 209,
+    "getsockopt": 209, "setsockopt": 208,
     "fcntl": 25, "preadv2": 286, "pwritev2": 287, "fadvise64": 223, "madvise": 233,
     "lookup_dcookie": 18, "quotactl": 60, "sysinfo": 179,
 }  # fmt: skip
 _NEW_API = {
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
     "fspick": 433, "mount_setattr": 442, "io_uring_setup": 425, "io_uring_enter": 426,
-    "io_uring_register": 427, "clone3": 435, "cachestat": 451,
+    "io_uring_register": 427, "clone3": 435, "cachestat": 451, "pidfd_open": 434,
+    "pidfd_getfd": 438,
 }  # fmt: skip
 _X86_64 = {
     "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "ptrace": 101,
@@ -127,7 +129,7 @@ _X86_64 = {
     "delete_module": 176, "kexec_load": 246, "kexec_file_load": 320, "swapon": 167,
     "swapoff": 168, "reboot": 169, "acct": 163, "clone": 56, "fcntl": 72,
     "preadv2": 327, "pwritev2": 328, "fadvise64": 221, "madvise": 28, "uselib": 134,
-    "ustat": 136, "sysfs": 139, "socket": 41, "getsockopt": 55,
+    "ustat": 136, "sysfs": 139, "socket": 41, "getsockopt": 55, "setsockopt": 54,
     "_sysctl": 156, "lookup_dcookie": 212, "quotactl": 179, "nfsservctl": 180, "sysinfo": 99,
 }  # fmt: skip
 ABIS = {
@@ -147,12 +149,14 @@ DENIED = (
     "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark", "uselib",
     "ustat", "sysfs", "_sysctl", "lookup_dcookie", "quotactl", "nfsservctl", "sysinfo",
 )  # fmt: skip
-NOT_IMPLEMENTED = ("io_uring_setup", "io_uring_enter", "io_uring_register", "clone3")
+NOT_IMPLEMENTED = (
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "clone3", "pidfd_open", "pidfd_getfd",
+)  # fmt: skip
 PRETEND_SUCCESS = ("flock", "fadvise64")
 BY_ARGUMENT = {
     # call: (argument index, values refused, flag bits refused)
     "fcntl": (1, (F_GETLK, F_OFD_GETLK, F_SETLEASE, F_GETLEASE, F_NOTIFY), 0),
-    "clone": (0, (), CLONE_NEW_FLAGS),
+    "clone": (0, (), CLONE_NEW_FLAGS | CLONE_PIDFD),
     "preadv2": (5, (), RWF_NOWAIT),
     "pwritev2": (5, (), RWF_NOWAIT),
     "madvise": (2, (MADV_COLD, MADV_PAGEOUT), 0),
@@ -169,15 +173,20 @@ BY_TWO_ARGUMENTS: dict[str, tuple[str, tuple[int, int], tuple[int, tuple[int, ..
     "socket_cookies": (
         "getsockopt",
         (1, SOL_SOCKET),
-        (2, (SO_COOKIE, SO_NETNS_COOKIE)),
+        (2, (SO_COOKIE, SO_NETNS_COOKIE, SO_PEERPIDFD)),
         errno.ENOPROTOOPT,
     ),
+    "pidfd_messages": ("setsockopt", (1, SOL_SOCKET), (2, (SO_PASSPIDFD,)), errno.ENOPROTOOPT),
 }
 """Socket cookies: one counter for the whole host, starting at 1 at boot, that a socket takes
 a number from the first time anyone asks for its cookie (SO_COOKIE, or sock_diag's reply).
 Nothing else on a host asks, so a box could count it up to any value and the next read it
 back: an exact store of any size. Refused: the cookie options (ENOPROTOOPT, as a kernel
-without them answers) and sock_diag netlink sockets (EPROTONOSUPPORT), network or not."""
+without them answers) and sock_diag netlink sockets (EPROTONOSUPPORT), network or not.
+A pidfd's inode number is another host-wide counter (every process and thread on the host
+takes one), noisy but settable by forking: no pidfd either (pidfd_open and pidfd_getfd
+answer ENOSYS, as before Linux 5.3; clone's CLONE_PIDFD EPERM; no peer's pidfd through a
+socket, SO_PEERPIDFD and SO_PASSPIDFD)."""
 NETWORK = frozenset({"socket"})
 """Left out of the filter when the system is given a network (`--sandbox-net`, a container
 on a network other than `none`). On no network, an IP socket could reach only the box's own
@@ -309,7 +318,7 @@ def describe() -> dict[str, object]:
         "pretend_success": sorted(PRETEND_SUCCESS),
         "by_argument": {
             "fcntl": ["F_GETLK", "F_OFD_GETLK", "F_SETLEASE", "F_GETLEASE", "F_NOTIFY"],
-            "clone": ["CLONE_NEW*"],
+            "clone": ["CLONE_NEW*", "CLONE_PIDFD"],
             "preadv2": ["RWF_NOWAIT"],
             "pwritev2": ["RWF_NOWAIT"],
             "madvise": ["MADV_COLD", "MADV_PAGEOUT (succeed without evicting)"],
@@ -319,7 +328,8 @@ def describe() -> dict[str, object]:
                 "AF_PACKET (EAFNOSUPPORT; allowed on a network)",
                 "AF_NETLINK with NETLINK_SOCK_DIAG (EPROTONOSUPPORT)",
             ],
-            "getsockopt": ["SOL_SOCKET SO_COOKIE, SO_NETNS_COOKIE (ENOPROTOOPT)"],
+            "getsockopt": ["SOL_SOCKET SO_COOKIE, SO_NETNS_COOKIE, SO_PEERPIDFD (ENOPROTOOPT)"],
+            "setsockopt": ["SOL_SOCKET SO_PASSPIDFD (ENOPROTOOPT)"],
         },
         "other_abis": "refused",
     }

@@ -64,6 +64,11 @@ try:
     out["sock_diag"] = "ok"
 except OSError as e:
     out["sock_diag"] = errno.errorcode[e.errno]
+try:
+    os.close(os.pidfd_open(os.getpid()))
+    out["pidfd"] = "ok"
+except OSError as e:
+    out["pidfd"] = errno.errorcode[e.errno]
 print(json.dumps(out))
 """
 
@@ -96,7 +101,7 @@ def test_dockers_default_profile_leaves_the_channels_open(
     seen = _probe(engine, images[BASE], profile=False)
     assert seen["mincore"] == "ok" and seen["getlk"] == "ok" and seen["inotify"] == "ok"
     assert seen["inet"] == "ok"  # on network none: the container's own loopback
-    assert seen["cookie"] == "ok" and seen["sock_diag"] == "ok"
+    assert seen["cookie"] == "ok" and seen["sock_diag"] == "ok" and seen["pidfd"] == "ok"
 
 
 def test_the_harness_profile_closes_them(
@@ -110,7 +115,7 @@ def test_the_harness_profile_closes_them(
         # the container (/proc/self/net/softnet_stat; red team 9: 32-40 bits a restart).
         "inet": "EAFNOSUPPORT", "inet6": "EAFNOSUPPORT", "packet": "EAFNOSUPPORT", "unix": "ok",
         # Socket cookies: one counter for the whole host, a store of any size.
-        "cookie": "ENOPROTOOPT", "sock_diag": "EPROTONOSUPPORT",
+        "cookie": "ENOPROTOOPT", "sock_diag": "EPROTONOSUPPORT", "pidfd": "ENOSYS",
     }  # fmt: skip
 
 

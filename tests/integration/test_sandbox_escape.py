@@ -72,6 +72,11 @@ try:
     out["sockets"]["sock_diag"] = "ok"
 except OSError as e:
     out["sockets"]["sock_diag"] = errno.errorcode[e.errno]
+try:
+    os.close(os.pidfd_open(os.getpid()))
+    out["sockets"]["pidfd"] = "ok"
+except OSError as e:
+    out["sockets"]["pidfd"] = errno.errorcode[e.errno]
 print(json.dumps(out))
 """
 
@@ -126,6 +131,7 @@ NO_IP_SOCKETS = {
     "inet": "EAFNOSUPPORT", "inet6": "EAFNOSUPPORT", "packet": "EAFNOSUPPORT", "unix": "ok",
     # socket cookies: one host-wide counter (seccomp.BY_TWO_ARGUMENTS), red team 11's store
     "cookie": "ENOPROTOOPT", "sock_diag": "EPROTONOSUPPORT",
+    "pidfd": "ENOSYS",  # a pidfd's inode number counts every process the host made
 }  # fmt: skip
 """On no network an IP socket reaches only the box's loopback, whose packets move per-CPU
 counters every process on the host reads and that outlive the process
@@ -153,6 +159,7 @@ def test_without_the_hardening_root_breaks_out(
     seen = _probe(Sandbox(policy, harden=False), {**targets, "files": [str(module)]})
     assert seen["uid"] == 0 and seen["sockets"]["inet"] == "ok"
     assert seen["sockets"]["cookie"] == "ok" and seen["sockets"]["sock_diag"] == "ok"
+    assert seen["sockets"]["pidfd"] == "ok"
     assert str(module.parent) in seen["remounted"]
     assert seen["unmounted"] and "labels.json" in seen["read_masked"]
     assert seen["written"] == [str(module)] and "PLANTED" in module.read_text()
