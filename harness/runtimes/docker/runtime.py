@@ -191,6 +191,10 @@ class DockerRuntime(Runtime):
             self.spares.gpu_cap = 0
         self._spare_number = 0
         self._paused: set[int] = set()
+        self._ran_s: dict[int, float] = {}
+        """How long each paused spare had run before its pause: its load resumes from there."""
+        self._resumed: dict[int, float] = {}
+        """When each promoted spare's load would have begun had it never been paused."""
         """Spares paused once loaded (spare_freezer.py says why), by start number."""
         self._spare_lock = threading.Lock()
         self._watcher: threading.Thread | None = None
@@ -351,12 +355,16 @@ class DockerRuntime(Runtime):
                         with contextlib.suppress(docker.errors.APIError, requests.RequestException):
                             box.container.pause()
                             self._paused.add(box.number)
+                            self._ran_s[box.number] = time.monotonic() - box.launched
 
     def _unpause(self, box: _Box) -> None:
         if box.number in self._paused:
             self._paused.discard(box.number)
             with contextlib.suppress(docker.errors.APIError, requests.RequestException):
                 box.container.unpause()
+            # The time it sat paused is no part of its load: a spare paused before its socket
+            # appeared gets the rest of --startup-timeout from now, not from its launch.
+            self._resumed[box.number] = time.monotonic() - self._ran_s.pop(box.number, 0.0)
 
     def _memory_of(self, container: Container | None) -> int | None:
         """The container's memory use (its model included), from the engine's stats."""
@@ -621,7 +629,8 @@ class DockerRuntime(Runtime):
             section = self._logs.section
             assert section is not None
             retiring.add_done_callback(lambda _: section.activate())
-        deadline = spare.launched + self.startup_timeout_s
+        launched = self._resumed.pop(spare.number, spare.launched)
+        deadline = launched + self.startup_timeout_s
         try:
             pinned = self._dir.wait_socket(
                 max(deadline - time.monotonic(), 1.0), alive=self._running
