@@ -84,6 +84,7 @@ CLONE_NEW_FLAGS = (
 )
 F_GETLK, F_OFD_GETLK, F_SETLEASE, F_GETLEASE, F_NOTIFY = 5, 36, 1024, 1025, 1026
 CLONE_PIDFD = 0x00001000
+STATX_MNT_ID_UNIQUE = 0x00004000
 RWF_NOWAIT = 0x00000008
 MADV_COLD, MADV_PAGEOUT = 20, 21
 AF_INET, AF_INET6, AF_PACKET, AF_NETLINK = 2, 10, 17, 16
@@ -108,7 +109,7 @@ _COMMON_GENERIC = {
     "name_to_handle_at": 264, "open_by_handle_at": 265, "init_module": 105,
     "finit_module": 273, "delete_module": 106, "kexec_load": 104, "kexec_file_load": 294,
     "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "clone": 220, "socket": 198,
-    "getsockopt": 209, "setsockopt": 208,
+    "getsockopt": 209, "setsockopt": 208, "statx": 291, "syslog": 116,
     "fcntl": 25, "preadv2": 286, "pwritev2": 287, "fadvise64": 223, "madvise": 233,
     "lookup_dcookie": 18, "quotactl": 60, "sysinfo": 179,
 }  # fmt: skip
@@ -116,7 +117,7 @@ _NEW_API = {
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
     "fspick": 433, "mount_setattr": 442, "io_uring_setup": 425, "io_uring_enter": 426,
     "io_uring_register": 427, "clone3": 435, "cachestat": 451, "pidfd_open": 434,
-    "pidfd_getfd": 438,
+    "pidfd_getfd": 438, "statmount": 457, "listmount": 458,
 }  # fmt: skip
 _X86_64 = {
     "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "ptrace": 101,
@@ -130,6 +131,7 @@ _X86_64 = {
     "swapoff": 168, "reboot": 169, "acct": 163, "clone": 56, "fcntl": 72,
     "preadv2": 327, "pwritev2": 328, "fadvise64": 221, "madvise": 28, "uselib": 134,
     "ustat": 136, "sysfs": 139, "socket": 41, "getsockopt": 55, "setsockopt": 54,
+    "statx": 332, "syslog": 103,
     "_sysctl": 156, "lookup_dcookie": 212, "quotactl": 179, "nfsservctl": 180, "sysinfo": 99,
 }  # fmt: skip
 ABIS = {
@@ -148,9 +150,11 @@ DENIED = (
     "swapon", "swapoff", "reboot", "acct", "mincore", "cachestat", "inotify_init",
     "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark", "uselib",
     "ustat", "sysfs", "_sysctl", "lookup_dcookie", "quotactl", "nfsservctl", "sysinfo",
+    "syslog",
 )  # fmt: skip
 NOT_IMPLEMENTED = (
     "io_uring_setup", "io_uring_enter", "io_uring_register", "clone3", "pidfd_open", "pidfd_getfd",
+    "statmount", "listmount",
 )  # fmt: skip
 PRETEND_SUCCESS = ("flock", "fadvise64")
 BY_ARGUMENT = {
@@ -160,11 +164,15 @@ BY_ARGUMENT = {
     "preadv2": (5, (), RWF_NOWAIT),
     "pwritev2": (5, (), RWF_NOWAIT),
     "madvise": (2, (MADV_COLD, MADV_PAGEOUT), 0),
+    "statx": (3, (), STATX_MNT_ID_UNIQUE),
     "socket": (0, (AF_INET, AF_INET6, AF_PACKET), 0),
 }
-BY_ARGUMENT_ERRNO = {"madvise": 0, "socket": errno.EAFNOSUPPORT}
+BY_ARGUMENT_ERRNO = {"madvise": 0, "socket": errno.EAFNOSUPPORT, "statx": errno.EINVAL}
 """Calls refused by argument with another code than EPERM: madvise's eviction advice
-succeeds without evicting (a library that asks for it must not fail); an IP or packet
+succeeds without evicting (a library that asks for it must not fail); statx's unique mount
+id (one host-wide counter: a later start learns how many mounts, so how many starts, the
+harness made in between) answers EINVAL, as a kernel before 6.8 does, and statmount and
+listmount ENOSYS; an IP or packet
 socket fails as on a kernel built without that family, which libraries that probe for
 IPv6 already handle."""
 BY_TWO_ARGUMENTS: dict[str, tuple[str, tuple[int, int], tuple[int, tuple[int, ...]], int]] = {
@@ -322,6 +330,7 @@ def describe() -> dict[str, object]:
             "preadv2": ["RWF_NOWAIT"],
             "pwritev2": ["RWF_NOWAIT"],
             "madvise": ["MADV_COLD", "MADV_PAGEOUT (succeed without evicting)"],
+            "statx": ["STATX_MNT_ID_UNIQUE (EINVAL)"],
             "socket": [
                 "AF_INET",
                 "AF_INET6",
