@@ -104,6 +104,12 @@ class RuntimeSpec:
             )
         if self.runtime_options and self.runtime is None:
             raise ConfigError("--runtime-option: only with --runtime NAME")
+        if self.container.gpus.wanted and self.kind not in ("docker", "process", "command"):
+            raise ConfigError(
+                f"--gpus {self.container.gpus.describe()}: only for --image, --system or "
+                "--command (the harness starts the server: an endpoint or another runtime "
+                "holds its own devices)"
+            )
         if self.system is None or ":" in self.system:
             return
         from apmbench.adapters.systems import SYSTEM_REGISTRY, UnknownSystem
@@ -144,8 +150,13 @@ def wants_spare(spec: RuntimeSpec, environ: Mapping[str, str] | None = None) -> 
     (`--sandbox-net`, a container network) the serving one could hand its memory to it
     over a socket. A spare loads at its start whatever the system loads, a model too: how
     many spares there are is bounded by `spare_budget` (`SparePlan`), not by whether a
-    model is named (`environ` is kept for callers that pass one)."""
+    model is named (`environ` is kept for callers that pass one). Never with `--gpus`."""
     del environ
+    if spec.container.gpus.wanted:
+        # A spare on the same GPU loads while the live system serves: both read and move
+        # the device's free memory, utilisation and clocks (NVML, cudaMemGetInfo), a channel
+        # no sandbox closes (docs/guarantees.md, "A method on a GPU").
+        return False
     if spec.image is not None:
         return spec.spare and spec.container.network == "none"
     return spec.spare and not spec.sandbox_net

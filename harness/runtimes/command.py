@@ -28,7 +28,7 @@ from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes.base import Launch
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
-from apmbench.harness.runtimes.process import ProcessRuntime
+from apmbench.harness.runtimes.process import ProcessRuntime, gpu_passthrough
 from apmbench.harness.runtimes.sandbox import (
     SYSTEM_DIRS,
     TMP,
@@ -43,6 +43,7 @@ from apmbench.harness.runtimes.sandbox import (
 
 if TYPE_CHECKING:
     from apmbench.harness.runtimes import RuntimeSpec
+    from apmbench.harness.runtimes.docker.settings import GpuRequest
 
 ADDRESS = "{address}"
 """Replaced in the command by the server's gRPC address, `unix:/path/to/sock`."""
@@ -250,6 +251,7 @@ class CommandRuntime(ProcessRuntime):
             max_log_bytes=spec.max_log_bytes,
             spare=wants_spare(spec),
             spare_budget_bytes=spec.spare_budget,
+            gpus=spec.container.gpus,
         )
 
     def __init__(
@@ -313,13 +315,16 @@ def command_process(
     max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
     spare: bool = False,
     spare_budget_bytes: int | None = None,
+    gpus: GpuRequest | None = None,
 ) -> CommandRuntime:
     """`--command` as `evaluate` and `check` start it: sandboxed like `--system` (see
-    `sandboxed_process`), or unconfined with `--no-sandbox`, which every report then says."""
+    `sandboxed_process`, also for `gpus`), or unconfined with `--no-sandbox`, which every
+    report then says."""
     from apmbench.harness.paths import cache_root
 
     where = Path(os.path.realpath(cwd or Path.cwd()))
     extra = parse_env(env)
+    gpu = gpu_passthrough(gpus, sandbox)
     if not sandbox:
         return CommandRuntime(
             command, log_path, deadlines, startup_timeout_s, cwd=where,
@@ -328,7 +333,7 @@ def command_process(
         )  # fmt: skip
     words, executable = parse_command(command, where)
     policy = command_policy(words, executable, where, (*hidden, cache_root()), allowed_env(extra))
-    policy = dataclasses.replace(policy, share_net=share_net)
+    policy = dataclasses.replace(policy, share_net=share_net, gpu=gpu)
     box = Sandbox(policy)
     check_sandbox(box.bwrap)
     return CommandRuntime(

@@ -57,6 +57,8 @@ fork of the run's pre-imported template (harness/runtimes/template.py)."""
 
 if TYPE_CHECKING:
     from apmbench.harness.runtimes import RuntimeSpec
+    from apmbench.harness.runtimes.docker.settings import GpuRequest
+    from apmbench.harness.runtimes.gpu import GpuPassthrough
     from apmbench.harness.runtimes.template import Template
 
 DIR_BASE = "/tmp"
@@ -107,6 +109,7 @@ class ProcessRuntime(Runtime):
             spare=wants_spare(spec),
             spare_budget_bytes=spec.spare_budget,
             start=spec.start,
+            gpus=spec.container.gpus,
         )
 
     @classmethod
@@ -122,6 +125,9 @@ class ProcessRuntime(Runtime):
         }
         if recorded.get("start") == "template":  # a fresh start's report stays as it was
             facts["start"] = "template"
+        gpu = sandbox.get("gpu")
+        if isinstance(gpu, dict) and gpu.get("request"):  # a CPU run's report stays as it was
+            facts["gpus"] = gpu["request"]
         return facts
 
     def __init__(
@@ -904,6 +910,29 @@ def served_target(system: str) -> str:
     return SYSTEM_REGISTRY.entry(system).target
 
 
+def gpu_passthrough(
+    gpus: GpuRequest | None, sandbox: bool, start: str = "fresh"
+) -> GpuPassthrough | None:
+    """What `--gpus` gives a sandboxed process's box (gpu.py), found before anything starts:
+    a ConfigError (exit 2) names a device node this host lacks, or an option it does not go
+    with."""
+    from apmbench.harness.runtimes.gpu import GpuPassthrough
+
+    if gpus is None or not gpus.wanted:
+        return None
+    if not sandbox:
+        raise ConfigError(
+            f"--gpus {gpus.describe()}: an unconfined process (--no-sandbox) already sees every "
+            "GPU of the host; drop --gpus, or drop --no-sandbox to run it confined with that GPU"
+        )
+    if start == "template":
+        raise ConfigError(
+            f"--gpus {gpus.describe()}: not with --start template (its starts share one box's "
+            "/dev); use --start fresh"
+        )
+    return GpuPassthrough.find(gpus)
+
+
 def sandboxed_process(
     system: str,
     log_path: Path,
@@ -918,11 +947,13 @@ def sandboxed_process(
     spare: bool = False,
     spare_budget_bytes: int | None = None,
     start: str = "fresh",
+    gpus: GpuRequest | None = None,
 ) -> ProcessRuntime:
     """`--system SPEC` as `evaluate` and `check` start it: in a bubblewrap sandbox that sees
     none of `hidden` (plus the synthetic cache), with only the allowlisted environment and
     `--env`; or, with `sandbox=False` (`--no-sandbox`), unconfined with the harness's
-    environment, which the manifest and every report then say."""
+    environment, which the manifest and every report then say. `gpus` (`--gpus`): the box
+    gets those NVIDIA device nodes and the driver's libraries (gpu_passthrough)."""
     from apmbench.harness.paths import cache_root
     from apmbench.harness.runtimes.sandbox import (
         Sandbox,
@@ -933,6 +964,7 @@ def sandboxed_process(
     )
 
     extra = parse_env(env)
+    gpu = gpu_passthrough(gpus, sandbox, start)
     if start == "template" and not sandbox:
         raise ConfigError("--start template: a template start is sandboxed; not with --no-sandbox")
     if start == "template" and share_net:
@@ -951,7 +983,7 @@ def sandboxed_process(
             spare_budget_bytes=spare_budget_bytes,
         )
     policy = python_policy(system, (*hidden, cache_root()), allowed_env(extra))
-    policy = dataclasses.replace(policy, share_net=share_net)
+    policy = dataclasses.replace(policy, share_net=share_net, gpu=gpu)
     box = Sandbox(policy)
     check_sandbox(box.bwrap)
     return ProcessRuntime(

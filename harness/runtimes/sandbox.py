@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.runtimes import gpu as gpus
 from apmbench.harness.runtimes import procview, seccomp
 
 BWRAP_ENV = "APMBENCH_BWRAP"
@@ -84,6 +85,12 @@ ETC_FILES = (
     "/etc/nsswitch.conf",
 )
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+STANDARD_NODES = tuple(
+    Path("/dev") / name for name in ("null", "zero", "full", "random", "urandom", "tty")
+)
+"""The nodes bwrap's `--dev` binds from the host (each start gets copies of its own)."""
 
 
 class SandboxUnavailable(ConfigError):
@@ -209,6 +216,9 @@ class SandboxPolicy:
     share_net: bool = False
     """`--sandbox-net`: the host's network (for a system that calls a model endpoint);
     a recorded relaxation, printed in every report."""
+    gpu: gpus.GpuPassthrough | None = None
+    """`--gpus`: the NVIDIA device nodes and driver libraries the box gets (gpu.py); None:
+    no /dev/nvidia* node at all."""
 
 
 class Sandbox:
@@ -230,6 +240,12 @@ class Sandbox:
         what they stop."""
         self._allowed = seccomp.NETWORK if policy.share_net else frozenset()
         self._filter = seccomp.compile_filter(allow=self._allowed)
+        self.device_copies = gpus.DeviceCopies() if gpus.DeviceCopies.possible() else None
+        """Fresh copies of the device nodes a box holds (bwrap's standard ones, the GPU's) for
+        every start: as root, the box's uid maps onto the host's root, which owns the host's
+        nodes, so a start could chmod or touch /dev/null itself and leave the next start
+        bits in its mode and times (or break it for the host). None (not root): the host's
+        nodes are bound, which the box's uid does not own."""
 
     @property
     def filter(self) -> bytes:
@@ -287,6 +303,25 @@ class Sandbox:
         `stdin(template=True)`'s) so that each start can confine itself further; every start
         drops both and installs this box's full filter before any system code runs."""
         p = self.policy
+        gpu_devices: list[str] = []
+        gpu_libraries: list[str] = []
+        standard = [] if template else [n for n in STANDARD_NODES if n.exists()]
+        copies = (
+            self.device_copies.fresh([*standard, *(p.gpu.nodes if p.gpu is not None else [])])
+            if self.device_copies is not None and not template
+            else None
+        )
+        if p.gpu is not None:
+            if template:
+                raise ConfigError("--gpus: not with --start template; use --start fresh")
+            sources = copies[len(standard) :] if copies is not None else list(p.gpu.nodes)
+            visible = [*(Path(d) for d in SYSTEM_DIRS), *p.read_only]
+            gpu_devices, gpu_libraries = gpus.bwrap_args(p.gpu, sources, visible)
+        if copies is not None:
+            # Over bwrap's binds of the host's own nodes (a template's box makes its starts
+            # in a user namespace of their own, where the host's root owns nothing).
+            for source, node in zip(copies, standard, strict=False):
+                gpu_devices = ["--dev-bind", str(source), str(node), *gpu_devices]
         args = [
             self.bwrap,
             "--unshare-all",
@@ -300,6 +335,7 @@ class Sandbox:
             *(self.proc_view.bwrap_args() if self.proc_view else []),
             "--dev",
             "/dev",
+            *gpu_devices,
         ]
         for name in SYSTEM_DIRS:
             host = Path(name)
@@ -315,6 +351,7 @@ class Sandbox:
         for path in p.read_only:
             if path not in in_tmp:
                 args += ["--ro-bind", str(path), str(path)]
+        args += gpu_libraries  # read-only, over whatever lay at their paths
         # Mounted after the binds so that nothing bound can shadow the empty /tmp; what
         # lives under /tmp (a model directory, a test's package) is bound into it after.
         args += ["--size", str(p.tmp_size_bytes), "--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
@@ -402,6 +439,11 @@ class Sandbox:
             "tmp_size_bytes": self.policy.tmp_size_bytes,
             "socket_dir_bytes": SOCKET_DIR_BYTES,
             **({"proc_view": self.proc_view.describe()} if self.proc_view else {}),
+            **(
+                {"gpu": self.policy.gpu.describe(self.device_copies is not None)}
+                if self.policy.gpu is not None
+                else {}
+            ),
         }
 
 

@@ -6,17 +6,19 @@ On a machine with an NVIDIA GPU and a CUDA build of torch, in a few minutes:
 2. compares the numpy video patches with transformers' own Qwen video
    processors when torchvision is installed (it is not needed otherwise);
 3. runs vlm-simplestream, vlm-video-memory and vlm-text-memory on the
-   synthetic tiny preset as server processes on the GPU (bfloat16, the
+   synthetic tiny preset as sandboxed server processes given the GPU with
+   `--gpus all` (the device nodes and the driver's libraries in the box;
+   docs/guarantees.md, "A method on a GPU") (bfloat16, the
    default frame size and budget), through the real harness, and kv-memory
    and event-memory the same way in restart mode;
 4. prints, per run: the device and dtype the model loaded on, time to first
    token (harness clock), the largest prompt in frames and visual tokens,
    peak GPU memory of a generation (torch.cuda.max_memory_allocated, from the
    server's log) and the exported state per session;
-5. for the restart runs, the cost of honesty on a GPU: the starts and spares
+5. for the restart runs, the cost of honesty on a GPU: the starts
    (`logs/starts.json`: how many starts, how many were waited for, the memory
-   of one serving tree, how many spares the free GPU memory held beside it
-   (`gpu_cap`, from nvidia-smi) and which budget held), and the model's
+   of one serving tree; a `--gpus` run starts no spare, so every restart waits
+   for a whole model load), and the model's
    weights checksummed before the run and after it: every start and spare
    maps the same files read-only (a sandboxed start gets the directory as a
    read-only bind), and none may have changed them.
@@ -240,7 +242,10 @@ def run_one(
     done = subprocess.run(
         [sys.executable, "-m", "apmbench.harness.cli", "evaluate", "--dataset", str(dataset),
          "--system", system, "--out", str(out), "--persistence",
-         "restart" if system in RESTART else "reset"],
+         "restart" if system in RESTART else "reset",
+         # Confined with the GPU passed into the box (the host's driver libraries read-only):
+         # what a sandboxed GPU run needs of the driver is checked here, where a GPU is.
+         *([] if cpu else ["--gpus", "all"])],
         capture_output=True, text=True, timeout=600, env=env,
     )  # fmt: skip
     log_path = out / "logs" / "system.log"

@@ -154,3 +154,30 @@ def test_the_slurm_script_parses_and_runs_array_shards_then_merge() -> None:
     shellcheck = shutil.which("shellcheck")
     if shellcheck is not None:
         subprocess.run([shellcheck, "-S", "warning", str(script)], check=True)
+
+
+def test_the_gpu_variant_differs_from_the_job_only_by_the_gpu() -> None:
+    """deploy/k8s/evaluate-job-gpu.yaml: the GPU limit, the nvidia RuntimeClass, a node
+    selector (and the GPU taint's toleration), --gpus on the harness's command line, and
+    the same security context: passing the device opens nothing else in the pod."""
+    cpu, gpu = manifests()["evaluate-job.yaml"], manifests()["evaluate-job-gpu.yaml"]
+    pod, cpu_pod = gpu["spec"]["template"]["spec"], cpu["spec"]["template"]["spec"]
+    (harness,), (cpu_harness,) = pod["containers"], cpu_pod["containers"]
+    assert harness["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert pod["runtimeClassName"] == "nvidia"
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    assert pod["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    words = shlex.split(harness["args"][0])
+    assert words[words.index("--gpus") + 1] == "all"
+    assert _flags(words) <= _options(evaluate_command)
+    assert not _flags(words) & {"--no-sandbox", "--image", "--endpoint", "--sandbox-net"}
+    assert [w for w in words if w not in ("--gpus", "all")] == _harness_words()
+    assert harness["securityContext"] == cpu_harness["securityContext"]
+    for key in ("hostUsers", "securityContext", "automountServiceAccountToken", "volumes"):
+        assert pod[key] == cpu_pod[key]
+    assert harness["volumeMounts"] == cpu_harness["volumeMounts"]
+    rest = {k: v for k, v in harness.items() if k not in ("args", "resources")}
+    assert rest == {k: v for k, v in cpu_harness.items() if k not in ("args", "resources")}
+    assert gpu["spec"]["template"]["metadata"] == cpu["spec"]["template"]["metadata"]

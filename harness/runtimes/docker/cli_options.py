@@ -23,6 +23,8 @@ from apmbench.harness.runtimes.docker.settings import (
 )
 
 _DEFAULTS = ContainerSettings()
+PROCESS_TOO = ("gpus",)
+"""Options that a sandboxed --system or --command takes too (the box passes the GPUs)."""
 # What each option is when not given: the click defaults, and how options given
 # without --image are recognised (and refused).
 OPTION_DEFAULTS: dict[str, Any] = {
@@ -43,7 +45,10 @@ _OPTIONS = [
         "--gpus",
         default=OPTION_DEFAULTS["gpus"],
         show_default=True,
-        help="GPUs for --image: none, all, a count, or device ids (e.g. 0,1).",
+        help="GPUs for --image, --system or --command: none, all, a count, or device ids "
+        "(e.g. 0,1; for --system and --command the N of /dev/nvidiaN, also device=0). A "
+        "sandboxed system then gets those device nodes and the driver's libraries "
+        "(read-only), and no spare.",
     ),
     click.option(
         "--allow-network",
@@ -183,7 +188,7 @@ def container_options(command: Callable[..., Any]) -> Callable[..., Any]:
             given = [
                 "--" + name.removeprefix("container_").replace("_", "-")
                 for name, value in picked.items()
-                if value != OPTION_DEFAULTS[name]
+                if value != OPTION_DEFAULTS[name] and name not in PROCESS_TOO
             ]
             if given:
                 raise click.UsageError(f"{', '.join(given)}: only for --image (a container)")

@@ -53,7 +53,9 @@ def parse_count(text: str, option: str, *, integer: bool) -> float | None:
 
 @dataclass(frozen=True)
 class GpuRequest:
-    """`--gpus`: none, all, a count, or device ids (e.g. '0,1' or GPU UUIDs)."""
+    """`--gpus`: none, all, a count, or device ids (e.g. '0,1' or GPU UUIDs). A bare `0`
+    names GPU 0, unlike `docker run --gpus 0` (a count of none): no one writes a count of
+    zero to mean no GPU when `none` says it, and everyone who writes `0` means the first."""
 
     count: int = 0
     """-1 for all GPUs, 0 for none, else that many."""
@@ -66,8 +68,10 @@ class GpuRequest:
     @classmethod
     def parse(cls, text: str) -> GpuRequest:
         value = text.strip()
-        if value.lower() in ("", "none", "0"):
+        if value.lower() in ("", "none"):
             return cls()
+        if value == "0":
+            return cls(device_ids=("0",))
         if value.lower() == "all":
             return cls(count=-1)
         if value.isdigit():
