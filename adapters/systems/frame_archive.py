@@ -160,6 +160,10 @@ def encode_archive(
         "frame_sizes": _runs([[f.width, f.height] for _, f in frames]),
         "registrations": registrations,
     }
+    if not frames:
+        # FFmpeg cannot read back a Matroska file without a packet: a memory that has seen
+        # no frame yet (a session played empty) is its tag alone.
+        return json.dumps(header, separators=(",", ":")).encode()
     buf = io.BytesIO()
     with av.open(buf, "w", format="matroska", container_options={"fflags": "+bitexact"}) as out:
         out.metadata[_TAG] = json.dumps(header, separators=(",", ":"))
@@ -187,6 +191,14 @@ def decode_archive(
 
     if state.content_type != CONTENT_TYPE:
         raise InvalidArgument(f"{system} imports {CONTENT_TYPE}, got {state.content_type}")
+    if state.data.startswith(b"{"):  # no frame yet (`encode_archive`); Matroska starts 0x1A
+        try:
+            empty = json.loads(state.data)
+            if empty["frame_sessions"] or empty["frame_sizes"]:
+                raise ValueError("frames listed but none stored")
+            return [], [(int(t), str(x)) for t, x in empty["registrations"]], int(empty["sessions"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise InvalidArgument(f"{system} state is not its empty archive: {e}") from e
     try:
         with av.open(io.BytesIO(state.data), "r", format="matroska") as container:
             header = json.loads(container.metadata[_TAG])

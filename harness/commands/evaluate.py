@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     (
         "Data",
         "what the system is evaluated on",
-        ("--dataset", "--benchmark", "--synthetic", "--seed"),
+        ("--dataset", "--benchmark", "--synthetic", "--seed", "--variant"),
     ),
     (
         "System",
@@ -151,6 +151,15 @@ if TYPE_CHECKING:
     help="Seed of --synthetic. Default: drawn at random and recorded in manifest.json, so no "
     "system can regenerate the labels from a seed it could guess; give it to reproduce a "
     "dataset (the report then says the seed was known).",
+)
+@click.option(
+    "--variant",
+    default=None,
+    help="Play the dataset in one of the suite's controlled conditions instead of its own: "
+    "APM-Bench's trajectory organisations 'oracle' (only each candidate's evidence) and "
+    "'raw-lifelong' (the video between sessions too); ProactEgoMem's 'per-step' (each step "
+    "sees only the prompt, the context and the last 10 frames). The report names it and "
+    "compare keeps variants apart.",
 )
 @click.option(
     "--system",
@@ -359,6 +368,7 @@ def settings_of(
     process_env: tuple[str, ...],
     deadlines: Deadlines,
     caps: Caps,
+    variant: str | None = None,
     **judge: Any,
 ) -> EvaluateSettings:
     """The options as click parsed them, checked against each other; a usage error names
@@ -426,6 +436,7 @@ def settings_of(
         judge_optional=bool(judge.pop("judge_optional", False)),
         judge=judge,
         fork_snapshots=fork_snapshots,
+        variant=variant,
     )
 
 
@@ -457,6 +468,12 @@ def run_settings(s: EvaluateSettings) -> None:
         dataset = s.dataset
         suite = _suite(dataset, s.benchmark)
         origin = _given_seed(dataset)
+    if s.variant is not None and s.variant not in suite.variants:
+        known = ", ".join(suite.variants) or "none"
+        raise click.BadParameter(
+            f"{suite.title} has no variant {s.variant!r} (its variants: {known})",
+            param_hint="--variant",
+        )
     if s.embedded and withheld.is_public(dataset):
         raise click.UsageError("a public part is evaluated one system at a time: give --system")
     systems: list[str | None] = list(compared_systems()) if s.embedded else [s.runtime.system]
@@ -489,6 +506,7 @@ def run_settings(s: EvaluateSettings) -> None:
             shard=s.shard,
             synthetic=origin,
             resume_forks=s.fork_snapshots,
+            variant=s.variant,
         )
         results.append(_run(opts, quiet=s.embedded, judge_optional=s.judge_optional, ray=s.ray))
         if demo is not None:

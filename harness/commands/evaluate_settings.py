@@ -47,3 +47,5 @@ class EvaluateSettings:
     judge: dict[str, Any]
     judge_optional: bool
     fork_snapshots: bool = False
+    variant: str | None = None
+    """`--variant`: one of the suite's conditions instead of its own (None: its own)."""

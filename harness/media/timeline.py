@@ -23,6 +23,9 @@ class Session:
     video: Path | None
     render: Mapping[str, JSON] | None = None
     """Instead of a video: a synthetic renderer's spec for this session's frames."""
+    intervening: bool = False
+    """A recording between two of the trajectory's sessions that no question refers to,
+    present only where a suite's variant adds the video recorded between them."""
 
     @property
     def duration_s(self) -> float:

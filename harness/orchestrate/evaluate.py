@@ -91,6 +91,8 @@ class EvaluateOptions:
     """Where push calls end besides questions (random by default: sizes announce nothing)."""
     synthetic: SyntheticOrigin | None = None
     """The built-in generator's preset and seed, when the dataset is synthetic."""
+    variant: str | None = None
+    """One of the suite's `variants` to play the dataset in; None: the suite's own."""
     resume_forks: bool = False
     """Forks from mid-session snapshots where the system allows (R14, `--fork-snapshots`);
     False (the default): replays, whose timing announces no question (see RunSettings)."""
@@ -206,8 +208,9 @@ def _manifest(p: Prepared) -> dict[str, Any]:
             **({"synthetic": asdict(opts.synthetic)} if opts.synthetic else {}),
         },
         "dataset_hash": dataset.content_hash,
+        "variant": opts.variant,
         "settings": {**p.settings.as_dict(), "deadlines_s": asdict(opts.deadlines)},
-        "scoring": scoring_record(p.suite, opts.judge, p.judge),
+        "scoring": scoring_record(p.suite, opts.judge, p.judge, opts.variant),
         "host": _host(),
         "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         **_shard_entry(p),
@@ -226,7 +229,7 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
     """Start the system and ready the run directory; the system stops on leaving."""
     suite = suite_of_dataset(opts.dataset, opts.benchmark)
     suite.check_fps(opts.frames.fps)
-    dataset = suite.load(opts.dataset)
+    dataset = suite.load(opts.dataset, opts.variant)
     run = (
         records.RunDir(opts.out)
         if opts.shard is None

@@ -88,7 +88,7 @@ def evaluate_ray(
             f"{parts} holds the parts of an earlier Ray run: pass --resume to keep its "
             "finished trajectories, or remove it"
         )
-    dataset = suite_of_dataset(opts.dataset, opts.benchmark).load(opts.dataset)
+    dataset = suite_of_dataset(opts.dataset, opts.benchmark).load(opts.dataset, opts.variant)
     ids = [t.trajectory_id for t in dataset.trajectories]
     done = {tid for tid in ids if (parts / tid / "shards").is_dir() and _finished(parts / tid)}
     progress.trajectories(len(ids), len(done))

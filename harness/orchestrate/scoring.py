@@ -49,7 +49,7 @@ class JudgeCalls(TypedDict):
 
 
 def scoring_record(
-    suite: OpaqueSuite, config: JudgeConfig, backend: ChatBackend | None
+    suite: OpaqueSuite, config: JudgeConfig, backend: ChatBackend | None, variant: str | None = None
 ) -> ScoringRecord:
     """The judge's identity and settings, for the manifest and the report.
 
@@ -66,6 +66,8 @@ def scoring_record(
     }
     if config.strict_answers:
         signature["strict_answers"] = True
+    if variant is not None:  # another condition's numbers: never compared with the suite's own
+        signature["variant"] = variant
     return {
         "signature": signature,
         "judge": backend.identity if backend is not None else {"kind": "none"},
@@ -97,7 +99,7 @@ def dataset_for_run(
         raise DatasetError(
             f"the run's dataset {path} is missing: pass --dataset DIR pointing at a copy of it"
         )
-    dataset = suite.load(path)
+    dataset = suite.load(path, record.variant)
     if dataset.content_hash != record.dataset_hash:
         raise DatasetError(
             f"the dataset at {path} has hash {dataset.content_hash[:12]}..., but the run was made "
@@ -202,7 +204,7 @@ def score_run(
     cache_dir = config.cache_dir or run.root / CACHE_DIR_NAME
     instances, sessions = load_instances(run, suite, dataset, config.strict_answers)
     calls = judge_instances(instances, suite, dataset, config, backend, cache_dir, on_judged)
-    scoring = scoring_record(suite, config, backend)
+    scoring = scoring_record(suite, config, backend, load_manifest(run.manifest_path).variant)
     records.atomic_write(run.root / "instances.jsonl", records.jsonl(instances))
     records.atomic_write(run.root / "sessions.jsonl", records.jsonl(sessions))
     # The report holds only what determines the numbers, so equal runs give equal

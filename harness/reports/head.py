@@ -39,6 +39,8 @@ class ReportHeader(TypedDict):
     judge: dict[str, Any]
     answers: str
     """`repaired` or `strict` (`answers_mode`)."""
+    variant: str | None
+    """The suite's condition the run played (`evaluate --variant`); None: its own."""
     confined: bool | None
     notes: list[str]
 
@@ -75,6 +77,7 @@ def header(report: Mapping[str, Any], manifest: ManifestLike) -> ReportHeader:
         "storage_verified": storage_verified(record),
         "judge": record.judge or {"kind": "none"},
         "answers": answers_mode(record),
+        "variant": record.variant,
         "confined": None if sandbox is None else bool(sandbox.get("confined")),
         "notes": [line.replace("**", "") for line in confinement_lines(report, record) if line],
     }
@@ -88,8 +91,10 @@ def answers_mode(manifest: ManifestLike) -> str:
 
 
 def identity_line(manifest: ManifestLike) -> str:
+    variant = Manifest.of(manifest).variant
+    played = f"; variant `{md_code(variant)}`" if variant is not None else ""
     return (
-        f"{dataset_line(manifest)}; persistence `{md_code(persistence(manifest))}`; "
+        f"{dataset_line(manifest)}{played}; persistence `{md_code(persistence(manifest))}`; "
         f"judge {judge_label(manifest)}; answers `{answers_mode(manifest)}`."
     )
 

@@ -105,6 +105,8 @@ class Manifest:
     dataset_name: str | None
     dataset_path: str | None
     dataset_hash: str | None
+    variant: str | None
+    """The suite's condition the run played (`evaluate --variant`); None: the suite's own."""
     synthetic: Synthetic | None
     system_name: str
     run_as: str | None
@@ -161,6 +163,7 @@ class Manifest:
             ),
             dataset_path=_text(dataset_map.get("path")),
             dataset_hash=_text(raw.get("dataset_hash")),
+            variant=_shown_text(raw.get("variant")),
             # A blind run scored with the private part of a dataset whose seed was given
             # records that under `labels` (its `dataset` is the sealed public part's).
             synthetic=_synthetic(dataset_map.get("synthetic"))

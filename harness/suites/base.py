@@ -81,6 +81,8 @@ class ScoringSignature(TypedDict):
     judge_templates_sha256: str | None
     strict_answers: NotRequired[bool]
     """Present (True) only for `--strict-answers`, so the default's signature is unchanged."""
+    variant: NotRequired[str]
+    """Present only for a run in one of the suite's `variants` (`evaluate --variant`)."""
 
 
 class ScoringRecord(TypedDict, total=False):
@@ -199,6 +201,8 @@ class DatasetFormat(Generic[DatasetT]):
     None: the suite has no generator."""
     write_synthetic: Callable[[str, int, Path], dict[str, int]] | None = None
     """Write a preset's synthetic dataset to a folder; returns item counts by kind."""
+    load_variant: Callable[[Path, str], DatasetT] | None = None
+    """Read a dataset to be played in one of the suite's `variants` (with its media)."""
 
 
 @dataclass(frozen=True)
@@ -287,9 +291,20 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
             known = ", ".join(self.synthetic_presets) or "none"
             raise ConfigError(f"{self.title} has no synthetic preset {preset!r} (presets: {known})")
 
-    def load(self, root: Path) -> DatasetT:
-        """Read and validate a dataset; raise DatasetError naming what to fix."""
-        return self.dataset_format().load(root, True)
+    variants: ClassVar[Mapping[str, str]] = {}
+    """Conditions a run may ask for instead of the suite's own (`evaluate --variant`), name
+    -> what changes; the report names the one that ran and `compare` keeps them apart."""
+
+    def load(self, root: Path, variant: str | None = None) -> DatasetT:
+        """Read and validate a dataset (to be played in `variant`, None: the suite's own
+        condition); raise DatasetError naming what to fix."""
+        if variant is None:
+            return self.dataset_format().load(root, True)
+        load_variant = self.dataset_format().load_variant
+        if variant not in self.variants or load_variant is None:
+            known = ", ".join(self.variants) or "none"
+            raise ConfigError(f"{self.title} has no variant {variant!r} (variants: {known})")
+        return load_variant(root, variant)
 
     def split(self, root: Path, public: Path, private: Path) -> None:
         """Write what a run needs of `root` to `public` (labels withheld, media kept) and its

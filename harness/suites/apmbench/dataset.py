@@ -87,6 +87,9 @@ class Dataset:
     trajectories: tuple[Trajectory, ...]
     candidates: tuple[Candidate, ...]
     content_hash: str
+    organisation: str | None = None
+    """The trajectory organisation it is played in (`organisation.VARIANTS`); None: the
+    benchmark's own."""
 
     def trajectory(self, trajectory_id: str) -> Trajectory:
         for t in self.trajectories:
@@ -116,6 +119,26 @@ def _read_json(path: Path) -> Any:
         raise DatasetError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
 
 
+def read_session(
+    root: Path, s: Mapping[str, Any], where: str, intervening: bool = False
+) -> Session:
+    """One recording of dataset.json: its id, day, times and video (or render spec)."""
+    day = _req(s, "day_id", where)
+    start = to_ms(day, _req(s, "start_time", where))
+    end = to_ms(day, _req(s, "end_time", where))
+    if end < start:
+        # An end time before the start: the session runs past midnight
+        # (EgoLife recordings near 23:xx); day_id stays the start day.
+        end += MS_PER_DAY
+    if end == start:
+        raise DatasetError(f"{where}: end_time must differ from start_time")
+    sid = _req(s, "session_id", where)
+    if "render" in s:
+        render = _req(s, "render", where, dict)
+        return Session(sid, day, start, end, None, render, intervening)
+    return Session(sid, day, start, end, root / _req(s, "video", where), None, intervening)
+
+
 def _load_trajectories(root: Path, doc: Mapping[str, Any]) -> tuple[Trajectory, ...]:
     where = str(root / "dataset.json")
     if doc.get("format") != FORMAT:
@@ -136,22 +159,10 @@ def _load_trajectories(root: Path, doc: Mapping[str, Any]) -> tuple[Trajectory, 
         sessions: list[Session] = []
         for j, s in enumerate(_req(t, "sessions", tw, list)):
             sw = f"{tw}.sessions[{j}]"
-            day = _req(s, "day_id", sw)
-            start = to_ms(day, _req(s, "start_time", sw))
-            end = to_ms(day, _req(s, "end_time", sw))
-            if end < start:
-                # An end time before the start: the session runs past midnight
-                # (EgoLife recordings near 23:xx); day_id stays the start day.
-                end += MS_PER_DAY
-            if end == start:
-                raise DatasetError(f"{sw}: end_time must differ from start_time")
-            if sessions and start < sessions[-1].end_ms:
+            session = read_session(root, s, sw)
+            if sessions and session.start_ms < sessions[-1].end_ms:
                 raise DatasetError(f"{sw}: starts before the previous session ends")
-            sid = _req(s, "session_id", sw)
-            if "render" in s:
-                sessions.append(Session(sid, day, start, end, None, _req(s, "render", sw, dict)))
-            else:
-                sessions.append(Session(sid, day, start, end, root / _req(s, "video", sw)))
+            sessions.append(session)
         if not sessions:
             raise DatasetError(f"{tw}: has no sessions")
         if len({s.session_id for s in sessions}) != len(sessions):
@@ -160,6 +171,36 @@ def _load_trajectories(root: Path, doc: Mapping[str, Any]) -> tuple[Trajectory, 
     if not out:
         raise DatasetError(f"{where}: has no trajectories")
     return tuple(out)
+
+
+def locate(
+    trajectory: Trajectory, obj: Mapping[str, Any], time_key: str, where: str
+) -> tuple[int, int]:
+    """The session index and trajectory-clock time (ms) of an annotation's moment, checked
+    against its session."""
+    session_id = _req(obj, "session_id", where)
+    try:
+        index = trajectory.session_index(session_id)
+    except KeyError as e:
+        raise DatasetError(
+            f"{where}: session {session_id!r} is not in trajectory {trajectory.trajectory_id!r}"
+        ) from e
+    session = trajectory.sessions[index]
+    day = _req(obj, "day_id", where)
+    t = to_ms(day, _req(obj, time_key, where))
+    start_day = session.start_ms // MS_PER_DAY
+    end_day = session.end_ms // MS_PER_DAY
+    if not start_day <= t // MS_PER_DAY <= end_day:
+        raise DatasetError(f"{where}: day_id {day!r} but session is on {session.day_id!r}")
+    if t < session.start_ms and t + MS_PER_DAY <= session.end_ms:
+        # After midnight, written on the day the session started.
+        t += MS_PER_DAY
+    if not session.start_ms <= t <= session.end_ms:
+        raise DatasetError(
+            f"{where}: {time_key} {format_ms(t)} is outside session {session_id} "
+            f"[{format_ms(session.start_ms)}, {format_ms(session.end_ms)}]"
+        )
+    return index, t
 
 
 class _Builder:
@@ -173,31 +214,7 @@ class _Builder:
         self.task = record.task
 
     def locate(self, obj: Mapping[str, Any], time_key: str, what: str) -> tuple[int, int]:
-        where = f"{self.where} {what}"
-        session_id = _req(obj, "session_id", where)
-        try:
-            index = self.trajectory.session_index(session_id)
-        except KeyError as e:
-            raise DatasetError(
-                f"{where}: session {session_id!r} is not in trajectory "
-                f"{self.trajectory.trajectory_id!r}"
-            ) from e
-        session = self.trajectory.sessions[index]
-        day = _req(obj, "day_id", where)
-        t = to_ms(day, _req(obj, time_key, where))
-        start_day = session.start_ms // MS_PER_DAY
-        end_day = session.end_ms // MS_PER_DAY
-        if not start_day <= t // MS_PER_DAY <= end_day:
-            raise DatasetError(f"{where}: day_id {day!r} but session is on {session.day_id!r}")
-        if t < session.start_ms and t + MS_PER_DAY <= session.end_ms:
-            # After midnight, written on the day the session started.
-            t += MS_PER_DAY
-        if not session.start_ms <= t <= session.end_ms:
-            raise DatasetError(
-                f"{where}: {time_key} {format_ms(t)} is outside session {session_id} "
-                f"[{format_ms(session.start_ms)}, {format_ms(session.end_ms)}]"
-            )
-        return index, t
+        return locate(self.trajectory, obj, time_key, f"{self.where} {what}")
 
     def choices(self, count: int) -> tuple[tuple[Choice, ...], str]:
         raw = _req(self.raw, "choices", self.where, list)
@@ -387,7 +404,7 @@ class _Builder:
         )
 
 
-def _hash_files(root: Path, annotations: Sequence[Path], videos: Sequence[Path]) -> str:
+def hash_files(root: Path, annotations: Sequence[Path], videos: Sequence[Path]) -> str:
     """Content hash of a dataset: annotations in full; videos by size and their
     first and last MiB, so that hashing 100 GB of video does not take minutes."""
     digest = hashlib.sha256()
@@ -403,7 +420,7 @@ def _hash_files(root: Path, annotations: Sequence[Path], videos: Sequence[Path])
     return digest.hexdigest()
 
 
-def _check_video_lengths(trajectories: Sequence[Trajectory]) -> None:
+def check_video_lengths(trajectories: Sequence[Trajectory]) -> None:
     """Fail before any work when a video is unreadable or shorter than its session."""
     from apmbench.harness.media.frames import END_TOLERANCE_MS, probe_duration_ms
 
@@ -510,9 +527,9 @@ def load_dataset(root: Path, need_files: bool = True) -> Dataset:
         raise DatasetError("session videos not found: " + ", ".join(missing))
     if project and need_files:
         # Release sessions end where their videos end, so only these can be short.
-        _check_video_lengths(trajectories)
+        check_video_lengths(trajectories)
     videos = [s.video for t in trajectories for s in t.sessions if s.video is not None]
     videos = videos if need_files else []
-    content_hash = _hash_files(root, files, videos)
+    content_hash = hash_files(root, files, videos)
     name = str(_read_json(root / "dataset.json").get("name", root.name)) if project else root.name
     return Dataset(root, name, trajectories, tuple(candidates), content_hash)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from apmbench.adapters.sdk.types import Query
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.run.plan import Ask, Segment, sorted_asks
-from apmbench.harness.suites.apmbench import prompts
+from apmbench.harness.suites.apmbench import organisation, prompts
 from apmbench.harness.suites.apmbench.answer_formats import format_for, schema_text
 from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe
 from apmbench.harness.suites.apmbench.decoys import session_wire, with_decoys
@@ -114,10 +114,40 @@ def _fork(name: str, candidate: Candidate, probes: tuple[Probe, ...], can_import
     )
 
 
+def _oracle(name: str, trajectory: Trajectory, c: Candidate, probes: tuple[Probe, ...]) -> Segment:
+    """An Oracle replay (appendix B.6) of `probes`: an empty memory, then only the frames of
+    the candidate's evidence and of these probes' scenes, with the candidate's turns."""
+    spans = organisation.oracle_spans(c, trajectory, probes)
+    turns = tuple(
+        sorted((*c.turns, *(t for p in probes for t in p.turns)), key=lambda t: t.time_ms)
+    )
+    first = min(
+        [i for i, _ in spans] + [t.session_index for t in turns] + [probes[0].session_index]
+    )
+    return Segment(
+        kind="recent",
+        name=name,
+        first_session=first,
+        last_session=max(p.session_index for p in probes),
+        snapshot_after=None,
+        turns=turns,
+        asks=sorted_asks([ask_for(c, p) for p in probes]),
+        stop_after_last_ask=True,
+        keep_frame=organisation.keeps([span for _, span in spans]),
+    )
+
+
 def plan_trajectory(dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
     candidates = dataset.candidates_of(trajectory.trajectory_id)
     last = len(trajectory.sessions) - 1
     forks = {c.candidate_id: spec(c.task).fork for c in candidates}
+    if dataset.organisation == organisation.ORACLE:
+        # Every candidate (every probe, where the task forks per probe) alone; the main
+        # pass asks nothing and still measures what the system keeps.
+        forks = {
+            cid: (f if f in (Fork.PER_PROBE, Fork.RECENT_SESSIONS) else Fork.PER_CANDIDATE)
+            for cid, f in forks.items()
+        }
     segments = [
         Segment(
             kind="main",
@@ -137,12 +167,19 @@ def plan_trajectory(dataset: Dataset, trajectory: Trajectory, can_import: bool) 
             stop_after_last_ask=False,
         )
     ]
+    oracle = dataset.organisation == organisation.ORACLE
     for c in candidates:
         if forks[c.candidate_id] is Fork.PER_CANDIDATE:
-            segments.append(_fork(c.candidate_id, c, c.probes, can_import))
+            if oracle:
+                segments.append(_oracle(f"oracle@{c.candidate_id}", trajectory, c, c.probes))
+            else:
+                segments.append(_fork(c.candidate_id, c, c.probes, can_import))
         elif forks[c.candidate_id] is Fork.PER_PROBE:
             for p in c.probes:
-                segments.append(_fork(p.probe_id, c, (p,), can_import))
+                if oracle:
+                    segments.append(_oracle(f"oracle@{p.probe_id}", trajectory, c, (p,)))
+                else:
+                    segments.append(_fork(p.probe_id, c, (p,), can_import))
     by_session: dict[int, list[Ask]] = {}
     for c in candidates:
         if forks[c.candidate_id] is Fork.RECENT_SESSIONS:
@@ -153,7 +190,7 @@ def plan_trajectory(dataset: Dataset, trajectory: Trajectory, can_import: bool) 
             Segment(
                 kind="recent",
                 name=f"ea@{trajectory.sessions[index].session_id}",
-                first_session=max(0, index - RECENT_SESSIONS),
+                first_session=organisation.selected_before(trajectory, index, RECENT_SESSIONS),
                 last_session=index,
                 snapshot_after=None,
                 turns=(),

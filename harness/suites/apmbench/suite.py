@@ -21,7 +21,15 @@ from apmbench.harness.run.records import SessionRecord
 from apmbench.harness.scoring.answers import FAILURE
 from apmbench.harness.scoring.judge.backend import ChatBackend
 from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
-from apmbench.harness.suites.apmbench import compare, metrics, report, rubric, summary, tasks
+from apmbench.harness.suites.apmbench import (
+    compare,
+    metrics,
+    organisation,
+    report,
+    rubric,
+    summary,
+    tasks,
+)
 from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe, load_dataset
 from apmbench.harness.suites.apmbench.metrics import Report
 from apmbench.harness.suites.apmbench.plan import plan_trajectory
@@ -52,13 +60,20 @@ class APMBench(Suite[Dataset, Item, Report]):
     scoring_schema: ClassVar[int] = metrics.SCHEMA_VERSION
 
     synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
+    variants: ClassVar[Mapping[str, str]] = organisation.VARIANTS
 
     def dataset_format(self) -> DatasetFormat[Dataset]:
         from apmbench.harness.suites.apmbench.split import split
         from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
         from apmbench.harness.suites.apmbench.synth.writer import build
 
-        return DatasetFormat(load_dataset, split, synthetic_dataset, preset_writer(PRESETS, build))
+        return DatasetFormat(
+            load_dataset,
+            split,
+            synthetic_dataset,
+            preset_writer(PRESETS, build),
+            organisation.load_organised,
+        )
 
     def blind_instance_ids(self, public: Dataset, labelled: Dataset) -> dict[str, str]:
         from apmbench.harness.suites.apmbench.split import instance_ids

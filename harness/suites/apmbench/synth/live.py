@@ -16,11 +16,13 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TypedDict, cast
+from typing import NotRequired, TypedDict, cast
 
+from apmbench.adapters.perception.layout import SLOTS, Scene, SlotView
 from apmbench.harness.errors import DatasetError
 from apmbench.harness.json_types import JSON
 from apmbench.harness.media.patched import Patched
+from apmbench.harness.media.timecode import format_ms
 from apmbench.harness.suites.apmbench import tasks
 from apmbench.harness.suites.apmbench.synth.candidates import Candidate, TrajectoryFacts, generate
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
@@ -191,6 +193,8 @@ class SessionSpec(TypedDict):
     seed: int
     trajectory: int
     session: int
+    intervening: NotRequired[bool]
+    """Present (True) for the recording after `session` (`intervening_spec`)."""
 
 
 def session_spec(preset: str, seed: int, trajectory: int, session: int) -> SessionSpec:
@@ -213,6 +217,9 @@ def render_frames(spec_: Mapping[str, JSON], times: Sequence[int]) -> Iterator[P
         )
     if spec_.get("preset") not in PRESETS:
         raise DatasetError(f"render spec names unknown preset {spec_.get('preset')!r}")
+    if "intervening" in spec_:
+        yield from _transit(times)
+        return
     spec = cast(SessionSpec, spec_)  # this generator's and version's, as `session_spec` wrote
     plans = trajectory_plan(spec["preset"], int(spec["seed"]), int(spec["trajectory"]))
     plan = plans[int(spec["session"])]
@@ -223,3 +230,19 @@ def render_frames(spec_: Mapping[str, JSON], times: Sequence[int]) -> Iterator[P
             apply(state, pending.pop(0))
         second = t - (t - plan.start_ms) % 1000
         yield render_patched(state.scene(second))
+
+
+TRANSIT = "STREET"
+"""Where the wearer is in a recording between sessions: no place, fixture or item of the
+world, so that the added video never contradicts a label (a last-seen time, a count)."""
+
+
+def intervening_spec(preset: str, seed: int, trajectory: int, after: int) -> SessionSpec:
+    """The render spec of the recording after session `after` (Raw Lifelong, appendix B.6)."""
+    return {**session_spec(preset, seed, trajectory, after), "intervening": True}
+
+
+def _transit(times: Sequence[int]) -> Iterator[Patched]:
+    empty = tuple(SlotView("", "", 0) for _ in range(SLOTS))
+    for t in times:
+        yield render_patched(Scene(format_ms(t - t % 1000), TRANSIT, "", empty, ""))

@@ -2,21 +2,54 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from apmbench.harness.media.timecode import MS_PER_DAY
 from apmbench.harness.suites.apmbench.dataset import FORMAT, FORMAT_VERSION
 from apmbench.harness.suites.apmbench.synth.candidates import clock
 from apmbench.harness.suites.apmbench.synth.live import (
     GENERATOR,
     GENERATOR_VERSION,
+    intervening_spec,
     session_spec,
     trajectory_world,
 )
 from apmbench.harness.suites.apmbench.synth.presets import Preset
 from apmbench.harness.synthetic.video import write_video
+from apmbench.harness.synthetic.world import SessionPlan
+
+INTERVENING_AFTER_MS = 60_000
+"""A recording between sessions starts this long after the session before it ends."""
+
+
+def intervening(
+    preset: str, seed: int, trajectory: int, plans: Sequence[SessionPlan]
+) -> list[dict[str, Any]]:
+    """The video recorded between the selected sessions, for the Raw Lifelong organisation
+    (appendix B.6): after each session but the last, a recording as long as that session,
+    when the gap holds it on the same day. It shows the wearer in transit, nowhere the world
+    keeps anything, so no label changes."""
+    out: list[dict[str, Any]] = []
+    for k, (before, after) in enumerate(itertools.pairwise(plans)):
+        start = before.end_ms + INTERVENING_AFTER_MS
+        end = start + before.seconds * 1000
+        if end + INTERVENING_AFTER_MS > after.start_ms or end // MS_PER_DAY != start // MS_PER_DAY:
+            continue
+        out.append(
+            {
+                "session_id": f"R{k + 1:03d}",
+                "day_id": before.day_id,
+                "start_time": clock(start),
+                "end_time": clock(end),
+                "render": intervening_spec(preset, seed, trajectory, k),
+            }
+        )
+    return out
 
 
 def build(preset: Preset, seed: int, out: Path) -> dict[str, int]:
@@ -49,7 +82,12 @@ def build(preset: Preset, seed: int, out: Path) -> dict[str, int]:
                 entry["render"] = session_spec(preset.name, seed, i, k)
             sessions.append(entry)
         trajectories.append(
-            {"trajectory_id": tid, "title": f"Synthetic life {tid}", "sessions": sessions}
+            {
+                "trajectory_id": tid,
+                "title": f"Synthetic life {tid}",
+                "sessions": sessions,
+                "intervening": intervening(preset.name, seed, i, plans),
+            }
         )
         for candidate in candidates:
             by_task[candidate["task_type"]].append(candidate)
