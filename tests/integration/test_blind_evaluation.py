@@ -187,6 +187,9 @@ def leaks(suite: str, public_root: Path, private_root: Path) -> list[str]:
     if "generator" in public or str(private["generator"]["seed"]) in public["name"]:
         found.append("the generator's seed")  # it regenerates every label
     if suite == "apmbench":
+        # A render spec names the generator's seed (a rendered session's, or a Raw Lifelong
+        # intervening recording's).
+        found += sorted({"render", "seed"} & set(_keys(public)))
         text = ""
         for path in sorted((public_root / "candidates").glob("*.json")):
             found += sorted(APMBENCH_LABELS & set(_keys(json.loads(path.read_text()))))

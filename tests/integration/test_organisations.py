@@ -153,6 +153,14 @@ def test_a_variant_the_data_cannot_support_is_refused_before_the_run(
     )  # fmt: skip
     assert done.exit_code == 2 and "evidence_moments" in done.output, done.output
     assert "Traceback" not in done.output
+    # A public part withholds the evidence Oracle would play.
+    split = CliRunner().invoke(
+        main, ["split", str(tiny), "--public", str(tmp_path / "pub"), "--private",
+               str(tmp_path / "priv")],
+    )  # fmt: skip
+    assert split.exit_code == 0, split.output
+    with pytest.raises(DatasetError, match="public part"):
+        organisation.load_organised(tmp_path / "pub", organisation.ORACLE)
     bad = CliRunner().invoke(
         main, ["evaluate", "--dataset", str(tiny), "--variant", "lifelong", "--system", "null",
                "--out", str(tmp_path / "run2")],

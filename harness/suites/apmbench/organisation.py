@@ -33,6 +33,7 @@ from pathlib import Path
 
 from apmbench.harness.errors import DatasetError
 from apmbench.harness.media.timeline import Session, Trajectory, Turn
+from apmbench.harness.suites import withheld
 from apmbench.harness.suites.apmbench import tasks
 from apmbench.harness.suites.apmbench.dataset import (
     Candidate,
@@ -69,6 +70,11 @@ Span = tuple[int, int]
 def load_organised(root: Path, name: str) -> Dataset:
     """The dataset at `root` (with its media) in the organisation `name`."""
     dataset = load_dataset(root)
+    if name == ORACLE and withheld.is_public(root):
+        raise DatasetError(
+            f"{root} is a public part: the Oracle organisation plays each candidate's "
+            "annotated evidence, which a public part withholds; run it on the labelled dataset"
+        )
     if name == ORACLE:
         by_id = {t.trajectory_id: t for t in dataset.trajectories}
         for c in dataset.candidates:  # refuse a candidate without its evidence now, not mid-run

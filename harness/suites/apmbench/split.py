@@ -164,6 +164,14 @@ def split(root: Path, public: Path, private: Path) -> None:
     if not isinstance(doc, dict) or doc.get("labels") == withheld.WITHHELD:
         raise DatasetError(f"{root} is already a public part, or not a dataset")
     kept = {k: v for k, v in doc.items() if k != "generator"}
+    # A rendered recording's spec names the generator's seed, which regenerates every label:
+    # the public part keeps the intervening recordings that are videos (Raw Lifelong).
+    kept["trajectories"] = [
+        {**t, "intervening": [s for s in t["intervening"] if "render" not in s]}
+        if isinstance(t, dict) and isinstance(t.get("intervening"), list)
+        else t
+        for t in doc.get("trajectories", [])
+    ]
     withheld.write_doc(public, {**kept, **withheld.public_name(doc), "labels": withheld.WITHHELD})
     ends = {
         (str(t.get("trajectory_id")), str(s.get("session_id"))): str(s.get("end_time"))
@@ -198,7 +206,7 @@ def split(root: Path, public: Path, private: Path) -> None:
     files = [
         s["video"]
         for t in doc.get("trajectories", [])
-        for s in t.get("sessions", [])
+        for s in [*t.get("sessions", []), *(t.get("intervening") or [])]
         if isinstance(s.get("video"), str)
     ]
     withheld.copy_media(root, public, files)
