@@ -58,6 +58,7 @@ from apmbench.harness.run.executor import (
 from apmbench.harness.run.progress_log import Progress
 from apmbench.harness.run.push_cuts import PushCuts
 from apmbench.harness.runtimes import Runtime, RuntimeSpec, make_runtime
+from apmbench.harness.runtimes.sandbox import resume_facts
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig, open_judge
 from apmbench.harness.suites import suite_of_dataset, withheld
 from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
@@ -161,31 +162,6 @@ def _system_spec(spec: RuntimeSpec, runtime: Runtime) -> str | None:
     return spec.system or spec.command or spec.endpoint
 
 
-def confinement(runtime: dict[str, Any]) -> dict[str, Any]:
-    """The runtime and hardening settings a resumed run must keep: how the system is
-    confined and bounded, without facts that may change between two starts of the same
-    run (image creation times, engine versions, paths of the harness's own files)."""
-    kind = runtime.get("kind")
-    out: dict[str, Any] = {"kind": kind, "max_log_bytes": runtime.get("max_log_bytes")}
-    # The environment's names are the system's own settings, not its confinement: a resume
-    # may drop a knob (a test's slow-down, say).
-    if kind == "docker":
-        container = dict(runtime.get("container") or {})
-        container.pop("env_names", None)
-        out["container"] = container
-        out["image_volumes_as_tmpfs"] = runtime.get("image_volumes_as_tmpfs")
-    elif kind in ("process", "command"):
-        sandbox = runtime.get("sandbox") or {}
-        out["sandbox"] = {
-            k: sandbox.get(k) for k in ("confined", "tool", "network", "tmp_size_bytes")
-        }
-        if runtime.get("start") == "template":  # a run of fresh starts records as before
-            out["start"] = "template"
-    else:
-        out["address"] = runtime.get("address")
-    return out
-
-
 def _manifest(p: Prepared) -> dict[str, Any]:
     opts, dataset = p.opts, p.dataset
     runtime = p.runtime.describe()
@@ -199,7 +175,7 @@ def _manifest(p: Prepared) -> dict[str, Any]:
         "system": describe_info(p.info),
         "system_spec": _system_spec(opts.runtime, p.runtime),
         "runtime": runtime,
-        "confinement": confinement(runtime),
+        "confinement": resume_facts(runtime),
         "dataset": {
             "name": dataset.name,
             "path": str(dataset.root.resolve()),
@@ -302,10 +278,8 @@ def run_trajectory(
         trajectory,
         p.settings,
         p.run.work_dir(tid),
-        grade=lambda ask, text: p.suite.grade(ask.item, text),
         on_segment=progress.segment_started,
         auditor=audit,
-        answer_key=p.suite.answer_key,
         produce=produce,
     )
     record = runner.run(segments)
@@ -322,7 +296,6 @@ def run_trajectory(
             settings=p.settings,
             segments=segments,
             work_dir=p.run.work_dir(tid) / "audit-restart",
-            grade=lambda ask, text: p.suite.grade(ask.item, text),
         )
     p.run.save_trajectory(tid, record)
     progress.trajectory_done(tid)

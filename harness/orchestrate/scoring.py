@@ -10,6 +10,7 @@ code, dataset, judge and cache. Only the derived files are rewritten
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypedDict
@@ -20,6 +21,7 @@ from apmbench.harness.reports.confinement import mounted_into_system
 from apmbench.harness.reports.head import RunFacts, head_lines, header, with_head
 from apmbench.harness.reports.system_text import md_document
 from apmbench.harness.run import records
+from apmbench.harness.run.audits.persistence import compare_answers
 from apmbench.harness.run.audits.summary import audit_summary
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import load as load_manifest
@@ -113,30 +115,90 @@ def dataset_for_run(
 def load_instances(
     run: records.RunDir, suite: OpaqueSuite, dataset: SuiteDataset, strict: bool = False
 ) -> tuple[list[MutableRow], list[records.SessionRecord]]:
-    """Every instance and session record, re-graded from its raw output; with `strict`
+    """Every instance and session record, graded from its raw output; with `strict`
     (`--strict-answers`), an answer that needed repair is graded as no answer."""
+    recs = graded_records(run, suite, dataset, strict)
+    instances = [row for rec in recs for row in rec["instances"]]
+    sessions = [s for rec in recs for s in rec["sessions"]]
+    return instances, sessions
+
+
+def graded_records(
+    run: records.RunDir, suite: OpaqueSuite, dataset: SuiteDataset, strict: bool = False
+) -> list[records.TrajectoryRecord]:
+    """Every trajectory's record with its rows graded (and an audit's rerun compared with
+    the run, graded alike): the runner records raw answers only."""
     missing = [t.trajectory_id for t in dataset.trajectories if not run.is_done(t.trajectory_id)]
     if missing:
         raise RunDirError(
             f"{run.root} is incomplete: no record for trajectories {', '.join(missing)}; "
             "finish it with `apmbench-grpc evaluate ... --resume` first"
         )
-    recs = [run.load_trajectory(t.trajectory_id) for t in dataset.trajectories]
-    instances: list[MutableRow] = []
-    for rec in recs:
-        for row in rec["instances"]:
-            instance_id, raw = row.get("instance_id"), row.get("raw_output")
-            if not isinstance(instance_id, str) or not isinstance(raw, str):
-                raise RunDirError(
-                    f"{run.root}: trajectory {rec['trajectory_id']} holds a record without an "
-                    "instance id or a raw output"
-                )
-            item = suite.item_of(dataset, instance_id)
-            if item is None:
-                raise RunDirError(f"{run.root}: instance {instance_id!r} is not in the dataset")
-            instances.append({**row, **strictly(suite, item, raw, strict)})
-    sessions = [s for rec in recs for s in rec["sessions"]]
-    return instances, sessions
+    out: list[records.TrajectoryRecord] = []
+    for rec in (run.load_trajectory(t.trajectory_id) for t in dataset.trajectories):
+        where = f"{run.root}: trajectory {rec['trajectory_id']}"
+        rows = [_graded(row, suite, dataset, strict, where) for row in rec["instances"]]
+        graded: records.TrajectoryRecord = {**rec, "instances": list(rows)}
+        audit = rec.get("audit") or {}
+        entry = audit.get("persistence")
+        rerun = entry.get("rerun") if isinstance(entry, dict) else None
+        if isinstance(entry, dict) and isinstance(rerun, list):
+            again = [
+                _graded(row, suite, dataset, False, where) for row in rerun if isinstance(row, dict)
+            ]
+            compared = compare_answers(graded, {**rec, "instances": list(again)})
+            rest = {k: v for k, v in entry.items() if k != "rerun"}
+            graded["audit"] = {**audit, "persistence": {**rest, **compared}}
+        out.append(graded)
+    return out
+
+
+def _graded(
+    row: Mapping[str, object], suite: OpaqueSuite, dataset: SuiteDataset, strict: bool, where: str
+) -> MutableRow:
+    instance_id, raw = row.get("instance_id"), row.get("raw_output")
+    if not isinstance(instance_id, str) or not isinstance(raw, str):
+        raise RunDirError(f"{where} holds a record without an instance id or a raw output")
+    item = suite.item_of(dataset, instance_id)
+    if item is None:
+        raise RunDirError(f"{where}: instance {instance_id!r} is not in the dataset")
+    graded: MutableRow = {**row, **strictly(suite, item, raw, strict)}
+    if "piece_chars" in row:  # else a run that graded as it went: kept as recorded
+        graded["time_to_answer_s"] = time_to_answer(suite, item, row)
+    return graded
+
+
+def time_to_answer(suite: OpaqueSuite, item: object, row: Mapping[str, object]) -> float | None:
+    """A recorded answer's time to answer, its prefixes read as the suite grades them (as
+    repaired, whatever `--strict-answers` says)."""
+    raw, chars, arrivals = row.get("raw_output"), row.get("piece_chars"), row.get("arrivals_s")
+    if not isinstance(raw, str) or not isinstance(chars, list) or not isinstance(arrivals, list):
+        return None
+    return answered_at(
+        raw,
+        [int(c) for c in chars],
+        [float(a) for a in arrivals],
+        lambda text: suite.answer_key(suite.grade(item, text)),
+    )
+
+
+def answered_at(
+    raw: str, piece_chars: Sequence[int], arrivals_s: Sequence[float], key: Callable[[str], object]
+) -> float | None:
+    """When the streamed prefix first determined the parsed answer (`key`: the answer a text
+    parses to, None for none): the arrival of the piece from which every longer prefix
+    parses to the final answer. A server cannot buy it with a cheap first piece, as it can
+    time to first token."""
+    final = key(raw)
+    if final is None or not piece_chars:
+        return None
+    ends = list(itertools.accumulate(piece_chars))
+    first = None
+    for k in range(len(ends) - 1, -1, -1):
+        if key(raw[: ends[k]]) != final:
+            break
+        first = k
+    return None if first is None else arrivals_s[first]
 
 
 STRICT_REASON = "needed repair, counted as a format failure (--strict-answers)"
@@ -202,7 +264,9 @@ def score_run(
 ) -> RunFacts:
     """Re-grade, judge, and write instances.jsonl, sessions.jsonl, report.json and report.md."""
     cache_dir = config.cache_dir or run.root / CACHE_DIR_NAME
-    instances, sessions = load_instances(run, suite, dataset, config.strict_answers)
+    recs = graded_records(run, suite, dataset, config.strict_answers)
+    instances = [row for rec in recs for row in rec["instances"]]
+    sessions = [s for rec in recs for s in rec["sessions"]]
     calls = judge_instances(instances, suite, dataset, config, backend, cache_dir, on_judged)
     scoring = scoring_record(suite, config, backend, load_manifest(run.manifest_path).variant)
     records.atomic_write(run.root / "instances.jsonl", records.jsonl(instances))
@@ -211,7 +275,7 @@ def score_run(
     # reports; when and how cheaply it was scored goes to the manifest.
     # The suite's own report type; this pipeline adds what every report holds (RunFacts).
     report: RunFacts = suite.score(instances, sessions, scoring)
-    audits = audit_summary([run.load_trajectory(t.trajectory_id) for t in dataset.trajectories])
+    audits = audit_summary(recs)
     if audits is not None:  # `evaluate --audit`: what the audits saw, flag by flag
         report["audit"] = audits
     run.update_manifest(

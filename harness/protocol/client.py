@@ -187,33 +187,42 @@ class SystemClient:
 
     # -- readiness ------------------------------------------------------------
 
-    def wait_serving(self, timeout_s: float, alive: Callable[[], bool] = lambda: True) -> None:
+    def wait_serving(self, timeout_s: float) -> None:
         """Block until health reports SERVING, or raise `Unavailable` with what was seen.
 
-        A server without the health service raises `Unimplemented` at once.
+        A server without the health service raises `Unimplemented` at once. (A runtime
+        that also watches its process asks `not_serving` itself, between its own checks.)
         """
         deadline = time.monotonic() + timeout_s
-        last = "no answer"
+        last: str | None = "no answer"
         while time.monotonic() < deadline:
-            if not alive():
-                raise errors.Unavailable(f"server at {self.address} exited before it was ready")
-            try:
-                reply = self._health.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-                last = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
-            except grpc.RpcError as e:
-                error = wire.error_from_rpc("Check", e)
-                if isinstance(error, errors.Unimplemented):
-                    # Waiting longer cannot help a server without the health service.
-                    raise errors.Unimplemented(
-                        f"server at {self.address} does not serve grpc.health.v1.Health "
-                        f"({error.message}); the SDK's serve() adds it",
-                        rpc="Check",
-                    ) from e
-                last = str(error)
+            last = self.not_serving()
+            if last is None:
+                return
             time.sleep(0.05)
-        raise errors.Unavailable(
+        raise self.never_served(timeout_s, last)
+
+    def not_serving(self) -> str | None:
+        """One health check: None when the server reports SERVING, else what it said (or
+        why it could not be asked). A server without the health service raises
+        `Unimplemented`: waiting longer cannot help it."""
+        try:
+            reply = self._health.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
+        except grpc.RpcError as e:
+            error = wire.error_from_rpc("Check", e)
+            if isinstance(error, errors.Unimplemented):
+                raise errors.Unimplemented(
+                    f"server at {self.address} does not serve grpc.health.v1.Health "
+                    f"({error.message}); the SDK's serve() adds it",
+                    rpc="Check",
+                ) from e
+            return str(error)
+        if reply.status == health_pb2.HealthCheckResponse.SERVING:
+            return None
+        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
+
+    def never_served(self, timeout_s: float, last: str | None) -> errors.Unavailable:
+        return errors.Unavailable(
             f"server at {self.address} did not report SERVING within {timeout_s:.0f} s "
             f"(last health answer: {last})"
         )

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import itertools
 import time
 import uuid
 from collections import Counter
@@ -178,29 +177,6 @@ def _merge(
         pending = next(frames, None)
 
 
-Grader = Callable[[Ask, str], Mapping[str, object]]
-"""The suite's deterministic grading of one raw answer: fields added to its record."""
-AnswerKey = Callable[[Mapping[str, object]], object]
-"""The answer a grading parsed (None: no usable answer), for time-to-answer."""
-
-
-def time_to_answer(
-    result: QueryResult, final: object, grade: Callable[[str], Mapping[str, object]], key: AnswerKey
-) -> float | None:
-    """When the streamed prefix first determined the parsed answer: the arrival of the chunk
-    from which every longer prefix parses to the final answer. A server cannot buy it with
-    a cheap first chunk, as it can time to first token."""
-    if final is None or not result.pieces:
-        return None
-    prefixes = list(itertools.accumulate(result.pieces))
-    first = None
-    for k in range(len(prefixes) - 1, -1, -1):
-        if key(grade(prefixes[k])) != final:
-            break
-        first = k
-    return None if first is None else result.arrivals_s[first]
-
-
 class Auditor(Protocol):
     """Watches a trajectory's queries and main-pass sessions (`evaluate --audit`;
     apmbench.harness.run.audits.queries)."""
@@ -223,17 +199,13 @@ class TrajectoryRunner:
         trajectory: Trajectory,
         settings: RunSettings,
         work_dir: Path,
-        grade: Grader,
         on_segment: Callable[[Segment], None] = lambda s: None,
         auditor: Auditor | None = None,
-        answer_key: AnswerKey = lambda graded: None,
         produce: Produce | None = None,
     ) -> None:
-        self.grade = grade
         self.produce = produce
         """What produces a session's frames for the frame cache (None: the harness's own
         threads; `evaluate` hands in its frame workers')."""
-        self.answer_key = answer_key
         self.runtime = runtime
         self.client = client
         self.info = info
@@ -256,8 +228,8 @@ class TrajectoryRunner:
         SDK wraps an open session's state in a label of its own)."""
         """The most bytes of snapshots this trajectory held on disk at once."""
         self.instances: list[dict[str, Any]] = []
-        """Each asked instance's record: the runner's fields (`InstanceRow`), the ask's and
-        the suite's grading."""
+        """Each asked instance's record: the runner's fields (`InstanceRow`) and the ask's;
+        nothing graded (scoring grades every answer, once)."""
         self.sessions: list[SessionRecord] = []
         # The latest time_ms pushed into the current process since it started: what it may
         # still hold. Only a restart clears it; a Reset is the system's own word.
@@ -574,7 +546,7 @@ class TrajectoryRunner:
             follow = current.follow_up
             if follow is None:
                 return
-            asked = bool(follow.when(record))
+            asked = bool(follow.when(result.text))
             record["follow_up_id"] = follow.ask.instance_id
             record["follow_up_asked"] = asked
             if not asked:
@@ -611,12 +583,11 @@ class TrajectoryRunner:
             "rtf": rtf,
             # How far past the query the process had been shown (0 in restart mode).
             "lookahead_s": max(0, held - ask.time_ms) / 1000.0,
+            # The stream's pieces, as lengths of raw_output, and when each arrived: what
+            # time to answer needs, computed where the answer is graded.
+            "piece_chars": [len(piece) for piece in result.pieces],
+            "arrivals_s": list(result.arrivals_s),
         }
-        graded = self.grade(ask, result.text)
-        record.update(graded)
-        record["time_to_answer_s"] = time_to_answer(
-            result, self.answer_key(graded), lambda text: self.grade(ask, text), self.answer_key
-        )
         self.instances.append(record)
         return record
 

@@ -40,16 +40,15 @@ class Ask:
     """One query the runner asks at `time_ms`, after exactly the frames up to it.
 
     `query` is wire-ready (its `query_id` is replaced by a fresh one when asked);
-    `item` is the suite's own reference for grading it and never leaves the
-    harness; `fields` are copied into the instance record.
+    `fields` are copied into the instance record. An ask holds no label: the runner
+    records raw answers and timings, and scoring grades each answer once, against the
+    suite's item of its `instance_id` (`Suite.items`).
     """
 
     instance_id: str
     session_index: int
     time_ms: int
     query: Query
-    item: object
-    """Opaque here: the suite grades the answer against it (its `Suite` item type)."""
     fields: Mapping[str, JSON]
     follow_up: FollowUp | None = None
     """The next round of this ask's dialogue, asked right after it when its condition holds."""
@@ -69,14 +68,14 @@ class FollowUp:
 
     The runner asks `ask` right after its parent, in the same process, at the
     same time and with no frame pushed in between, and only when `when` holds
-    for the parent's graded record (e.g. a parsed affirmative answer). Its
+    for the parent's raw answer (e.g. it parses as "yes": no label needed). Its
     query carries the dialogue so far: each earlier round's prompt, question
     and the system's actual answer. A follow-up that is not asked leaves no
     record; the parent's record says whether it was asked.
     """
 
     ask: Ask
-    when: Callable[[Mapping[str, object]], bool]
+    when: Callable[[str], bool]
     render: Callable[[Query], Query] | None = None
     """Adapts the follow-up's query once its dialogue is filled in (e.g. quotes the earlier
     turns in the prompt too, for systems that read only the prompt)."""
@@ -84,12 +83,13 @@ class FollowUp:
 
 class AskState(Protocol):
     """What a suite keeps across the asks of one segment, owned by the harness: each ask's
-    query is rendered from it just before it is asked, and each graded record updates it."""
+    query is rendered from it just before it is asked, and each record (raw answer and
+    timings, nothing graded) updates it."""
 
     def render(self, ask: Ask, query: Query) -> Query: ...
 
     def update(self, ask: Ask, record: dict[str, object]) -> None:
-        """Take in one graded record; may add fields to it (what was applied, say)."""
+        """Take in one record; may add fields to it (what was applied, say)."""
 
 
 @dataclass(frozen=True)

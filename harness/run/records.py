@@ -43,6 +43,8 @@ InstanceRow = TypedDict(
         "ingest_s": float,
         "rtf": float | None,
         "lookahead_s": float,
+        "piece_chars": NotRequired[list[int]],
+        "arrivals_s": NotRequired[list[float]],
         "time_to_answer_s": NotRequired[float | None],
     },
 )
@@ -73,10 +75,11 @@ class TrajectoryRecord(TypedDict):
 
     Each instance row holds the runner's fields (instance_id, pass, segment,
     session_id, time_ms, raw_output, chunks, ttft_s, total_s, prefix_s,
-    ingest_s, rtf, lookahead_s), the fields its suite put in the ask (task,
-    candidate_id, ...) and the suite's grading of the raw output; the suite
-    alone reads the latter two, so rows stay plain JSON objects here (a suite narrows
-    them into its own row type, which extends `InstanceRow`).
+    ingest_s, rtf, lookahead_s, piece_chars, arrivals_s) and the fields its suite put
+    in the ask (task, candidate_id, ...), nothing graded: scoring grades each raw output
+    into instances.jsonl (a suite narrows those rows into its own row type, which extends
+    `InstanceRow`). Records of runs made before the runner stopped grading also hold
+    that run's grading and time_to_answer_s, which scoring replaces.
     """
 
     trajectory_id: str

@@ -13,12 +13,14 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from apmbench.adapters.sdk import errors
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 
 if TYPE_CHECKING:
@@ -57,6 +59,18 @@ class Runtime(ABC):
         harness does not confine it this way (a server someone else runs; a container,
         whose limits the manifest records under `container`)."""
         return None
+
+    @classmethod
+    def resume_facts(cls, recorded: Mapping[str, Any]) -> dict[str, Any]:
+        """What a resumed run must find unchanged of this runtime's manifest record (its
+        `describe()`): how the system is confined and bounded, without facts that may
+        change between two starts of one run (image creation times, engine versions,
+        paths of the harness's own files). Here: a server the harness does not start."""
+        return {
+            "kind": recorded.get("kind"),
+            "max_log_bytes": recorded.get("max_log_bytes"),
+            "address": recorded.get("address"),
+        }
 
     @property
     @abstractmethod
@@ -221,3 +235,18 @@ def reap_group(proc: ServerProcess, timeout_s: float = 5.0) -> None:
             proc.wait()
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def wait_serving(client: SystemClient, timeout_s: float, alive: Callable[[], bool]) -> None:
+    """`client.wait_serving`, but giving up as soon as `alive` says the server's process
+    is gone (an exited process never reports SERVING)."""
+    deadline = time.monotonic() + timeout_s
+    last: str | None = "no answer"
+    while time.monotonic() < deadline:
+        if not alive():
+            raise errors.Unavailable(f"server at {client.address} exited before it was ready")
+        last = client.not_serving()
+        if last is None:
+            return
+        time.sleep(0.05)
+    raise client.never_served(timeout_s, last)

@@ -42,6 +42,7 @@ from apmbench.harness.runtimes.base import (
     reap_group,
     tree_cpu_s,
     usable_cores,
+    wait_serving,
 )
 from apmbench.harness.runtimes.inode_counters import scramble as scramble_inode_counters
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
@@ -111,6 +112,20 @@ class ProcessRuntime(Runtime):
             start=spec.start,
             gpus=spec.container.gpus,
         )
+
+    @classmethod
+    def resume_facts(cls, recorded: Mapping[str, Any]) -> dict[str, Any]:
+        sandbox = recorded.get("sandbox") or {}
+        out: dict[str, Any] = {
+            "kind": recorded.get("kind"),
+            "max_log_bytes": recorded.get("max_log_bytes"),
+            "sandbox": {
+                k: sandbox.get(k) for k in ("confined", "tool", "network", "tmp_size_bytes")
+            },
+        }
+        if recorded.get("start") == "template":  # a run of fresh starts records as before
+            out["start"] = "template"
+        return out
 
     @classmethod
     def confinement_facts(cls, recorded: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -240,7 +255,7 @@ class ProcessRuntime(Runtime):
             return self._alive() and not os.path.islink(self._host_sock())
 
         try:
-            client.wait_serving(max(deadline - time.monotonic(), 1.0), alive=dialable)
+            wait_serving(client, max(deadline - time.monotonic(), 1.0), dialable)
         except errors.Unavailable as e:
             client.close()
             if os.path.islink(self._host_sock()):

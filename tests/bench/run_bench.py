@@ -94,6 +94,7 @@ from apmbench.adapters.sdk.wire import query_to_pb
 from apmbench.harness.errors import VideoError
 from apmbench.harness.media.frames import FrameSettings, _encode, decode_session, probe_duration_ms
 from apmbench.harness.protocol.client import SystemClient
+from apmbench.harness.runtimes.base import wait_serving
 from apmbench.harness.suites.apmbench import prompts
 from apmbench.harness.suites.apmbench.dataset import Session, load_dataset
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
@@ -228,7 +229,7 @@ def start_null(address: str, log_file: IO[bytes]) -> tuple[subprocess.Popen[byte
     )
     client = SystemClient(address)
     try:
-        client.wait_serving(60.0, alive=lambda: proc.poll() is None)
+        wait_serving(client, 60.0, alive=lambda: proc.poll() is None)
     except Exception:
         client.close()
         _stop(proc)

@@ -10,5 +10,6 @@ TIMING = frozenset(
         "load_state_s",
         "export_s",
         "time_to_answer_s",
+        "arrivals_s",
     }
 )

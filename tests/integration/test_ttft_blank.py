@@ -12,8 +12,8 @@ import pytest
 from helpers.broken_systems import BlankFirstChunk, FillerFirstChunk, ZeroWidthFirstChunk
 
 from apmbench.adapters.sdk import MemorySystem, Query, QueryKind, SessionStart, start_server
+from apmbench.harness.orchestrate.scoring import answered_at
 from apmbench.harness.protocol.client import QueryResult, SystemClient
-from apmbench.harness.run.executor import time_to_answer
 from apmbench.harness.scoring.answers import parse_choice
 
 CHOICES = [("A", "one"), ("B", "two"), ("C", "three"), ("D", "four")]
@@ -50,11 +50,9 @@ def test_a_zero_width_first_chunk_does_not_start_the_clock(sock_dir: Path) -> No
 
 
 def _answer_time(result: QueryResult) -> float | None:
-    def grade(text: str) -> dict[str, object]:
-        return {"answer": parse_choice(text, CHOICES).option}
-
-    return time_to_answer(
-        result, grade(result.text)["answer"], grade, lambda graded: graded["answer"]
+    pieces = [len(piece) for piece in result.pieces]
+    return answered_at(
+        result.text, pieces, result.arrivals_s, lambda text: parse_choice(text, CHOICES).option
     )
 
 

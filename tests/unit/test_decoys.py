@@ -130,7 +130,7 @@ def test_decoys_are_never_asked_and_switched_off_leave_the_old_plan() -> None:
 def test_a_cut_ends_a_push_where_a_question_would() -> None:
     frames = iter(Frame(t, FrameEncoding.JPEG, 1, 1, b"") for t in (0, 1000, 2000, 3000))
     turn = Turn(0, 1000, MARKER, "m")
-    ask = Ask("q", 0, 2000, None, None, {})  # type: ignore[arg-type]
+    ask = Ask("q", 0, 2000, None, {})  # type: ignore[arg-type]
     cut = Cut(0, 1000)
     items = list(_merge(frames, [turn], [ask], [cut]))
     kinds = [type(i).__name__ for i in items]

@@ -14,6 +14,8 @@ import re
 from collections.abc import Collection
 from pathlib import Path
 
+from helpers.layers import LEVEL
+
 from apmbench.harness.suites.apmbench import tasks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,26 +120,6 @@ def _cycles(modules: dict[str, Path]) -> list[str]:
 def test_no_import_cycle() -> None:
     cycles = _cycles(MODULES)
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
-
-
-# The harness's folders (and top-level modules), top to bottom: each imports only from
-# itself and the ones above it. README's "Layout" and docs/ARCHITECTURE.md show the same.
-LAYERS = (
-    ("errors", "shown", "logs", "paths", "stopping", "json_types", "wording"),
-    ("protocol",),
-    ("media",),
-    ("runtimes",),
-    ("scoring",),
-    ("run",),
-    ("reports",),
-    ("synthetic",),
-    ("suites",),
-    ("check",),
-    ("orchestrate",),
-    ("build",),
-    ("commands", "cli", "demo"),
-)
-LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 
 
 def _top(module: str) -> str | None:

@@ -127,7 +127,7 @@ def test_a_public_part_plans_no_oracle_memory_and_refuses_events(tmp_path: Path)
         for s in plan_clip(labelled, labelled.trajectories[0])
         for a in s.asks
     )
-    assert ORACLE_MEMORY not in {getattr(a.item, "condition", "") for a in asks}
+    assert ORACLE_MEMORY not in {a.fields.get("condition", "") for a in asks}
     # A "public" part that still lists its events is refused, naming the clip.
     write(tmp_path, {**doc, "labels": "withheld"})
     with pytest.raises(DatasetError, match="of a public part lists events: a public part"):

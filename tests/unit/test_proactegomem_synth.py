@@ -209,7 +209,7 @@ def test_ic_memory_frames_come_from_the_recordings_and_answer_the_panel(
     answers = _drive(clip, segments, raw, {"intervention", "qa-no", "qa-proact", "qa-oracle"})
     for name in ("qa-proact", "qa-oracle"):
         for ask, prompt, text in answers[name]:
-            q = ask.item.question
+            q = next(q for q in clip.questions if q.question_id == ask.fields["question_id"])
             assert json.loads(text)["answer"] == q.answer, (name, q.question)
             assert "sampled uniformly from the memory's segments" in prompt
             # The number is in the frames only, never in the memory the prompt lists.

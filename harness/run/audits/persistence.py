@@ -23,7 +23,7 @@ from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.protocol.client import SystemClient
 from apmbench.harness.run.audits.queries import TrajectoryAudit
 from apmbench.harness.run.audits.settings import AuditSettings
-from apmbench.harness.run.executor import Grader, Persistence, RunSettings, TrajectoryRunner
+from apmbench.harness.run.executor import Persistence, RunSettings, TrajectoryRunner
 from apmbench.harness.run.plan import Segment
 from apmbench.harness.run.records import TrajectoryRecord
 from apmbench.harness.runtimes.base import Runtime
@@ -62,7 +62,8 @@ def _why_not(settings: RunSettings, runtime: Runtime, info: SystemInfo) -> str:
 
 
 def compare_answers(main: TrajectoryRecord, rerun: TrajectoryRecord) -> dict[str, Any]:
-    """Each instance's parsed answer (and raw text) in the run's mode and in restart mode."""
+    """Each instance's parsed answer (and raw text) in the run's mode and in restart mode:
+    scoring calls it on both runs' graded rows (the run records raw answers only)."""
     redone = {r["instance_id"]: r for r in rerun["instances"]}
     differing = []
     same_text = 0
@@ -91,7 +92,6 @@ def finish_trajectory(
     settings: RunSettings,
     segments: list[Segment],
     work_dir: Path,
-    grade: Grader,
 ) -> SystemClient:
     """Put the trajectory's audit into `record`, rerunning it in restart mode when sampled.
 
@@ -105,14 +105,15 @@ def finish_trajectory(
     else:
         restart = replace(settings, persistence=Persistence.RESTART)
         work_dir.mkdir(parents=True, exist_ok=True)
-        runner = TrajectoryRunner(runtime, client, info, trajectory, restart, work_dir, grade)
+        runner = TrajectoryRunner(runtime, client, info, trajectory, restart, work_dir)
         again = runner.run(segments)
         client = runner.client
+        # The rerun's raw records: scoring grades them beside the run's and compares.
         entry["persistence"] = {
             "status": "compared",
             "mode": "restart",
             "compared_with": settings.persistence.value,
-            **compare_answers(record, again),
+            "rerun": again["instances"],
         }
     record["audit"] = entry
     return client

@@ -39,7 +39,7 @@ from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, EngineError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes import procview, seccomp
-from apmbench.harness.runtimes.base import Launch, Runtime, tree_cpu_s
+from apmbench.harness.runtimes.base import Launch, Runtime, tree_cpu_s, wait_serving
 from apmbench.harness.runtimes.docker import leftovers, masked, socketdir
 from apmbench.harness.runtimes.docker.canary import run_canary
 from apmbench.harness.runtimes.docker.engine import (
@@ -423,6 +423,19 @@ class DockerRuntime(Runtime):
     def log_tail(self, lines: int = 15) -> str:
         return tail(self._container, lines) if self._container is not None else ""
 
+    @classmethod
+    def resume_facts(cls, recorded: Mapping[str, Any]) -> dict[str, Any]:
+        # The environment's names are the system's own settings, not its confinement: a
+        # resume may drop a knob (a test's slow-down, say).
+        container = dict(recorded.get("container") or {})
+        container.pop("env_names", None)
+        return {
+            "kind": recorded.get("kind"),
+            "max_log_bytes": recorded.get("max_log_bytes"),
+            "container": container,
+            "image_volumes_as_tmpfs": recorded.get("image_volumes_as_tmpfs"),
+        }
+
     def describe(self) -> dict[str, Any]:
         assert self._image is not None, "not started"
         container = self.settings.record()
@@ -642,7 +655,7 @@ class DockerRuntime(Runtime):
         client = _WatchedClient(pinned, self.deadlines, self._explain, shown_as=self.address)
         self._client = client
         try:
-            client.wait_serving(max(deadline - time.monotonic(), 1.0), alive=self._running)
+            wait_serving(client, max(deadline - time.monotonic(), 1.0), self._running)
         except errors.Unimplemented:
             self._fail(
                 "does not serve the gRPC health service (grpc.health.v1.Health) that the "

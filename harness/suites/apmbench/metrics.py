@@ -45,6 +45,7 @@ NOT_CONFIGURED = "not_configured"
 class ChoiceGrade(Graded):
     """The grading of a multiple-choice question (the MCQA tasks and Evidence Availability)."""
 
+    polarity: None
     correct_option_id: str | None
     correct: bool
     evidence_available: bool | None
@@ -60,6 +61,8 @@ class JudgeStatus(TypedDict):
 class DecisionGrade(Graded):
     """The grading of an adaptive probe: the decision, and the gate it opens to the judge."""
 
+    polarity: str
+    """`positive` (a moment to respond) or `negative` (to stay silent): the probe's label."""
     decision: str | None
     expected_decision: str
     decision_correct: bool
@@ -69,8 +72,9 @@ class DecisionGrade(Graded):
 
 
 class Row(InstanceRow):
-    """One APM-Bench instance row: the runner's fields, the ask's (`plan.ask_for`) and its
-    grading, a `ChoiceGrade` or a `DecisionGrade` by task (hence the keys either may lack)."""
+    """One APM-Bench instance row: the runner's fields, the ask's (`plan.ask_for`, no label)
+    and its grading, a `ChoiceGrade` or a `DecisionGrade` by task (hence the keys either may
+    lack); the labels (`polarity` too) come with the grading."""
 
     candidate_id: str
     trajectory_id: str
@@ -199,6 +203,7 @@ def grade_instance(candidate: Candidate, probe: Probe, text: str) -> ChoiceGrade
     if candidate.task in tasks.MCQA_TASKS or candidate.task == tasks.EVIDENCE_AVAILABILITY:
         parsed = parse_choice(text, choices)
         return {
+            "polarity": None,
             "answer": parsed.option,
             "format": parsed.status,
             "format_reason": parsed.reason,
@@ -215,6 +220,7 @@ def grade_instance(candidate: Candidate, probe: Probe, text: str) -> ChoiceGrade
     if is_era and probe.positive:
         gate = gate and decision.option == candidate.correct_option_id
     return {
+        "polarity": "positive" if probe.positive else "negative",
         "decision": decision.decision,
         "answer": decision.option,
         "format": decision.status,

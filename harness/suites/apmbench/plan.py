@@ -67,19 +67,16 @@ def query_for(candidate: Candidate, probe: Probe) -> Query:
 
 def ask_for(candidate: Candidate, probe: Probe) -> Ask:
     task = spec(candidate.task)
-    polarity = None if probe.positive is None else ("positive" if probe.positive else "negative")
     return Ask(
         instance_id=probe.probe_id,
         session_index=probe.session_index,
         time_ms=probe.time_ms,
         query=query_for(candidate, probe),
-        item=(candidate, probe),
         fields={
             "candidate_id": candidate.candidate_id,
             "trajectory_id": candidate.trajectory_id,
             "task": candidate.task,
             "family": task.family,
-            "polarity": polarity,
         },
     )
 

@@ -33,7 +33,7 @@ from apmbench.harness.suites.base import Row as SharedRow
 from apmbench.harness.suites.base import ScoringRecord
 from apmbench.harness.suites.egoprobe import prompts
 from apmbench.harness.suites.egoprobe.dataset import BUCKET_NAMES, QUESTION_TYPES
-from apmbench.harness.suites.egoprobe.plan import R1, R2, SINGLE, Item
+from apmbench.harness.suites.egoprobe.plan import R1, R2, SINGLE, Item, LabelFields, label_fields
 
 
 class Chance(TypedDict):
@@ -48,14 +48,14 @@ EVENT_GROUPS = ("1", "2", ">=3")
 FINE_EVENT_GROUPS = ("1", "2", "3", "4", ">=5")
 
 
-class YesNoGrade(Graded):
+class YesNoGrade(Graded, LabelFields):
     """A dialogue's R1 (is the event as asked?): yes, no or unparsed."""
 
     affirmative: bool | None
     correct: bool
 
 
-class ChoiceGrade(ChoiceGraded):
+class ChoiceGrade(ChoiceGraded, LabelFields):
     """A four-option question (single-turn or a dialogue's R2) and the kind of its error."""
 
     event_linked_error: bool
@@ -172,8 +172,9 @@ def grade(item: Item, text: str) -> YesNoGrade | ChoiceGrade:
     q = item.question
     if item.round == R1:
         parsed = parse_choice(text, [(c.option_id, c.text) for c in prompts.YES_NO])
-        yes = parsed.option == "A" if parsed.option is not None else None
+        yes = prompts.said_yes(text)
         return {
+            **label_fields(item),
             "answer": parsed.option,
             "format": parsed.status,
             "format_reason": parsed.reason,
@@ -184,6 +185,7 @@ def grade(item: Item, text: str) -> YesNoGrade | ChoiceGrade:
     linked = parsed.option is not None and parsed.option in q.distractors
     correct = parsed.option is not None and parsed.option == q.answer
     return {
+        **label_fields(item),
         "answer": parsed.option,
         "format": parsed.status,
         "format_reason": parsed.reason,

@@ -9,8 +9,8 @@ with R1's actual answer in R2's dialogue and no frame in between.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypedDict
 
 from apmbench.adapters.sdk.types import Choice, Query, QueryKind
 from apmbench.harness.json_types import JsonObject
@@ -36,6 +36,8 @@ def _choices(q: Question) -> tuple[Choice, ...]:
 
 
 def _fields(item: Item) -> JsonObject:
+    """What identifies an ask in its record; what the annotations say of its question (its
+    subset, bucket, recall interval, ...) comes with the grading (`label_fields`)."""
     q = item.question
     return {
         "video_id": q.video_id,
@@ -43,6 +45,23 @@ def _fields(item: Item) -> JsonObject:
         "round": item.round,
         "question_id": q.question_id,
         "dialogue_id": item.dialogue.dialogue_id if item.dialogue else None,
+    }
+
+
+class LabelFields(TypedDict):
+    """What the annotations say of an instance's question, put in its row by grading."""
+
+    subset: str
+    bucket: str
+    recall_s: float
+    event_distractors: int
+    event_count: int
+    question_type: str
+
+
+def label_fields(item: Item) -> LabelFields:
+    q = item.question
+    return {
         "subset": q.subset,
         "bucket": q.bucket,
         "recall_s": q.recall_s,
@@ -54,7 +73,7 @@ def _fields(item: Item) -> JsonObject:
 
 def _ask(instance_id: str, item: Item, query: Query, follow_up: FollowUp | None = None) -> Ask:
     q = item.question
-    return Ask(instance_id, q.session_index, q.time_ms, query, item, _fields(item), follow_up)
+    return Ask(instance_id, q.session_index, q.time_ms, query, _fields(item), follow_up)
 
 
 def single_ask(q: Question) -> Ask:
@@ -71,9 +90,10 @@ def single_ask(q: Question) -> Ask:
     return _ask(q.question_id, Item(SINGLE, q), query)
 
 
-def affirmative(graded: Mapping[str, object]) -> bool:
-    """R2 follows only a parsed "yes"; a "no" or an unparsable R1 ends the dialogue."""
-    return graded.get("affirmative") is True
+def affirmative(text: str) -> bool:
+    """R2 follows only a parsed "yes"; a "no" or an unparsable R1 ends the dialogue (the
+    same parse as R1's grading, which needs no label)."""
+    return prompts.said_yes(text) is True
 
 
 def dialogue_asks(d: Dialogue) -> Ask:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from apmbench.adapters.sdk.types import Choice, Query
+from apmbench.harness.scoring.answers import parse_choice
 
 SYSTEM_PROMPT = (
     "You are a first-person streaming video assistant with a memory of what you have seen.\n\n"
@@ -69,3 +70,10 @@ def with_dialogue(query: Query) -> Query:
         earlier=earlier, question=query.question, choices=_choices(query.choices)
     )
     return replace(query, prompt=prompt)
+
+
+def said_yes(text: str) -> bool | None:
+    """An R1 answer to `first_round` read as "yes" (True), "no" (False) or neither (None):
+    R1's grading and the runner's choice to ask R2 read it alike, with no label."""
+    parsed = parse_choice(text, [(c.option_id, c.text) for c in YES_NO])
+    return parsed.option == "A" if parsed.option is not None else None

@@ -81,6 +81,9 @@ class Dataset:
     labels_withheld: bool = False
     """A public part of `apmbench-grpc split`: no events, stand-in answers; the plan leaves
     out the Oracle Memory condition, which would show the events."""
+    per_step: bool = False
+    """The paper's per-step condition (`evaluate --variant per-step`): every step its own
+    runtime instance holding only the 10 most recent frames (`plan`)."""
 
     def clip(self, clip_id: str) -> Clip:
         for c in self.clips:

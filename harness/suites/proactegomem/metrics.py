@@ -40,7 +40,7 @@ from apmbench.harness.suites.base import Row as SharedRow
 from apmbench.harness.suites.base import ScoringRecord
 from apmbench.harness.suites.proactegomem import prompts
 from apmbench.harness.suites.proactegomem.dataset import TASKS
-from apmbench.harness.suites.proactegomem.tools import INTERVENTION, NOTIFICATION, replay
+from apmbench.harness.suites.proactegomem.tools import INTERVENTION, NOTIFICATION, PER_STEP, replay
 
 SCHEMA_VERSION = 1
 START_TAUS = (0.2, 0.5, 1.0, 2.0)
@@ -51,10 +51,12 @@ Similarities = dict[str, float | None]
 
 
 class StepGrade(TypedDict):
-    """A step's grading: whether it parsed (its effect is replayed by `score`)."""
+    """A step's grading: whether it parsed (its effect is replayed by `score`), and the
+    clip's annotated events the matching reads."""
 
     format: str
     format_reason: str
+    ground_truth: str
 
 
 ChoiceGrade = ChoiceGraded
@@ -583,6 +585,17 @@ PER_STEP_VIEW: View = {
 """What a system sees at each step (section 5.2 gives its models the context and a window
 of 10 frames per step; this harness measures memory systems, which see the stream)."""
 
+PER_STEP_CONDITION: View = {
+    "name": PER_STEP,
+    "text": (
+        "per-step (the paper's condition, --variant per-step): every step is its own "
+        "runtime instance from an empty memory (a fresh process in restart persistence, "
+        "the system's Reset otherwise), given only the 10 most recent frames, then the "
+        "paper's prompt with the context JSON and their listing; nothing the system keeps "
+        "reaches the next step, the tool state (the harness's) does"
+    ),
+}
+
 
 def _blank(cell: Metrics) -> None:
     """Blank every number of `cell` the matching decides (`JUDGED`; counts stay)."""
@@ -620,6 +633,11 @@ def _track(steps: Sequence[Row]) -> str | None:
     return ", ".join(sorted(tracks)) or None
 
 
+def _variant(scoring: ScoringRecord | None) -> object:
+    signature = (scoring or {}).get("signature")
+    return signature.get("variant") if signature is not None else None
+
+
 def score(
     instances_: Sequence[SharedRow],
     sessions: Sequence[measures.Pushed],
@@ -648,7 +666,7 @@ def score(
         "benchmark": "proactegomem",
         "scoring": (scoring or {}).copy(),
         "similarity": similarity,
-        "per_step_view": PER_STEP_VIEW,
+        "per_step_view": PER_STEP_CONDITION if _variant(scoring) == PER_STEP else PER_STEP_VIEW,
         "track": _track(steps),
         "matching": params.as_dict(),
         "levels": levels,

@@ -36,6 +36,7 @@ from apmbench.harness.suites.proactegomem.dataset import Clip, Dataset, Question
 from apmbench.harness.suites.proactegomem.tools import (
     INTERVENTION,
     NOTIFICATION,
+    WINDOW,
     ToolState,
     argument_key,
     frame_window,
@@ -51,6 +52,9 @@ class StepItem:
     clip_id: str
     level: str
     step_index: int
+    ground_truth: str = "[]"
+    """The clip's annotated events as JSON (`ground_truth`), which grading puts in the
+    step's row for the matching; never in the plan."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,17 @@ class ClipRun:
 
         return build
 
+    def shared_step_state(self, level: str) -> Callable[[], AskState]:
+        """One level's tool state across the per-step segments, each of which asks for it."""
+        shared: list[AskState] = []
+
+        def build() -> AskState:
+            if not shared:
+                shared.append(self.step_state(level)())
+            return shared[0]
+
+        return build
+
     def segments(self, condition: str) -> list[tuple[str, str, float, float]]:
         """(name, tracked value, start, end) of each memory entry under `condition`."""
         key = argument_key(self.clip.task)
@@ -186,9 +201,9 @@ class _Steps:
         return replace(query, prompt=render_step(self.prompt, self.state.context(now), window))
 
     def update(self, ask: Ask, record: dict[str, object]) -> None:
-        item, raw = ask.item, record["raw_output"]
-        assert isinstance(item, StepItem) and isinstance(raw, str)
-        record["actions"] = self.state.apply(item.step_index, ask.time_ms / 1000.0, raw)
+        step, raw = ask.fields["step_index"], record["raw_output"]
+        assert isinstance(step, int) and isinstance(raw, str)
+        record["actions"] = self.state.apply(step, ask.time_ms / 1000.0, raw)
 
 
 class _Questions:
@@ -198,16 +213,14 @@ class _Questions:
         self.frames = frames
 
     def render(self, ask: Ask, query: Query) -> Query:
-        item = ask.item
-        assert isinstance(item, QAItem)
-        q = item.question
         memory = self.run.memory(self.condition)
         frames = self.frames
         if self.run.clip.task == "IC" and self.condition != prompts.NO_MEMORY:
             kept = self.run.memory_frames(self.condition)
             frames = _listing(kept, "sampled uniformly from the memory's segments")
+        choices = [(c.option_id, c.text) for c in query.choices]
         prompt = prompts.qa_prompt(
-            self.condition, memory, frames, q.question, list(q.choices), self.run.clip.task
+            self.condition, memory, frames, query.question, choices, self.run.clip.task
         )
         return replace(query, prompt=prompt)
 
@@ -262,12 +275,6 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
     session = trajectory.sessions[0]
     times = frame_times(session, 1.0)
     run = ClipRun(clip, [t / 1000.0 for t in times])
-    truth = json.dumps(
-        [
-            {"event_id": e.event_id, "object": e.object, "start_s": e.start_s, "end_s": e.end_s}
-            for e in clip.events
-        ]
-    )
     # Survives `score --labels`, which replaces only the fields the labelled plan has.
     marked: JsonObject = {"labels_withheld": True} if dataset.labels_withheld else {}
     segments: list[Segment] = []
@@ -284,14 +291,16 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
                 "task": clip.task,
                 "step_index": k,
                 "clip_end_s": clip.duration_s,
-                "ground_truth": truth,
                 # Without a judge, only the synthetic suite's word match may stand in for one.
                 "synthetic": dataset.synthetic,
                 "track": dataset.track,
                 **marked,
             }
             iid = step_instance(clip.clip_id, level, k)
-            asks.append(Ask(iid, 0, t, query, StepItem(clip.clip_id, level, k), fields))
+            asks.append(Ask(iid, 0, t, query, fields))
+        if dataset.per_step:
+            segments += _per_step(level, asks, times, run.shared_step_state(level))
+            continue
         segments.append(
             Segment(
                 kind="main" if n == 0 else "after",
@@ -342,7 +351,7 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
                 **marked,
             }
             iid = qa_instance(q.question_id, condition)
-            asks.append(Ask(iid, 0, session.end_ms, query, QAItem(q, condition), qa_fields))
+            asks.append(Ask(iid, 0, session.end_ms, query, qa_fields))
         segments.append(
             Segment(
                 kind="after",
@@ -360,8 +369,46 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
     return segments
 
 
+def _per_step(
+    level: str, asks: list[Ask], times: list[int], state: Callable[[], AskState]
+) -> list[Segment]:
+    """The paper's per-step condition (section 5.2: at each step a model sees the prompt,
+    the context JSON and the 10 most recent frames, and nothing else): every step is its
+    own runtime instance, from an empty memory (a fresh process in `restart` persistence,
+    the system's Reset otherwise, which the report then says), given only the frames the
+    step's window lists, then asked. The tool state, the harness's, runs on across steps."""
+    out = []
+    for ask in asks:
+        window = set([t for t in times if t <= ask.time_ms][-WINDOW:])
+        out.append(
+            Segment(
+                kind="recent",
+                name=f"{level}@{ask.time_ms}",
+                first_session=0,
+                last_session=0,
+                snapshot_after=None,
+                turns=(),
+                asks=(ask,),
+                stop_after_last_ask=True,
+                state=state,
+                keep_frame=window.__contains__,
+            )
+        )
+    return out
+
+
 def _qa_state(run: ClipRun, condition: str, frames: str) -> Callable[[], AskState]:
     return lambda: _Questions(run, condition, frames)
+
+
+def ground_truth(clip: Clip) -> str:
+    """The clip's events as the matching reads them from each step's row."""
+    return json.dumps(
+        [
+            {"event_id": e.event_id, "object": e.object, "start_s": e.start_s, "end_s": e.end_s}
+            for e in clip.events
+        ]
+    )
 
 
 def items(dataset: Dataset) -> dict[str, StepItem | QAItem]:
@@ -369,9 +416,11 @@ def items(dataset: Dataset) -> dict[str, StepItem | QAItem]:
     for traj in dataset.trajectories:
         clip = dataset.clip(traj.trajectory_id)
         n = len(frame_times(traj.sessions[0], 1.0))
+        truth = ground_truth(clip)
         for level in dataset.levels:
             for k in range(n):
-                out[step_instance(clip.clip_id, level, k)] = StepItem(clip.clip_id, level, k)
+                iid = step_instance(clip.clip_id, level, k)
+                out[iid] = StepItem(clip.clip_id, level, k, truth)
         for q in clip.questions:
             for condition in conditions(dataset):
                 out[qa_instance(q.question_id, condition)] = QAItem(q, condition)

@@ -36,7 +36,7 @@ from apmbench.harness.suites.proactegomem.dataset import Dataset, load_dataset
 from apmbench.harness.suites.proactegomem.metrics import Report
 from apmbench.harness.suites.proactegomem.plan import QAItem, StepItem, items, plan_clip
 from apmbench.harness.suites.proactegomem.synth import PRESETS
-from apmbench.harness.suites.proactegomem.tools import parse_step
+from apmbench.harness.suites.proactegomem.tools import PER_STEP, parse_step
 
 
 class ProactEgoMem(Suite[Dataset, StepItem | QAItem, Report]):
@@ -47,6 +47,10 @@ class ProactEgoMem(Suite[Dataset, StepItem | QAItem, Report]):
     synthetic_presets: ClassVar[tuple[str, ...]] = tuple(PRESETS)
     # Section 5.2: one step per second, each with the frame of that second.
     required_fps: ClassVar[float | None] = 1.0
+    variants: ClassVar[Mapping[str, str]] = {
+        PER_STEP: "ProactEgoMem section 5.2's setting: every step its own runtime instance, "
+        "given only the prompt, the context and the 10 most recent frames"
+    }
 
     def planned_blind(self, labelled: Dataset) -> Dataset:
         # A public run plans no Oracle Memory condition (it would show the events).
@@ -56,7 +60,13 @@ class ProactEgoMem(Suite[Dataset, StepItem | QAItem, Report]):
         from apmbench.harness.suites.proactegomem.split import split
         from apmbench.harness.suites.proactegomem.synth import build, synthetic_dataset
 
-        return DatasetFormat(load_dataset, split, synthetic_dataset, preset_writer(PRESETS, build))
+        return DatasetFormat(
+            load_dataset,
+            split,
+            synthetic_dataset,
+            preset_writer(PRESETS, build),
+            lambda root, _variant: replace(load_dataset(root, True), per_step=True),
+        )
 
     def plan(self, dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
         return plan_clip(dataset, trajectory)
@@ -67,7 +77,11 @@ class ProactEgoMem(Suite[Dataset, StepItem | QAItem, Report]):
             return metrics.grade_qa(q.choices, q.answer, text)
         parsed = parse_step(text, item.level)
         # The step's effect depends on the tool state: metrics.score replays the clip.
-        return {"format": "ok" if parsed.ok else "unparseable", "format_reason": parsed.error}
+        return {
+            "format": "ok" if parsed.ok else "unparseable",
+            "format_reason": parsed.error,
+            "ground_truth": item.ground_truth,
+        }
 
     def items(self, dataset: Dataset) -> dict[str, StepItem | QAItem]:
         return items(dataset)

@@ -269,7 +269,13 @@ def replay(
     return state, actions
 
 
-def frame_window(times_sec: Sequence[float], now_sec: float, size: int = 10) -> str:
+WINDOW = 10
+"""Frames a step's window lists (section 5.2: the 10 most recent)."""
+PER_STEP = "per-step"
+"""`evaluate --variant per-step`: the paper's condition, each step given only its window."""
+
+
+def frame_window(times_sec: Sequence[float], now_sec: float, size: int = WINDOW) -> str:
     """The window's listing: relative frame numbers and clip-local timestamps, newest last."""
     recent = [t for t in times_sec if t <= now_sec][-size:]
     lines = [f"Frame {k + 1}: t={t:.1f}s" for k, t in enumerate(recent)]

@@ -13,14 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
 from apmbench.adapters.sdk.types import UserTurnKind
 from apmbench.harness.suites.apmbench import tasks
-from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe
+from apmbench.harness.suites.apmbench.dataset import Dataset
 from apmbench.harness.suites.apmbench.plan import plan_trajectory
 
 Matrix = npt.NDArray[np.float64]
@@ -60,13 +59,15 @@ def decision_table(dataset: Dataset) -> Table:
     )
     rows: list[list[float]] = []
     labels: list[int] = []
+    # The plan's asks hold no label: each probe is looked up by its instance id.
+    probes = {p.probe_id: (c, p) for c in dataset.candidates for p in c.probes}
     for trajectory in dataset.trajectories:
         for segment in plan_trajectory(dataset, trajectory, can_import=True):
             if segment.kind != "fork":
                 continue
             previous: int | None = None
             for rank, ask in enumerate(segment.asks):
-                c, p = cast(tuple[Candidate, Probe], ask.item)  # what plan_trajectory asks
+                c, p = probes[ask.instance_id]
                 session = trajectory.sessions[p.session_index]
                 seen = [t for t in segment.turns if t.time_ms <= p.time_ms]
                 regs = [t for t in seen if t.kind is UserTurnKind.REGISTRATION]
