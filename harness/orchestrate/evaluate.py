@@ -61,7 +61,7 @@ from apmbench.harness.runtimes import Runtime, RuntimeSpec, make_runtime
 from apmbench.harness.runtimes.sandbox import resume_facts
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig, open_judge
 from apmbench.harness.suites import suite_of_dataset, withheld
-from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
+from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset, load_as
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
     """Start the system and ready the run directory; the system stops on leaving."""
     suite = suite_of_dataset(opts.dataset, opts.benchmark)
     suite.check_fps(opts.frames.fps)
-    dataset = suite.load(opts.dataset, opts.variant)
+    dataset = load_as(suite, opts.dataset, opts.variant)
     run = (
         records.RunDir(opts.out)
         if opts.shard is None

@@ -30,6 +30,7 @@ from apmbench.harness.run import records
 from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.run.progress_log import Progress
 from apmbench.harness.suites import suite_of_dataset
+from apmbench.harness.suites.base import load_as
 
 ATTEMPT_FILE = Path("logs") / "attempt.json"
 """In each part directory: the worker (host, pid) running the current attempt."""
@@ -88,7 +89,7 @@ def evaluate_ray(
             f"{parts} holds the parts of an earlier Ray run: pass --resume to keep its "
             "finished trajectories, or remove it"
         )
-    dataset = suite_of_dataset(opts.dataset, opts.benchmark).load(opts.dataset, opts.variant)
+    dataset = load_as(suite_of_dataset(opts.dataset, opts.benchmark), opts.dataset, opts.variant)
     ids = [t.trajectory_id for t in dataset.trajectories]
     done = {tid for tid in ids if (parts / tid / "shards").is_dir() and _finished(parts / tid)}
     progress.trajectories(len(ids), len(done))

@@ -37,6 +37,7 @@ from apmbench.harness.suites.base import (
     ScoringRecord,
     ScoringSignature,
     SuiteDataset,
+    load_as,
 )
 
 CACHE_DIR_NAME = "judge-cache"
@@ -101,7 +102,7 @@ def dataset_for_run(
         raise DatasetError(
             f"the run's dataset {path} is missing: pass --dataset DIR pointing at a copy of it"
         )
-    dataset = suite.load(path, record.variant)
+    dataset = load_as(suite, path, record.variant)
     if dataset.content_hash != record.dataset_hash:
         raise DatasetError(
             f"the dataset at {path} has hash {dataset.content_hash[:12]}..., but the run was made "

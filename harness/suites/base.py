@@ -296,6 +296,8 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
     -> what changes; the report names the one that ran and `compare` keeps them apart."""
 
     def load(self, root: Path, variant: str | None = None) -> DatasetT:
+        # Callers pass `variant` only when there is one (`load_as`): a suite written before
+        # variants may override load(root) alone.
         """Read and validate a dataset (to be played in `variant`, None: the suite's own
         condition); raise DatasetError naming what to fix."""
         if variant is None:
@@ -467,3 +469,10 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
 OpaqueSuite: TypeAlias = "Suite[Any, Any, Any]"
 """A suite as the shared machinery holds it: it hands a suite back only what the same
 suite gave it (its dataset, items and report), so it needs none of their types."""
+
+
+def load_as(suite: OpaqueSuite, root: Path, variant: str | None) -> SuiteDataset:
+    """`suite.load(root)`, or in `variant` when one is asked for: a suite that overrides
+    `load(root)` alone (written before variants) still loads its own condition."""
+    loaded: SuiteDataset = suite.load(root) if variant is None else suite.load(root, variant)
+    return loaded

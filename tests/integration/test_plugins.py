@@ -37,6 +37,44 @@ plain-process = "plugin_probe.runtime:PlainProcess"
 
 [project.entry-points."apmbench_grpc.suites"]
 myprobe = "plugin_probe.suite:MyProbe"
+
+[project.entry-points."apmbench_grpc.judges"]
+agree = "plugin_probe.judge:Agree"
+"""
+
+# A judge is a class built from the judge settings, with its own check of them: this one
+# gives every gate-passing probe the rubric's top score without a model.
+JUDGE = """\
+import json
+
+from apmbench.harness.errors import ConfigError
+
+
+class Agree:
+    max_concurrency = 4
+
+    @classmethod
+    def check_config(cls, config):
+        if config.path is not None and not config.path.exists():
+            raise ConfigError(f"--judge agree:PATH: {config.path} does not exist")
+
+    def __init__(self, config):
+        self.cache_identity = {"kind": "agree"}
+        self.identity = {"kind": "agree", "what": "a plugin's judge"}
+        self.calls = 0
+
+    def complete(self, messages):
+        self.calls += 1
+        checks = dict.fromkeys(
+            ("task_fidelity", "historical_or_registration_grounding",
+             "current_trigger_or_silence_grounding", "factual_support", "usefulness"),
+            "pass",
+        )
+        return json.dumps({"score": 5, "criterion_checks": checks, "critical_issues": [],
+                           "justification": "agrees"})
+
+    def close(self):
+        pass
 """
 
 # The system's module imports only the SDK: a sandboxed system sees no harness.
@@ -128,6 +166,7 @@ def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (src / "plugin_probe" / "system.py").write_text(SYSTEM)
     (src / "plugin_probe" / "suite.py").write_text(SUITE)
     (src / "plugin_probe" / "runtime.py").write_text(RUNTIME)
+    (src / "plugin_probe" / "judge.py").write_text(JUDGE)
     target = tmp_path_factory.mktemp("plugin-site")
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
@@ -208,3 +247,24 @@ def test_plugin_names_are_listed_checked_and_suggested(plugin_path: Path, tmp_pa
                  tmp_path)  # fmt: skip
     assert wrong.returncode != 0
     assert "not a subclass of MemorySystem" in wrong.stderr + wrong.stdout
+
+
+@pytest.mark.slow
+def test_a_plugin_judge_is_picked_by_name_and_checks_its_settings(
+    plugin_path: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    base = ["evaluate", "--synthetic", "tiny", "--seed", "0", "--system", "text-log",
+            "--out", str(out)]  # fmt: skip
+    wrong = _cli([*base, "--judge", f"agree:{tmp_path / 'missing'}"], plugin_path, tmp_path)
+    assert wrong.returncode == 2 and "does not exist" in wrong.stderr, wrong.stderr
+    assert not out.exists()
+    unknown = _cli([*base, "--judge", "agre"], plugin_path, tmp_path)
+    assert unknown.returncode == 2 and "(installed: agree)" in unknown.stderr, unknown.stderr
+    done = _cli([*base, "--judge", "agree"], plugin_path, tmp_path)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["scoring"]["judge"]["kind"] == "agree"
+    report = json.loads((out / "report.json").read_text())
+    assert manifest["scoring"]["judge_calls"]["model_calls"] > 0
+    assert report["families"]["adaptive_response"]["score"] is not None

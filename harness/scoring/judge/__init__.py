@@ -8,6 +8,7 @@ judging     cache, bounded retry and concurrency over many probes
 openai_chat any OpenAI-compatible chat-completions endpoint (stdlib HTTP)
 local_model a local transformers model (optional `models` extra, imported lazily)
 reference   the label and checks of a suite's synthetic reference judge (--judge synthetic)
+registry    the judges by --judge name (openai, transformers, and installed plugins)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.scoring.judge.backend import ChatBackend
 from apmbench.harness.scoring.judge.config import JudgeConfig
+from apmbench.harness.scoring.judge.registry import JUDGE_REGISTRY
 
 
 def open_judge(
@@ -29,19 +31,13 @@ def open_judge(
     synthetic benchmark, and without it that judge cannot be opened at all.
     """
     config.check()
+    if config.kind == "none":
+        return None
     if config.kind == "synthetic":
         if reference is None:
             raise ConfigError("--judge synthetic needs the run's suite and dataset")
         return reference()
-    if config.kind == "openai":
-        from apmbench.harness.scoring.judge.openai_chat import OpenAIChatJudge
-
-        return OpenAIChatJudge(config)
-    if config.kind == "transformers":
-        from apmbench.harness.scoring.judge.local_model import TransformersJudge
-
-        return TransformersJudge(config)
-    return None
+    return JUDGE_REGISTRY.load(config.kind)(config)
 
 
 __all__ = ["ChatBackend", "JudgeConfig", "open_judge"]

@@ -8,14 +8,14 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.scoring.judge.registry import BUILTIN, JUDGE_REGISTRY, NOT_JUDGES
 
-KINDS = ("none", "openai", "transformers", "synthetic")
+USE = "use none, openai, transformers:PATH or synthetic"
 
 
 @dataclass(frozen=True)
@@ -52,28 +52,16 @@ class JudgeConfig:
 
     def check(self) -> None:
         """Refuse settings that cannot work, saying what to fix, before any work is done."""
-        if self.kind not in KINDS:
-            raise ConfigError(
-                f"--judge {self.kind!r}: use none, openai, transformers:PATH or synthetic"
-            )
+        if self.kind not in NOT_JUDGES and self.kind not in JUDGE_REGISTRY:
+            raise ConfigError(f"--judge {self.kind!r}: {USE}{_plugins()}")
         if self.attempts < 1 or self.concurrency < 1 or self.max_tokens < 1:
             raise ConfigError(
                 "--judge-attempts, --judge-concurrency and --judge-max-tokens must be >= 1"
             )
         if self.http_retries < 0 or self.timeout_s <= 0 or self.backoff_s < 0:
             raise ConfigError("--judge-timeout must be > 0 and the HTTP retries and backoff >= 0")
-        if self.kind == "openai":
-            needed = (("--judge-model", self.model), ("--judge-base-url", self.base_url))
-            missing = [flag for flag, value in needed if not value]
-            if missing:
-                raise ConfigError("--judge openai needs " + " and ".join(missing))
-            if not os.environ.get(self.api_key_env):
-                raise ConfigError(
-                    f"--judge openai reads its API key from ${self.api_key_env}, which is not set "
-                    "(set it, or name another variable with --judge-api-key-env)"
-                )
-        if self.kind == "transformers" and (self.path is None or not self.path.is_dir()):
-            raise ConfigError(f"--judge transformers:PATH: {self.path} is not a model directory")
+        if self.kind not in NOT_JUDGES:
+            JUDGE_REGISTRY.load(self.kind).check_config(self)
 
     def as_dict(self) -> dict[str, Any]:
         """For the manifest: every setting; the API key's variable name, never the key."""
@@ -95,9 +83,15 @@ class JudgeConfig:
 
 
 def parse_judge_spec(spec: str) -> tuple[str, Path | None]:
-    """ "none" | "openai" | "synthetic" | "transformers:PATH" -> (kind, path)."""
-    if spec in ("none", "openai", "synthetic"):
+    """ "none" | "synthetic" | a registered judge's "NAME[:PATH]" -> (kind, path)."""
+    if spec in NOT_JUDGES:
         return spec, None
-    if spec.startswith("transformers:") and len(spec) > len("transformers:"):
-        return "transformers", Path(spec.split(":", 1)[1])
-    raise ConfigError(f"--judge {spec!r}: use none, openai, transformers:PATH or synthetic")
+    name, colon, path = spec.partition(":")
+    if name in JUDGE_REGISTRY and (path or not colon):
+        return name, Path(path) if path else None
+    raise ConfigError(f"--judge {spec!r}: {USE}{_plugins()}")
+
+
+def _plugins() -> str:
+    extra = [n for n in JUDGE_REGISTRY.names() if n not in BUILTIN]
+    return f" (installed: {', '.join(extra)})" if extra else ""

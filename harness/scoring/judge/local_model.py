@@ -22,6 +22,11 @@ class TransformersJudge:
     # One generate() at a time: a model instance is not safe to share across threads.
     max_concurrency = 1
 
+    @classmethod
+    def check_config(cls, config: JudgeConfig) -> None:
+        if config.path is None or not config.path.is_dir():
+            raise ConfigError(f"--judge transformers:PATH: {config.path} is not a model directory")
+
     def __init__(self, config: JudgeConfig) -> None:
         assert config.path is not None
         try:

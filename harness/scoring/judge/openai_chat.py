@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from apmbench.harness.errors import JudgeUnavailable
+from apmbench.harness.errors import ConfigError, JudgeUnavailable
 from apmbench.harness.scoring.judge.backend import Messages
 from apmbench.harness.scoring.judge.config import JudgeConfig
 
@@ -51,6 +51,18 @@ def _content(payload: bytes) -> str:
 
 class OpenAIChatJudge:
     max_concurrency = 1 << 16
+
+    @classmethod
+    def check_config(cls, config: JudgeConfig) -> None:
+        needed = (("--judge-model", config.model), ("--judge-base-url", config.base_url))
+        missing = [flag for flag, value in needed if not value]
+        if missing:
+            raise ConfigError("--judge openai needs " + " and ".join(missing))
+        if not os.environ.get(config.api_key_env):
+            raise ConfigError(
+                f"--judge openai reads its API key from ${config.api_key_env}, which is not set "
+                "(set it, or name another variable with --judge-api-key-env)"
+            )
 
     def __init__(self, config: JudgeConfig) -> None:
         assert config.model and config.base_url
