@@ -42,7 +42,7 @@ def markup(text: object) -> str:
 
 
 def plain_values(
-    _logger: Any, _method: str, event: MutableMapping[str, Any]
-) -> MutableMapping[str, Any]:
+    _logger: Any, _method: str, event: MutableMapping[str, object]
+) -> MutableMapping[str, object]:
     """A structlog processor: every string value of a log line made `plain`."""
     return {k: plain(v) if isinstance(v, str) else v for k, v in event.items()}

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -418,7 +418,7 @@ def serve(
     system: MemorySystem,
     address: str,
     *,
-    on_ready: Callable[[str], Any] | None = None,
+    on_ready: Callable[[str], object] | None = None,
     exit_with_parent: bool = False,
 ) -> None:
     """Serve `system` at `address` until SIGTERM or SIGINT, then shut down gracefully.

@@ -268,7 +268,7 @@ def save_safetensors(tensors: dict[str, torch.Tensor], metadata: dict[str, str])
     header padded with spaces to a multiple of 8, then the tensors' bytes), so
     `safetensors.torch.load` reads it.
     """
-    header: dict[str, Any] = {"__metadata__": dict(sorted(metadata.items()))}
+    header: dict[str, object] = {"__metadata__": dict(sorted(metadata.items()))}
     payload: list[bytes] = []
     offset = 0
     for name in sorted(tensors):

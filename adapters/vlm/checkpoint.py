@@ -49,7 +49,7 @@ class Checkpoint:
     path: Path
     family: Family
     geometry: VisionGeometry
-    config: dict[str, Any]
+    config: dict[str, object]
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -96,7 +96,7 @@ def inspect_checkpoint(path: Path) -> Checkpoint:
     return Checkpoint(path, family, _geometry(path, config), config)
 
 
-def _geometry(path: Path, config: dict[str, Any]) -> VisionGeometry:
+def _geometry(path: Path, config: dict[str, object]) -> VisionGeometry:
     vision = config.get("vision_config")
     if not isinstance(vision, dict):
         raise VlmConfigError(f"{path / 'config.json'}: no vision_config; not a Qwen-VL checkpoint")

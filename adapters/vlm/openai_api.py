@@ -22,7 +22,6 @@ import socket
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
 from urllib.parse import urlsplit
 
 from apmbench.adapters.sdk import Frame, FrameEncoding
@@ -74,14 +73,14 @@ class OpenAIChatModel(VideoLanguageModel):
             "vlm.decoding": "greedy" if self.settings.temperature == 0 else "sampling",
         }
 
-    def request_body(self, prompt: Prompt, max_new_tokens: int) -> dict[str, Any]:
-        content: list[dict[str, Any]] = []
+    def request_body(self, prompt: Prompt, max_new_tokens: int) -> dict[str, object]:
+        content: list[dict[str, object]] = []
         for part in prompt.parts:
             if isinstance(part, Text):
                 content.append({"type": "text", "text": part.text})
             else:
                 content.extend(_clip_parts(part))
-        body: dict[str, Any] = {
+        body: dict[str, object] = {
             "model": self.settings.api_model,
             "messages": [
                 {"role": "system", "content": prompt.system},
@@ -134,8 +133,8 @@ class OpenAIChatModel(VideoLanguageModel):
             )
 
 
-def _clip_parts(clip: Clip) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
+def _clip_parts(clip: Clip) -> list[dict[str, object]]:
+    parts: list[dict[str, object]] = []
     for seconds, frame in zip(clip.seconds(), clip.frames, strict=True):
         parts.append({"type": "text", "text": f"<{seconds:.1f} seconds>"})
         url = "data:image/jpeg;base64," + base64.b64encode(_jpeg(frame)).decode()

@@ -48,7 +48,7 @@ class _Stop(transformers.StoppingCriteria):  # type: ignore[misc]
         self.event = event
         self.fired = False  # logged, so a test can assert on the event rather than a count
 
-    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> object:
         self.fired = self.fired or self.event.is_set()
         return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool)
 
@@ -275,9 +275,9 @@ class QwenVL(VideoLanguageModel):
             self._raise(pieces.error, prompt_tokens)
 
     def _generate(
-        self, inputs: dict[str, Any], max_new_tokens: int, pieces: _Pieces, stop: _Stop
+        self, inputs: dict[str, object], max_new_tokens: int, pieces: _Pieces, stop: _Stop
     ) -> None:
-        options: dict[str, Any] = {
+        options: dict[str, object] = {
             "max_new_tokens": max_new_tokens,
             "streamer": pieces,
             "stopping_criteria": transformers.StoppingCriteriaList([stop]),

@@ -40,7 +40,7 @@ import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import click
 import docker
@@ -394,12 +394,20 @@ class Builder:
         return built
 
 
-def summary(client: docker.DockerClient, built: Mapping[str, str]) -> list[dict[str, Any]]:
-    rows = []
+class ImageRow(TypedDict):
+    """One built image as `summary` lists it."""
+
+    image: str
+    id: str
+    size_mb: int
+
+
+def summary(client: docker.DockerClient, built: Mapping[str, str]) -> list[ImageRow]:
+    rows: list[ImageRow] = []
     for ref, image_id in built.items():
         image = client.images.get(image_id)
         rows.append(
-            {"image": ref, "id": image_id[7:19], "size_mb": round(image.attrs["Size"] / 1e6)}
+            ImageRow(image=ref, id=image_id[7:19], size_mb=round(image.attrs["Size"] / 1e6))
         )
     return rows
 

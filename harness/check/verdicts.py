@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
 
 from apmbench.adapters.sdk.errors import ApmbenchError
 
@@ -54,4 +53,4 @@ class Passed:
     """What a passing check saw, in a sentence (numbers included)."""
 
     reason: str
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, object] = field(default_factory=dict)

@@ -3,9 +3,9 @@ deterministic archive (harness/orchestrate/bundle/archive.py), for a leaderboard
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -22,7 +22,12 @@ class BundlePath(OutputPath):
     def __init__(self) -> None:
         super().__init__(directory=False)
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(
+        self,
+        value: str | os.PathLike[str],
+        param: click.Parameter | None,
+        ctx: click.Context | None,
+    ) -> str | bytes | os.PathLike[str]:
         path = Path(value)
         if path.expanduser().is_dir():
             found = problem(path, directory=True)

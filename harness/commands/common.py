@@ -36,12 +36,12 @@ def _late_signal(signum: int, frame: object) -> None:
     """A stop signal after the command ended: dropped."""
 
 
-def stoppable(command: Callable[..., Any]) -> Callable[..., Any]:
+def stoppable(command: Callable[..., object]) -> Callable[..., object]:
     """Run `command` with SIGTERM and SIGHUP raising `Stopped` from its first line on; one
     that arrives outside the run itself (preparing a dataset) exits with its code too."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> object:
         try:
             with stop_signals_interrupt():
                 return command(*args, **kwargs)
@@ -58,13 +58,13 @@ def stoppable(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def start_option(command: Callable[..., Any]) -> Callable[..., Any]:
+def start_option(command: Callable[..., object]) -> Callable[..., object]:
     """`--start fresh|template` for a sandboxed `--system`; call `command(...,
     start_mode=str)` (refused for any other runtime). One option for `evaluate` and
     `check`, so a method author can check the start path a run will use."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> object:
         if kwargs["start_mode"] == "template" and kwargs.get("system") is None:
             raise click.UsageError("--start template: only for --system (a sandboxed process)")
         return command(*args, **kwargs)
@@ -83,13 +83,13 @@ def start_option(command: Callable[..., Any]) -> Callable[..., Any]:
     )(wrapper)
 
 
-def process_options(command: Callable[..., Any]) -> Callable[..., Any]:
+def process_options(command: Callable[..., object]) -> Callable[..., object]:
     """`--no-sandbox`, and `--env` for a `--system` process; call `command(..., sandbox=bool,
     process_env=(...))`. Goes above `container_options`: `--env` is one option shared with
     `--image`, handed to the process instead when there is no image."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> object:
         no_sandbox = kwargs.pop("no_sandbox")
         sandbox_net = kwargs.pop("sandbox_net")
         if no_sandbox and sandbox_net:

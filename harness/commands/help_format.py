@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 import click
 import rich_click
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
-HELP_CONFIG: dict[str, Any] = {
+HELP_CONFIG: dict[str, object] = {
     "theme": "slim",
     # Help texts are plain: a `[` in one (`NAME[=VALUE]`) is text, not Rich markup.
     "text_markup": "ansi",
@@ -78,9 +78,9 @@ class Group(rich_click.RichGroup):
         return click.Group.main(self, *args, **kwargs)
 
 
-def command(**attrs: Any) -> Callable[[Callable[..., Any]], Command]:
+def command(**attrs: Any) -> Callable[[Callable[..., object]], Command]:
     """`@click.command()` for this CLI: the sections `sections` declared become panels."""
-    made: Callable[[Callable[..., Any]], Command] = rich_click.command(cls=Command, **attrs)
+    made: Callable[[Callable[..., object]], Command] = rich_click.command(cls=Command, **attrs)
     return made
 
 

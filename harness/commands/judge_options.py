@@ -15,7 +15,7 @@ from apmbench.harness.wording import counted
 if TYPE_CHECKING:
     from apmbench.harness.suites.base import OpaqueSuite
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 _DEFAULTS = JudgeConfig()
 EXIT_JUDGE_UNREACHABLE = 4
 """A judge was configured but could not be reached: the report is written, its
@@ -143,7 +143,7 @@ def judge_config(recorded: JudgeConfig | None = None, **given: Any) -> JudgeConf
     base = recorded or JudgeConfig()
     spec = given.pop("judge")
     given.pop("judge_optional", None)
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     if spec is not None:
         try:
             kind, path = parse_judge_spec(spec)

@@ -37,14 +37,16 @@ def _gib(n: int) -> str:
     return f"{n >> 30}g" if n % (1 << 30) == 0 else f"{n >> 20}m"
 
 
-def deadline_options(defaults: Deadlines) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def deadline_options(
+    defaults: Deadlines,
+) -> Callable[[Callable[..., object]], Callable[..., object]]:
     """`--control-timeout`, `--push-timeout`, `--state-timeout`, `--end-session-timeout`
     (the command keeps its own `--query-timeout`); the command gets `deadlines=Deadlines`
     with its `query_timeout` in it."""
 
-    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+    def decorate(command: Callable[..., object]) -> Callable[..., object]:
         @functools.wraps(command)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> object:
             values = {
                 "control": kwargs.pop("control_timeout"),
                 "push": kwargs.pop("push_timeout"),
@@ -63,7 +65,7 @@ def deadline_options(defaults: Deadlines) -> Callable[[Callable[..., Any]], Call
             "state": "each ExportState and ImportState",
             "end_session": "EndSession",
         }
-        decorated: Callable[..., Any] = wrapper
+        decorated: Callable[..., object] = wrapper
         for name in ("end_session", "state", "push", "control"):
             decorated = click.option(
                 Deadlines.FLAGS[name],
@@ -77,11 +79,11 @@ def deadline_options(defaults: Deadlines) -> Callable[[Callable[..., Any]], Call
     return decorate
 
 
-def cap_options(command: Callable[..., Any]) -> Callable[..., Any]:
+def cap_options(command: Callable[..., object]) -> Callable[..., object]:
     """`--max-state-size`, `--max-work-size`, `--max-log-size`; the command gets `caps=Caps`."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> object:
         try:
             caps = Caps(
                 parse_size(kwargs.pop("max_state_size"), "--max-state-size"),
@@ -115,7 +117,7 @@ def cap_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "dropped with a notice ('none': keep all).",
         ),
     ]
-    decorated: Callable[..., Any] = wrapper
+    decorated: Callable[..., object] = wrapper
     for option in reversed(options):
         decorated = option(decorated)
     return decorated

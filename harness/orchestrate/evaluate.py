@@ -158,7 +158,10 @@ def _system_spec(spec: RuntimeSpec, runtime: Runtime) -> str | None:
     """What --resume must find unchanged; an image by its id too, so a rebuilt image under
     the same tag is a different system."""
     if spec.image is not None:
-        return f"{spec.image} ({runtime.describe()['image']['id']})"
+        image = runtime.describe()["image"]
+        # A runtime with an image describes it as an object with its id (DockerRuntime).
+        assert isinstance(image, dict)
+        return f"{spec.image} ({image['id']})"
     return spec.system or spec.command or spec.endpoint
 
 

@@ -20,7 +20,6 @@ import shutil
 import socket
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from apmbench.harness.errors import ConfigError, RunDirError
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, Evaluation, evaluate
@@ -93,7 +92,7 @@ def evaluate_ray(
     ids = [t.trajectory_id for t in dataset.trajectories]
     done = {tid for tid in ids if (parts / tid / "shards").is_dir() and _finished(parts / tid)}
     progress.trajectories(len(ids), len(done))
-    context: dict[str, Any] = {"address": address} if address else {}
+    context: dict[str, object] = {"address": address} if address else {}
     ray.init(**context, log_to_driver=False, configure_logging=False)
     try:
         task = ray.remote(num_gpus=gpus_per_task, num_cpus=1, max_retries=max_retries)(run_one)

@@ -21,7 +21,6 @@ import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from apmbench.harness.errors import ConfigError, RunDirError
 from apmbench.harness.media.timeline import Trajectory
@@ -61,7 +60,7 @@ class Shard:
             )
         return cls(i, n)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"index": self.index, "count": self.count, "only": self.only, "name": self.name}
 
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from apmbench.adapters.sdk.types import SystemInfo
+from apmbench.harness.json_types import JsonObject
 
 
-def describe_info(info: SystemInfo) -> dict[str, Any]:
+def describe_info(info: SystemInfo) -> JsonObject:
     caps = info.capabilities
     return {
         "name": info.name,

@@ -4,7 +4,6 @@ the dataset a run was made on."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from apmbench.harness import shown
 from apmbench.harness.reports.system_text import md_code, md_escape
@@ -48,7 +47,7 @@ def nested_text(value: object) -> str:
     return f"({text})" if isinstance(value, Mapping | list | tuple) and value else text
 
 
-def flattened(value: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+def flattened(value: Mapping[str, object], prefix: str = "") -> list[tuple[str, str]]:
     """(dotted key, value_text) for every leaf of a nested object, keys sorted: settings
     as table rows."""
     rows: list[tuple[str, str]] = []
@@ -76,7 +75,7 @@ def _cell(text: str) -> str:
     return md_escape(" ".join(shown.plain(text).split()))
 
 
-def dataset_line(manifest: Manifest | Mapping[str, Any]) -> str:
+def dataset_line(manifest: Manifest | Mapping[str, object]) -> str:
     """ "Dataset `NAME` (hash `HASH`)": the dataset's name and the first 12 characters of its
     content hash, as every suite's report header gives them (never the manifest's dict)."""
     record = Manifest.of(manifest)

@@ -113,7 +113,7 @@ def protocol_line(manifest: ManifestLike) -> str:
     )
 
 
-def head_lines(report: Mapping[str, Any], manifest: ManifestLike) -> list[str]:
+def head_lines(report: Mapping[str, object], manifest: ManifestLike) -> list[str]:
     """The head of report.md: the identity line, the protocol line when the system declares
     an older version, then every confinement line."""
     protocol = protocol_line(manifest)

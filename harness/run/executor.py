@@ -561,13 +561,13 @@ class TrajectoryRunner:
         result: QueryResult,
         ingest_s: float,
         session_start_ms: int,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         prefix_s = (ask.time_ms - session_start_ms) / 1000.0
         held = self.held_ms if self.held_ms is not None else ask.time_ms
         rtf = None
         if result.ttft_s is not None and prefix_s > 0:
             rtf = (ingest_s + result.ttft_s) / prefix_s
-        record: dict[str, Any] = {
+        record: dict[str, object] = {
             "instance_id": ask.instance_id,
             **ask.fields,
             "pass": segment.kind,

@@ -31,7 +31,7 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _run_as(raw: Mapping[str, Any]) -> str | None:
+def _run_as(raw: Mapping[str, object]) -> str | None:
     spec = raw.get("system_spec")
     if isinstance(spec, str) and spec:
         # An image is recorded with its id in parentheses; the sources table shows the id.
@@ -141,7 +141,7 @@ class Manifest:
     """The protocol version the system's Describe declares (what `check` judges it by)."""
 
     @classmethod
-    def of(cls, data: Manifest | Mapping[str, Any]) -> Manifest:
+    def of(cls, data: Manifest | Mapping[str, object]) -> Manifest:
         """`data` as a record; a `Manifest` is returned as it is."""
         if isinstance(data, Manifest):
             return data

@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from apmbench.harness import logs
 from apmbench.harness.run.plan import Segment
@@ -47,7 +46,7 @@ class LogProgress:
         self,
         label: str,
         heartbeat_s: float = HEARTBEAT_S,
-        log: Callable[..., Any] | None = None,
+        log: Callable[..., object] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.label = label
@@ -71,7 +70,7 @@ class LogProgress:
 
     # -- lines -------------------------------------------------------------------
 
-    def _emit(self, event: str, **fields: Any) -> None:
+    def _emit(self, event: str, **fields: object) -> None:
         with self._lock:
             self.last_line = self._clock()
         self._log(event, system=self.label, **fields)
@@ -136,7 +135,7 @@ class LogProgress:
             )
         if quiet < self.heartbeat_s:
             return False
-        where: dict[str, Any] = {}
+        where: dict[str, object] = {}
         if not self.planned and judging is None:
             # Before the plan is known (the system loading, the dataset decoding): "done=0/0"
             # read as a run with nothing to do.

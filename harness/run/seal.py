@@ -17,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+from apmbench.harness.json_types import JsonObject
 
 ALGORITHM = "sha256-chain-v1"
 
@@ -35,7 +36,7 @@ def _chain(hashes: Sequence[tuple[str, str]]) -> str:
     return head
 
 
-def seal(records: Sequence[tuple[str, object]]) -> dict[str, Any]:
+def seal(records: Sequence[tuple[str, object]]) -> JsonObject:
     """The seal of `records`, each a (unique name, JSON value) pair, in order."""
     hashes = [(name, digest(value)) for name, value in records]
     names = [n for n, _ in hashes]
@@ -48,7 +49,7 @@ def seal(records: Sequence[tuple[str, object]]) -> dict[str, Any]:
     }
 
 
-def breaks(sealed: Mapping[str, Any] | None, records: Sequence[tuple[str, object]]) -> list[str]:
+def breaks(sealed: Mapping[str, object] | None, records: Sequence[tuple[str, object]]) -> list[str]:
     """Every way `records` differ from what `sealed` says, each naming the record; []
     when they are exactly what was sealed."""
     if not isinstance(sealed, Mapping) or sealed.get("algorithm") != ALGORITHM:

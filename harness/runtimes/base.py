@@ -88,7 +88,7 @@ class Runtime(ABC):
     def stop(self) -> None: ...
 
     @abstractmethod
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         """Facts about the runtime for manifest.json."""
 
     def log_tail(self, lines: int = 15) -> str:

@@ -22,7 +22,7 @@ import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
@@ -289,7 +289,7 @@ class CommandRuntime(ProcessRuntime):
             *(w.replace(ADDRESS, self.address) for w in self.words[1:]),
         ]
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         facts = super().describe()
         facts.pop("python", None)
         facts.pop("system", None)

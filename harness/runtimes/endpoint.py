@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, RuntimeStartError
@@ -51,5 +51,5 @@ class EndpointRuntime(Runtime):
             self._client.close()
             self._client = None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "address": self.address}

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.json_types import JsonObject
 from apmbench.harness.runtimes import owned_dirs
 from apmbench.harness.runtimes.docker.settings import GpuRequest
 
@@ -216,7 +217,7 @@ class GpuPassthrough:
         root = LIB_ROOT if lib_root is None else lib_root
         return cls(request, tuple(nodes), tuple(driver_libraries(text, root)))
 
-    def describe(self, copies: bool) -> dict[str, Any]:
+    def describe(self, copies: bool) -> JsonObject:
         return {
             "request": self.request.describe(),
             "devices": ["/dev/" + n.name for n in self.nodes],

@@ -594,7 +594,7 @@ class ProcessRuntime(Runtime):
         if self.starts:
             self.spares.write(self.log_path.parent / STARTS_FILE, self.starts)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {
             "kind": self.kind,
             "system": self.system,

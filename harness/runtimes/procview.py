@@ -61,9 +61,9 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.json_types import JsonObject
 from apmbench.harness.runtimes import owned_dirs, procsnap
 
 BASE = Path("/tmp")
@@ -178,7 +178,7 @@ class ProcView:
         masked = [*DOCKER_MASKED, *(self._in_box(n) for n in covered), *self.sys_masked]
         return list(dict.fromkeys(masked))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         """What the manifest records (runtime.sandbox.proc_view)."""
         return {
             "frozen": [self._in_box(n) for n in self.frozen],

@@ -421,7 +421,7 @@ class Sandbox:
         bound = [*self.policy.read_only, *(Path(d) for d in SYSTEM_DIRS)]
         return [h for h in self.policy.hidden if h.is_dir() and any(_under(h, b) for b in bound)]
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         """The sandbox's facts for the manifest (environment values are not recorded)."""
         return {
             "confined": True,

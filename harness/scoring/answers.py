@@ -27,7 +27,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import TypedDict
 
 CLEAN = "clean"
 REPAIRED = "repaired"
@@ -67,10 +67,10 @@ class ParsedDecision:
     explanation: str = ""
 
 
-def _json_objects(text: str) -> list[dict[str, Any]]:
+def _json_objects(text: str) -> list[dict[str, object]]:
     """Every top-level JSON object in `text`, in order (code fences ignored)."""
     decoder = json.JSONDecoder()
-    found: list[dict[str, Any]] = []
+    found: list[dict[str, object]] = []
     i = 0
     while (start := text.find("{", i)) != -1:
         try:
@@ -84,7 +84,7 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def _is_clean_json(text: str, obj: dict[str, Any]) -> bool:
+def _is_clean_json(text: str, obj: dict[str, object]) -> bool:
     try:
         return bool(json.loads(text.strip()) == obj)
     except json.JSONDecodeError:

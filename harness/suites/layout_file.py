@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from apmbench.harness.errors import DatasetError
 
 
-def read_layout_file(path: Path, fmt: str, version: int) -> dict[str, Any]:
+def read_layout_file(path: Path, fmt: str, version: int) -> dict[str, object]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:

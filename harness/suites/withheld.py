@@ -15,7 +15,6 @@ import os
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from apmbench.harness.errors import DatasetError
 from apmbench.harness.suites import DEFAULT
@@ -39,7 +38,7 @@ def is_public(root: Path) -> bool:
     return isinstance(doc, dict) and doc.get("labels") == WITHHELD
 
 
-def public_name(doc: Mapping[str, Any]) -> dict[str, str]:
+def public_name(doc: Mapping[str, object]) -> dict[str, str]:
     """The public part's name: a synthetic dataset's own name carries its seed, which
     regenerates every label."""
     if "generator" not in doc:
@@ -48,7 +47,7 @@ def public_name(doc: Mapping[str, Any]) -> dict[str, str]:
     return {"name": f"{doc.get('benchmark') or DEFAULT}-synthetic-public"}
 
 
-def write_doc(root: Path, doc: Mapping[str, Any]) -> None:
+def write_doc(root: Path, doc: Mapping[str, object]) -> None:
     Path(root).mkdir(parents=True, exist_ok=True)
     (Path(root) / "dataset.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 

@@ -338,6 +338,7 @@ REGISTRIES = {
     "harness/suites/__init__.py",
     "harness/media/renderers.py",
     "harness/runtimes/registry.py",
+    "harness/scoring/judge/config.py",
     "adapters/systems/__init__.py",
 }
 _TARGET = re.compile(r"apmbench\.[\w.]+:[\w.]+")

@@ -14,10 +14,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.harness.errors import RunDirError
+from apmbench.harness.json_types import JsonObject
 
 PREDICTIONS = "predictions.json"
 """What a blind run (on a dataset's public part) writes instead of report.json."""
@@ -34,11 +34,11 @@ class Entry:
     verified: bool | None
     """True: a bundle whose members matched its index; False: one that did not; None: not a
     bundle, so nothing was verified."""
-    report: dict[str, Any]
-    manifest: dict[str, Any]
+    report: JsonObject
+    manifest: JsonObject
 
 
-def _json_object(path: Path, what_to_do: str) -> dict[str, Any]:
+def _json_object(path: Path, what_to_do: str) -> JsonObject:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:

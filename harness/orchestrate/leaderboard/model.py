@@ -21,7 +21,6 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.harness.errors import RunDirError
@@ -155,7 +154,7 @@ def _facts(manifest: Manifest) -> dict[str, str | None]:
     }
 
 
-def judge_text(judge: Mapping[str, Any]) -> str:
+def judge_text(judge: Mapping[str, object]) -> str:
     """The judge a run was scored with, in words: its kind and what names it (its model,
     label, version; nested settings stay in leaderboard.json's scoring signature)."""
     kind = str(judge.get("kind", "none"))

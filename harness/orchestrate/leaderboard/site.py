@@ -15,9 +15,9 @@ import datetime as dt
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from apmbench.harness import __version__
+from apmbench.harness.json_types import JsonObject
 from apmbench.harness.orchestrate.html import plots
 from apmbench.harness.orchestrate.html.view import environment
 from apmbench.harness.orchestrate.leaderboard.entries import Entry
@@ -51,7 +51,7 @@ def _html_safe_json(value: object) -> str:
     return text + "\n"
 
 
-def _run_json(run: BoardRun) -> dict[str, Any]:
+def _run_json(run: BoardRun) -> JsonObject:
     source = run.source
     return {
         "id": run.anchor,
@@ -85,7 +85,7 @@ def _run_json(run: BoardRun) -> dict[str, Any]:
     }
 
 
-def _group_json(group: Group) -> dict[str, Any]:
+def _group_json(group: Group) -> dict[str, object]:
     return {
         "id": group.anchor,
         "benchmark": group.benchmark,
@@ -100,7 +100,7 @@ def _group_json(group: Group) -> dict[str, Any]:
     }
 
 
-def board_json(board: Board, generated: str) -> dict[str, Any]:
+def board_json(board: Board, generated: str) -> dict[str, object]:
     """leaderboard.json: every ranking, every run's numbers with their fields and sources."""
     return {
         "format": FORMAT,

@@ -27,7 +27,7 @@ PROCESS_TOO = ("gpus",)
 """Options that a sandboxed --system or --command takes too (the box passes the GPUs)."""
 # What each option is when not given: the click defaults, and how options given
 # without --image are recognised (and refused).
-OPTION_DEFAULTS: dict[str, Any] = {
+OPTION_DEFAULTS: dict[str, object] = {
     "gpus": "none", "allow_network": False, "network": None, "allow_loopback": False,
     "writable_root": False,
     "container_user": None, "cap_add": (), "allow_new_privileges": False, "memory": "16g",
@@ -177,11 +177,11 @@ def container_settings(
     )
 
 
-def container_options(command: Callable[..., Any]) -> Callable[..., Any]:
+def container_options(command: Callable[..., object]) -> Callable[..., object]:
     """Add the options; call `command(..., image=..., container=ContainerSettings)`."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> object:
         image = kwargs.pop("image")
         picked = {name: kwargs.pop(name) for name in OPTION_DEFAULTS}
         if image is None:
@@ -198,7 +198,7 @@ def container_options(command: Callable[..., Any]) -> Callable[..., Any]:
             raise click.UsageError(str(e)) from e
         return command(*args, image=image, container=container, **kwargs)
 
-    decorated: Callable[..., Any] = wrapper
+    decorated: Callable[..., object] = wrapper
     for option in reversed(_OPTIONS):
         decorated = option(decorated)
     return decorated

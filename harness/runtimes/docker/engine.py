@@ -6,13 +6,12 @@ the message says what to fix), raised `from` the docker SDK's error.
 
 from __future__ import annotations
 
-from typing import Any
-
 import docker
 import docker.errors
 from docker.models.images import Image
 
 from apmbench.harness.errors import EngineError
+from apmbench.harness.json_types import JsonObject
 
 # What the engine answers when a GPU is requested and no runtime provides one,
 # e.g. 'could not select device driver "" with capabilities: [[gpu]]'.
@@ -33,7 +32,7 @@ def connect(timeout_s: float = 30.0) -> docker.DockerClient:
     return client
 
 
-def engine_facts(client: docker.DockerClient) -> dict[str, Any]:
+def engine_facts(client: docker.DockerClient) -> JsonObject:
     """Version and capacity of the engine, recorded in manifest.json."""
     version = client.version()
     info = client.info()
@@ -65,7 +64,7 @@ def find_image(client: docker.DockerClient, ref: str) -> Image:
         raise EngineError(f"cannot inspect image {ref!r}: {e.explanation or e}") from e
 
 
-def image_facts(image: Image, ref: str) -> dict[str, Any]:
+def image_facts(image: Image, ref: str) -> JsonObject:
     """What identifies the evaluated image: its id (content digest) and any registry digests."""
     labels = image.labels or {}
     return {

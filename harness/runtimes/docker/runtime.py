@@ -436,7 +436,7 @@ class DockerRuntime(Runtime):
             "image_volumes_as_tmpfs": recorded.get("image_volumes_as_tmpfs"),
         }
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         assert self._image is not None, "not started"
         container = self.settings.record()
         # What was applied, not what was asked for: the engine caps --cpus at what it has.

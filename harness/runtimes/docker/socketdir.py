@@ -35,9 +35,9 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from apmbench.harness.errors import RuntimeStartError
+from apmbench.harness.json_types import JsonObject
 from apmbench.harness.runtimes import owned_dirs
 
 # Short (socket paths are limited to 107 bytes); leftover cleanup removes no other directory.
@@ -60,7 +60,7 @@ def bounded_by() -> str:
     return "tmpfs" if os.getuid() == 0 else "watch"
 
 
-def record() -> dict[str, Any]:
+def record() -> JsonObject:
     """What manifest.json keeps under `runtime.socket_dir`."""
     return {
         "fresh_per_start": True,

@@ -1,6 +1,6 @@
 """The LLM judge of the gated judge score (APM-Bench Eq. 1, appendix A.3).
 
-config      which judge (none | openai | transformers:PATH) and its settings
+config      which judge (none | openai | transformers:PATH | a plugin's), its settings, the registry
 rubric      the A.3 rubric, task guidance, and the request for one probe
 verdict     strict reading of the judge's JSON reply
 cache       replies on disk, keyed by judge model + settings + exact prompt
@@ -8,7 +8,6 @@ judging     cache, bounded retry and concurrency over many probes
 openai_chat any OpenAI-compatible chat-completions endpoint (stdlib HTTP)
 local_model a local transformers model (optional `models` extra, imported lazily)
 reference   the label and checks of a suite's synthetic reference judge (--judge synthetic)
-registry    the judges by --judge name (openai, transformers, and installed plugins)
 """
 
 from __future__ import annotations
@@ -17,8 +16,7 @@ from collections.abc import Callable
 
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.scoring.judge.backend import ChatBackend
-from apmbench.harness.scoring.judge.config import JudgeConfig
-from apmbench.harness.scoring.judge.registry import JUDGE_REGISTRY
+from apmbench.harness.scoring.judge.config import JUDGE_REGISTRY, JudgeConfig
 
 
 def open_judge(

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
+
+from apmbench.harness.json_types import JsonObject
 
 Messages = Sequence[Mapping[str, str]]
 
 
 class ChatBackend(Protocol):
-    cache_identity: dict[str, Any]
+    cache_identity: JsonObject
     """The judge model and every setting that changes its replies: the cache key's first half."""
-    identity: dict[str, Any]
+    identity: JsonObject
     """`cache_identity` plus what describes the backend to a reader (URL, versions)."""
     max_concurrency: int
     calls: int

@@ -16,10 +16,9 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 
-def cache_key(judge: Mapping[str, Any], messages: Sequence[Mapping[str, str]]) -> str:
+def cache_key(judge: Mapping[str, object], messages: Sequence[Mapping[str, str]]) -> str:
     canonical = json.dumps(
         {"judge": judge, "messages": list(messages)},
         sort_keys=True,
@@ -73,7 +72,7 @@ class ReplyCache:
     def put(
         self,
         key: str,
-        judge: Mapping[str, Any],
+        judge: Mapping[str, object],
         messages: Sequence[Mapping[str, str]],
         reply: str,
     ) -> None:

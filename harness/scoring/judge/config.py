@@ -4,16 +4,47 @@
 --judge openai               any OpenAI-compatible chat-completions endpoint
 --judge transformers:PATH    a local model directory with a chat template (offline)
 --judge synthetic            the synthetic reference judge: the built-in synthetic benchmark only
+--judge NAME[:PATH]          a judge an installed distribution registers
+
+The judges by name go through the one registry (`apmbench.adapters.sdk.registry`): a
+judge is a class built from a `JudgeConfig` into a `ChatBackend`, with a classmethod
+`check_config(config)` that refuses settings it cannot work with before any work is done.
+`none` (no judge) and `synthetic` (the suite's own reference judge, built from the run's
+dataset) are not judges of this kind. An installed distribution adds one under the
+`apmbench_grpc.judges` entry-point group.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from apmbench.adapters.sdk.registry import Registry
 from apmbench.harness.errors import ConfigError
-from apmbench.harness.scoring.judge.registry import BUILTIN, JUDGE_REGISTRY, NOT_JUDGES
+
+if TYPE_CHECKING:
+    from apmbench.harness.scoring.judge.backend import ChatBackend
+
+
+class Judge(Protocol):
+    """What a registered judge is: a factory with its own check of the settings."""
+
+    def __call__(self, config: JudgeConfig) -> ChatBackend: ...
+
+    def check_config(self, config: JudgeConfig) -> None: ...
+
+
+BUILTIN: dict[str, str] = {
+    "openai": "apmbench.harness.scoring.judge.openai_chat:OpenAIChatJudge",
+    "transformers": "apmbench.harness.scoring.judge.local_model:TransformersJudge",
+}
+JUDGE_REGISTRY: Registry[Judge] = Registry(
+    "judge", BUILTIN, "collections.abc:Callable", classes=False, error=ConfigError,
+    also=", or none or synthetic",
+)  # fmt: skip
+NOT_JUDGES = ("none", "synthetic")
+"""`--judge` values that name no registered judge: no judge, the suite's reference judge."""
 
 USE = "use none, openai, transformers:PATH or synthetic"
 

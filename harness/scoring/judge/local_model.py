@@ -14,6 +14,7 @@ from typing import Any
 
 from apmbench.adapters.vlm.checkpoint import model_fingerprint
 from apmbench.harness.errors import ConfigError
+from apmbench.harness.json_types import JsonObject
 from apmbench.harness.scoring.judge.backend import Messages
 from apmbench.harness.scoring.judge.config import JudgeConfig
 
@@ -58,13 +59,13 @@ class TransformersJudge:
         self.model.to(self.device)
         self.model.eval()
         self.max_new_tokens = config.max_tokens
-        self.cache_identity: dict[str, Any] = {
+        self.cache_identity: JsonObject = {
             "kind": "transformers",
             "fingerprint": model_fingerprint(path),
             "decoding": "greedy",
             "max_new_tokens": self.max_new_tokens,
         }
-        self.identity: dict[str, Any] = {
+        self.identity: JsonObject = {
             **self.cache_identity,
             "path": str(path),
             "model_type": str(getattr(self.model.config, "model_type", "")),

@@ -17,9 +17,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Any
 
 from apmbench.harness.errors import ConfigError, JudgeUnavailable
+from apmbench.harness.json_types import JsonObject
 from apmbench.harness.scoring.judge.backend import Messages
 from apmbench.harness.scoring.judge.config import JudgeConfig
 
@@ -76,14 +76,14 @@ class OpenAIChatJudge:
         # The endpoint is part of the judge: two servers may serve different
         # weights under one model name, so a reply cached from one must never
         # stand in for the other.
-        self.cache_identity: dict[str, Any] = {
+        self.cache_identity: JsonObject = {
             "kind": "openai",
             "model": self.model,
             "base_url": config.base_url.rstrip("/"),
             "temperature": 0,
             "max_tokens": self.max_tokens,
         }
-        self.identity: dict[str, Any] = {**self.cache_identity, "base_url": config.base_url}
+        self.identity: JsonObject = {**self.cache_identity, "base_url": config.base_url}
         self.calls = 0
         self._lock = threading.Lock()
 

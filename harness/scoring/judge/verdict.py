@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from apmbench.harness.errors import JudgeReplyError
+from apmbench.harness.json_types import JsonObject
 
 CRITERIA: dict[str, tuple[str, ...]] = {
     "task_fidelity": ("pass", "partial", "fail"),
@@ -33,11 +33,11 @@ class Verdict:
     critical_issues: list[str]
     justification: str
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return asdict(self)
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
     keys = [k for k, _ in pairs]
     dupes = sorted({k for k in keys if keys.count(k) > 1})
     if dupes:
@@ -45,7 +45,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def _exact_keys(obj: dict[str, Any], expected: tuple[str, ...], what: str) -> None:
+def _exact_keys(obj: dict[str, object], expected: tuple[str, ...], what: str) -> None:
     missing = [k for k in expected if k not in obj]
     extra = sorted(k for k in obj if k not in expected)
     problems = []

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from apmbench.adapters.sdk.types import AnswerFormat, Choice, QueryKind
 from apmbench.harness.suites.apmbench.tasks import TaskSpec
@@ -30,7 +29,7 @@ def format_for(task: TaskSpec) -> AnswerFormat:
     return format_of(task.query_kind, task.needs_option)
 
 
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _object(properties: dict[str, object], required: list[str]) -> dict[str, object]:
     return {
         "type": "object",
         "properties": properties,
@@ -39,7 +38,7 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     }
 
 
-def schema(answer_format: AnswerFormat, option_ids: Sequence[str] = ()) -> dict[str, Any]:
+def schema(answer_format: AnswerFormat, option_ids: Sequence[str] = ()) -> dict[str, object]:
     """The JSON Schema of an answer in `answer_format`; `option_ids` are the valid options."""
     option = {"type": "string", "enum": list(option_ids)}
     reason = {"type": "string", "description": "why, in a sentence"}

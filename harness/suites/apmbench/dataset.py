@@ -59,7 +59,7 @@ class Probe:
     interval_start_ms: int | None = None
     turns: tuple[Turn, ...] = ()
     positive: bool | None = None
-    label: Mapping[str, Any] = field(default_factory=dict)
+    label: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class Dataset:
         return [c for c in self.candidates if c.trajectory_id == trajectory_id]
 
 
-def _req(obj: Mapping[str, Any], key: str, where: str, kind: type = str) -> Any:
+def _req(obj: Mapping[str, object], key: str, where: str, kind: type = str) -> Any:
     if key not in obj:
         raise DatasetError(f"{where}: missing field {key!r}")
     value = obj[key]
@@ -120,7 +120,7 @@ def _read_json(path: Path) -> Any:
 
 
 def read_session(
-    root: Path, s: Mapping[str, Any], where: str, intervening: bool = False
+    root: Path, s: Mapping[str, object], where: str, intervening: bool = False
 ) -> Session:
     """One recording of dataset.json: its id, day, times and video (or render spec)."""
     day = _req(s, "day_id", where)
@@ -139,7 +139,7 @@ def read_session(
     return Session(sid, day, start, end, root / _req(s, "video", where), None, intervening)
 
 
-def _load_trajectories(root: Path, doc: Mapping[str, Any]) -> tuple[Trajectory, ...]:
+def _load_trajectories(root: Path, doc: Mapping[str, object]) -> tuple[Trajectory, ...]:
     where = str(root / "dataset.json")
     if doc.get("format") != FORMAT:
         raise DatasetError(f"{where}: field 'format' must be {FORMAT!r}")
@@ -174,7 +174,7 @@ def _load_trajectories(root: Path, doc: Mapping[str, Any]) -> tuple[Trajectory, 
 
 
 def locate(
-    trajectory: Trajectory, obj: Mapping[str, Any], time_key: str, where: str
+    trajectory: Trajectory, obj: Mapping[str, object], time_key: str, where: str
 ) -> tuple[int, int]:
     """The session index and trajectory-clock time (ms) of an annotation's moment, checked
     against its session."""
@@ -213,7 +213,7 @@ class _Builder:
         self.cid = record.candidate_id
         self.task = record.task
 
-    def locate(self, obj: Mapping[str, Any], time_key: str, what: str) -> tuple[int, int]:
+    def locate(self, obj: Mapping[str, object], time_key: str, what: str) -> tuple[int, int]:
         return locate(self.trajectory, obj, time_key, f"{self.where} {what}")
 
     def choices(self, count: int) -> tuple[tuple[Choice, ...], str]:
@@ -356,7 +356,7 @@ class _Builder:
         return self.candidate(probes=tuple(probes), turns=(turn,))
 
     def _window_probe(
-        self, window: Mapping[str, Any], what: str, probe_id: str, positive: bool
+        self, window: Mapping[str, object], what: str, probe_id: str, positive: bool
     ) -> Probe:
         index, start = self.locate(window, "start_time", what)
         index_end, end = self.locate(window, "end_time", what)

@@ -33,7 +33,6 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from apmbench.harness.errors import DatasetError
 from apmbench.harness.media.timecode import to_ms
@@ -48,14 +47,14 @@ _VIDEO_NAME = re.compile(r"^(DAY\d+)_(.+)_(\d{2})(\d{2})(\d{2})(\d{2})?$")
 class RawCandidate:
     """One annotation record and the ids it has, given or inferred."""
 
-    raw: dict[str, Any]
+    raw: dict[str, object]
     where: str
     trajectory_id: str
     candidate_id: str
     task: str
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> object:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:

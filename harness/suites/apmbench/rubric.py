@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from apmbench.harness.media.timecode import format_ms
 from apmbench.harness.suites.apmbench.dataset import Candidate, Probe
@@ -111,12 +110,12 @@ def system_prompt(task: str) -> str:
     return SYSTEM_TEMPLATE.format(task=task, guidance=TASK_GUIDANCE[task])
 
 
-def reference_annotations(candidate: Candidate, probe: Probe) -> dict[str, Any]:
+def reference_annotations(candidate: Candidate, probe: Probe) -> dict[str, object]:
     """The candidate's shared annotations plus this probe's own label (reference, reasons)."""
     skip = set(_ID_FIELDS) | set(_PROBE_FIELDS[candidate.task])
     shared = {k: v for k, v in candidate.raw.items() if k not in skip}
     decision = "INTERVENE" if probe.positive else "SILENT"
-    this_probe: dict[str, Any] = {"polarity": "positive" if probe.positive else "negative"}
+    this_probe: dict[str, object] = {"polarity": "positive" if probe.positive else "negative"}
     this_probe["reference_decision"] = decision
     this_probe.update(probe.label)
     return {**shared, "this_probe": this_probe}
@@ -130,7 +129,7 @@ def _response_text(raw_output: str) -> str:
 
 
 def request_messages(
-    candidate: Candidate, probe: Probe, instance: Mapping[str, Any]
+    candidate: Candidate, probe: Probe, instance: Mapping[str, object]
 ) -> list[dict[str, str]]:
     """The chat messages for one gate-passing probe: system rubric + the probe's evidence."""
     option_note = ""

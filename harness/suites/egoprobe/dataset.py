@@ -141,7 +141,9 @@ class Dataset:
         return [d for d in self.dialogues if d.parent.video_id == video_id]
 
 
-def _req(obj: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...] = str) -> Any:
+def _req(
+    obj: Mapping[str, object], key: str, where: str, kind: type | tuple[type, ...] = str
+) -> Any:
     if key not in obj:
         raise DatasetError(f"{where}: missing field {key!r}")
     value = obj[key]
@@ -197,7 +199,7 @@ def _segment_at(t: Trajectory, time_ms: int, where: str) -> int:
     )
 
 
-def _options(q: Mapping[str, Any], where: str) -> tuple[tuple[str, str], ...]:
+def _options(q: Mapping[str, object], where: str) -> tuple[tuple[str, str], ...]:
     options = _req(q, "options", where, dict)
     if sorted(options) != list(OPTION_IDS):
         raise DatasetError(f"{where}: options must be exactly A, B, C, D, got {sorted(options)}")
@@ -209,7 +211,7 @@ def _options(q: Mapping[str, Any], where: str) -> tuple[tuple[str, str], ...]:
     return tuple(zip(OPTION_IDS, texts, strict=True))
 
 
-def _target(q: Mapping[str, Any], where: str) -> tuple[tuple[int, int], ...]:
+def _target(q: Mapping[str, object], where: str) -> tuple[tuple[int, int], ...]:
     """The target evidence: one {"start", "end"} or a list of them, in order, disjoint."""
     raw = _req(q, "target", where, (dict, list))
     parts = [raw] if isinstance(raw, dict) else raw

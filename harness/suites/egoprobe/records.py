@@ -55,13 +55,13 @@ def _seconds(value: object, where: str) -> int:
     return round(float(value) * 1000)
 
 
-def _field(obj: Mapping[str, Any], key: str, where: str) -> Any:
+def _field(obj: Mapping[str, object], key: str, where: str) -> Any:
     if key not in obj:
         raise DatasetError(f"{where}: missing field {key!r}")
     return obj[key]
 
 
-def _video(root: Path, v: object, k: int) -> dict[str, Any]:
+def _video(root: Path, v: object, k: int) -> dict[str, object]:
     where = f"{RECORDS}: videos[{k}]"
     if not isinstance(v, dict):
         raise DatasetError(f"{where}: must be an object")
@@ -75,7 +75,7 @@ def _video(root: Path, v: object, k: int) -> dict[str, Any]:
     return {"video_id": str(uid), "title": str(v.get("title", uid)), "segments": [segment]}
 
 
-def _question(r: object, k: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _question(r: object, k: int) -> tuple[dict[str, object], dict[str, object] | None]:
     where = f"{RECORDS}: records[{k}]"
     if not isinstance(r, dict):
         raise DatasetError(f"{where}: must be an object")
@@ -123,7 +123,7 @@ def _question(r: object, k: int) -> tuple[dict[str, Any], dict[str, Any] | None]
         return question, None
     if not isinstance(d, dict):
         raise DatasetError(f"{where}: 'dialogue' must be an object with r1 and r2")
-    dialogue = {
+    dialogue: dict[str, object] = {
         "dialogue_id": f"{qid}-dialogue",
         "parent": qid,
         "r1": {"question": _field(d, "r1", f"{where} dialogue"), "answer": "yes"},
@@ -132,7 +132,7 @@ def _question(r: object, k: int) -> tuple[dict[str, Any], dict[str, Any] | None]
     return question, dialogue
 
 
-def dataset_doc(root: Path) -> dict[str, Any]:
+def dataset_doc(root: Path) -> dict[str, object]:
     """The records layout as the dataset.json document it stands for."""
     path = root / RECORDS
     doc = read_layout_file(path, FORMAT, VERSION)

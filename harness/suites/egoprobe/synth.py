@@ -29,7 +29,6 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.media.timecode import MS_PER_DAY, format_ms
@@ -252,9 +251,9 @@ def _questions(
     per_target: int,
     counter: list[int],
     asked: dict[str, int],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    questions: list[dict[str, Any]] = []
-    dialogues: list[dict[str, Any]] = []
+) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    questions: list[dict[str, object]] = []
+    dialogues: list[dict[str, object]] = []
     down_times = {d.time_ms for d in downs}
     for target in downs:
         # Query times in later segments, by bucket; one bucket per question, spread evenly.
@@ -320,7 +319,7 @@ def _questions(
             qid = f"Q{counter[0]:04d}"
             subset = "echo" if distractors else "base"
             kept = [d for d in related if d.subject in option_of] if distractors else []
-            question = {
+            question: dict[str, object] = {
                 "question_id": qid,
                 "subset": subset,
                 "video_id": vid,
@@ -368,9 +367,9 @@ def build(preset: Preset, seed: int, out: Path) -> dict[str, int]:
     if (out / "dataset.json").exists():
         raise FileExistsError(f"{out} already holds a dataset")
     (out / "videos").mkdir(parents=True, exist_ok=True)
-    videos: list[dict[str, Any]] = []
-    questions: list[dict[str, Any]] = []
-    dialogues: list[dict[str, Any]] = []
+    videos: list[dict[str, object]] = []
+    questions: list[dict[str, object]] = []
+    dialogues: list[dict[str, object]] = []
     counter = [0]
     asked: dict[str, int] = {}
     for i in range(preset.videos):

@@ -43,13 +43,13 @@ VERSION = 1
 LETTERS = ("A", "B", "C", "D")
 
 
-def _field(obj: Mapping[str, Any], key: str, where: str) -> Any:
+def _field(obj: Mapping[str, object], key: str, where: str) -> Any:
     if key not in obj:
         raise DatasetError(f"{where}: missing field {key!r}")
     return obj[key]
 
 
-def _event(e: object, where: str, clip_id: str, n: int) -> dict[str, Any]:
+def _event(e: object, where: str, clip_id: str, n: int) -> dict[str, object]:
     if not isinstance(e, dict):
         raise DatasetError(f"{where}: an event must be an object")
     interval = _field(e, "interval", where)
@@ -73,7 +73,7 @@ def _event(e: object, where: str, clip_id: str, n: int) -> dict[str, Any]:
     return out
 
 
-def _question(q: object, where: str) -> dict[str, Any]:
+def _question(q: object, where: str) -> dict[str, object]:
     if not isinstance(q, dict):
         raise DatasetError(f"{where}: a question must be an object")
     choices = _field(q, "choices", where)
@@ -88,7 +88,7 @@ def _question(q: object, where: str) -> dict[str, Any]:
     }
 
 
-def _clip(root: Path, c: object, k: int) -> dict[str, Any]:
+def _clip(root: Path, c: object, k: int) -> dict[str, object]:
     where = f"{CLIPS}: clips[{k}]"
     if not isinstance(c, dict):
         raise DatasetError(f"{where}: must be an object")
@@ -114,7 +114,7 @@ def _clip(root: Path, c: object, k: int) -> dict[str, Any]:
     }
 
 
-def dataset_doc(root: Path) -> dict[str, Any]:
+def dataset_doc(root: Path) -> dict[str, object]:
     """The clips layout as the dataset.json document it stands for."""
     path = root / CLIPS
     doc = read_layout_file(path, FORMAT, VERSION)

@@ -92,7 +92,7 @@ class Dataset:
         raise KeyError(clip_id)
 
 
-def _req(obj: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
+def _req(obj: Mapping[str, object], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
     if key not in obj:
         raise DatasetError(f"{where}: missing field {key!r}")
     value = obj[key]

@@ -591,8 +591,10 @@ PER_STEP_CONDITION: View = {
         "per-step (the paper's condition, --variant per-step): every step is its own "
         "runtime instance from an empty memory (a fresh process in restart persistence, "
         "the system's Reset otherwise), given only the 10 most recent frames, then the "
-        "paper's prompt with the context JSON and their listing; nothing the system keeps "
-        "reaches the next step, the tool state (the harness's) does"
+        "paper's prompt with the context JSON and their listing; the tool state (the "
+        "harness's) runs on, and nothing the system keeps reaches the next step but through "
+        "the channels the guarantees page lists as open (with spares, the page cache: "
+        "--no-spare closes it)"
     ),
 }
 

@@ -7,7 +7,6 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from apmbench.harness.media.timecode import MS_PER_DAY
 from apmbench.harness.suites.apmbench.dataset import FORMAT, FORMAT_VERSION
@@ -29,12 +28,12 @@ INTERVENING_AFTER_MS = 60_000
 
 def intervening(
     preset: str, seed: int, trajectory: int, plans: Sequence[SessionPlan]
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """The video recorded between the selected sessions, for the Raw Lifelong organisation
     (appendix B.6): after each session but the last, a recording as long as that session,
     when the gap holds it on the same day. It shows the wearer in transit, nowhere the world
     keeps anything, so no label changes."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for k, (before, after) in enumerate(itertools.pairwise(plans)):
         start = before.end_ms + INTERVENING_AFTER_MS
         end = start + before.seconds * 1000
@@ -63,21 +62,22 @@ def build(preset: Preset, seed: int, out: Path) -> dict[str, int]:
     (out / "videos").mkdir(parents=True, exist_ok=True)
     (out / "candidates").mkdir(exist_ok=True)
     trajectories = []
-    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_task: dict[str, list[dict[str, object]]] = defaultdict(list)
     for i in range(preset.trajectories):
         tid = f"T{i + 1:03d}"
         plans, candidates = trajectory_world(preset.name, seed, i)
         sessions = []
         for k, plan in enumerate(plans):
-            entry: dict[str, Any] = {
+            entry: dict[str, object] = {
                 "session_id": plan.session_id,
                 "day_id": plan.day_id,
                 "start_time": clock(plan.start_ms),
                 "end_time": clock(plan.end_ms),
             }
             if preset.stored_video:
-                entry["video"] = f"videos/{tid}_{plan.session_id}.mp4"
-                write_video(out / entry["video"], plan, preset.video_fps)
+                video = f"videos/{tid}_{plan.session_id}.mp4"
+                entry["video"] = video
+                write_video(out / video, plan, preset.video_fps)
             else:
                 entry["render"] = session_spec(preset.name, seed, i, k)
             sessions.append(entry)
@@ -91,7 +91,7 @@ def build(preset: Preset, seed: int, out: Path) -> dict[str, int]:
         )
         for candidate in candidates:
             by_task[candidate["task_type"]].append(candidate)
-    manifest: dict[str, Any] = {
+    manifest: dict[str, object] = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "name": f"synthetic-{preset.name}-{seed}",
