@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -42,8 +43,7 @@ def test_oracle_plays_each_candidate_alone_with_only_its_evidence(tiny: Path) ->
     assert oracle.content_hash == standard.content_hash and oracle.organisation == "oracle"
     for trajectory in oracle.trajectories:
         segments = plan_trajectory(oracle, trajectory, can_import=True)
-        main = [s for s in segments if s.kind == "main"]
-        assert len(main) == 1 and not main[0].asks  # measures storage, asks nothing
+        assert not [s for s in segments if s.kind == "main"]  # no pass that asks nothing
         replays = [s for s in segments if s.name.startswith("oracle@")]
         by_probe = {a.instance_id: s for s in replays for a in s.asks}
         for c in oracle.candidates_of(trajectory.trajectory_id):
@@ -101,17 +101,36 @@ def test_raw_lifelong_adds_the_recordings_between_sessions(tiny: Path) -> None:
     for before, after in zip(standard.trajectories, raw.trajectories, strict=True):
         added = [s for s in after.sessions if s.intervening]
         assert added and len(after.sessions) == len(before.sessions) + len(added)
-        assert [s for s in after.sessions if not s.intervening] == list(before.sessions)
+        selected = [s for s in after.sessions if not s.intervening]
+        assert [replace(s, session_id="") for s in selected] == [
+            replace(s, session_id="") for s in before.sessions
+        ]
         assert not after.sessions[0].intervening and not after.sessions[-1].intervening
+        # A red team's cheater kept nothing of sessions named R001..: on the wire every
+        # recording is named by its place alone.
+        assert [s.session_id for s in after.sessions] == [
+            f"L{k + 1:03d}" for k in range(len(after.sessions))
+        ]
     # Every probe and turn still points at the same selected session and time.
     for c_std, c_raw in zip(standard.candidates, raw.candidates, strict=True):
         t_std = standard.trajectory(c_std.trajectory_id)
         t_raw = raw.trajectory(c_raw.trajectory_id)
-        for p, q in zip(c_std.probes, c_raw.probes, strict=True):
-            assert t_std.sessions[p.session_index] == t_raw.sessions[q.session_index]
-            assert p.time_ms == q.time_ms
-        for u, v in zip(c_std.turns, c_raw.turns, strict=True):
-            assert t_std.sessions[u.session_index] == t_raw.sessions[v.session_index]
+
+        pairs = [
+            (p.session_index, q.session_index)
+            for p, q in zip(c_std.probes, c_raw.probes, strict=True)
+        ]
+        pairs += [
+            (u.session_index, v.session_index)
+            for u, v in zip(c_std.turns, c_raw.turns, strict=True)
+        ]
+        assert len(pairs) == len(c_std.probes) + len(c_std.turns)
+        for a, b in pairs:
+            x, y = t_std.sessions[a], t_raw.sessions[b]
+            assert (x.start_ms, x.end_ms, x.video, x.render) == (
+                y.start_ms, y.end_ms, y.video, y.render,
+            ) and not y.intervening  # fmt: skip
+        assert [p.time_ms for p in c_std.probes] == [q.time_ms for q in c_raw.probes]
     # EA replays start at the selected session two back and play what lies between.
     for trajectory in raw.trajectories:
         for segment in plan_trajectory(raw, trajectory, can_import=True):
@@ -199,6 +218,10 @@ def test_each_organisation_runs_and_the_report_names_it(tiny: Path, tmp_path: Pa
     assert families["raw-lifelong"] == families["apmbench"]
     # Raw Lifelong plays more video: the storage per hour of a frame archive differs.
     assert reports["raw-lifelong"]["storage"] != reports["apmbench"]["storage"]
+    # Oracle plays no whole trajectory: no Storage/hr (a red team's cheater kept nothing in
+    # a main pass that asked nothing, 1.37 KiB/hr against frame-archive's 72.03 MiB/hr).
+    assert reports["oracle"]["storage"]["storage_per_hour_bytes"] is None  # type: ignore[index]
+    assert reports["apmbench"]["storage"]["storage_per_hour_bytes"]  # type: ignore[index]
     # Organisations are not compared with each other unless told.
     both = CliRunner().invoke(
         main, ["compare", str(tmp_path / "apmbench"), str(tmp_path / "oracle"),

@@ -86,3 +86,31 @@ def test_a_system_keeping_state_between_steps_is_refused_it_or_flagged(
     report = _evaluate(tiny, tmp_path / "reset", "--variant", "per-step", "--persistence", "reset")
     assert max(_counts(tmp_path / "reset")) > 10
     assert "rests on the system's own Reset" in report
+
+
+SMUGGLER = "helpers.per_step_smuggler:Smuggler"
+
+
+@pytest.mark.slow
+def test_the_context_carries_no_memory_the_system_writes_into_a_tracker(
+    tiny: Path, tmp_path: Path
+) -> None:
+    """A red team carried the whole clip's frame count across per-step processes in an
+    extra argument of a tracker, which the next step's context showed back (30 frames on
+    tiny). A start takes exactly its `name` and state or location now, each at most
+    MAX_ARGUMENT_CHARS: the smuggler's starts are invalid calls and no count passes 10."""
+    out = tmp_path / "smuggler"
+    done = CliRunner().invoke(
+        main, ["evaluate", "--benchmark", "proactegomem", "--dataset", str(tiny), "--system",
+               SMUGGLER, "--variant", "per-step", "--out", str(out)],
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    counts = []
+    for line in (out / "instances.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row.get("role") == "step" and row.get("level") == "intervention":
+            counts.append(int(re.search(r"seen (\d+)", row["raw_output"]).group(1)))  # type: ignore[union-attr]
+            assert all(a.get("valid") is False for a in row["actions"] if "memo" in str(a))
+    assert counts and max(counts) <= 10, max(counts)
+    report = json.loads((out / "report.json").read_text())
+    assert report["levels"]["intervention"]["invalid_calls"] > 0

@@ -191,8 +191,13 @@ def _raw_lifelong(
         ]
         sessions = sorted([*t.sessions, *extra], key=lambda s: s.start_ms)
         _check_between(t, sessions, where)
-        out.append(replace(t, sessions=tuple(sessions)))
         moved[t.trajectory_id] = [sessions.index(s) for s in t.sessions]
+        # On the wire every recording is named by its place alone: ids that told the
+        # selected sessions from the added ones would tell a system which recordings no
+        # question will ever ask about (it could keep nothing of them, for a lower
+        # Storage/hr at no cost).
+        named = [replace(s, session_id=f"L{k + 1:03d}") for k, s in enumerate(sessions)]
+        out.append(replace(t, sessions=tuple(named)))
     return tuple(out), [_moved(c, moved[c.trajectory_id]) for c in candidates]
 
 

@@ -139,8 +139,7 @@ def plan_trajectory(dataset: Dataset, trajectory: Trajectory, can_import: bool) 
     last = len(trajectory.sessions) - 1
     forks = {c.candidate_id: spec(c.task).fork for c in candidates}
     if dataset.organisation == organisation.ORACLE:
-        # Every candidate (every probe, where the task forks per probe) alone; the main
-        # pass asks nothing and still measures what the system keeps.
+        # Every candidate (every probe, where the task forks per probe) alone.
         forks = {
             cid: (f if f in (Fork.PER_PROBE, Fork.RECENT_SESSIONS) else Fork.PER_CANDIDATE)
             for cid, f in forks.items()
@@ -165,6 +164,11 @@ def plan_trajectory(dataset: Dataset, trajectory: Trajectory, can_import: bool) 
         )
     ]
     oracle = dataset.organisation == organisation.ORACLE
+    if oracle:
+        # No main pass: one that asks nothing would measure a Storage/hr no answer rests on
+        # (a system can tell it from the replays, whole sessions against evidence spans, and
+        # keep nothing there), so an Oracle run reports none.
+        segments = []
     for c in candidates:
         if forks[c.candidate_id] is Fork.PER_CANDIDATE:
             if oracle:

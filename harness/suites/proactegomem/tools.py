@@ -189,9 +189,20 @@ class ToolState:
             action["arguments"] = args
             if name == start:
                 key = argument_key(self.task)
+                wanted = {"name", key} if key else {"name"}
+                needs = f"`name` and `{key}`" if key else "`name`"
                 if not _text(args.get("name")) or (key and not _text(args.get(key))):
-                    needs = f"`name` and `{key}`" if key else "`name`"
                     problem = f"{start} needs string arguments {needs}"
+                elif set(args) != wanted or any(
+                    len(str(args[k])) > MAX_ARGUMENT_CHARS for k in wanted
+                ):
+                    # What a start keeps is shown back in every later step's context: an
+                    # extra or long argument would be a memory the system writes for itself
+                    # (the per-step condition's promise is 10 frames and the context).
+                    problem = (
+                        f"{start} takes exactly {needs}, each at most {MAX_ARGUMENT_CHARS} "
+                        "characters"
+                    )
                 elif self.task == "IC" and self.active:
                     # The paper's IC keeps a single recording, which is why its stop has no id.
                     problem = f"{start}: a recording is already active; call {stop} first"
@@ -271,6 +282,9 @@ def replay(
 
 WINDOW = 10
 """Frames a step's window lists (section 5.2: the 10 most recent)."""
+MAX_ARGUMENT_CHARS = 80
+"""A tracker's name and its state or location, at most: an object name and a short state,
+as the paper's tools take them (a longer one is an invalid call)."""
 PER_STEP = "per-step"
 """`evaluate --variant per-step`: the paper's condition, each step given only its window."""
 
