@@ -282,9 +282,13 @@ def replay(
 
 WINDOW = 10
 """Frames a step's window lists (section 5.2: the 10 most recent)."""
-MAX_ARGUMENT_CHARS = 80
+MAX_ARGUMENT_CHARS = 120
 """A tracker's name and its state or location, at most: an object name and a short state,
-as the paper's tools take them (a longer one is an invalid call)."""
+as the paper's tools take them, with room to spare (a longer one is an invalid call). It
+bounds what a per-step system can write itself in an open tracker's arguments; a red
+team's spammer naming every object word of the synthetic clips (93 characters) stays
+valid, so the headline's defence against it (F1 charges every false tracker) still
+shows (test_proactegomem_suite)."""
 PER_STEP = "per-step"
 """`evaluate --variant per-step`: the paper's condition, each step given only its window."""
 
