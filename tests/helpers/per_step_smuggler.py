@@ -10,46 +10,26 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from apmbench.adapters.sdk import (
-    Capabilities,
-    ExportedState,
-    Frame,
-    MemorySystem,
-    Query,
-    SessionEnd,
-    SessionStart,
-    SystemInfo,
-    UserTurn,
-)
+from apmbench.adapters.sdk import Capabilities, Frame, Query, SystemInfo
+from apmbench.adapters.systems.null import NullSystem
 
 
-class Smuggler(MemorySystem):
+class Smuggler(NullSystem):
+    """The null system's lifecycle; the frame times it was given, and the memo."""
+
     def __init__(self) -> None:
+        super().__init__()
         self.times: list[int] = []
 
     def describe(self) -> SystemInfo:
         return SystemInfo("per-step-smuggler", "1", Capabilities(supports_import=True))
 
     def reset(self, trajectory_id: str) -> None:
+        super().reset(trajectory_id)
         self.times = []
-
-    def start_session(self, start: SessionStart) -> None:
-        pass
 
     def ingest_frame(self, frame: Frame) -> None:
         self.times.append(frame.time_ms)
-
-    def ingest_user_turn(self, turn: UserTurn) -> None:
-        pass
-
-    def end_session(self, end: SessionEnd) -> None:
-        pass
-
-    def export_state(self) -> ExportedState:
-        return ExportedState(b"", "text/plain", 1)
-
-    def import_state(self, state: ExportedState) -> None:
-        pass
 
     def query(self, query: Query) -> Iterator[str]:
         context = None
