@@ -21,7 +21,7 @@ import difflib
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import Generic, TypeVar, cast
 
 from apmbench.adapters.sdk.errors import ApmbenchError
 
@@ -60,7 +60,7 @@ class Registry(Generic[T]):
         self,
         kind: str,
         builtins: Mapping[str, str],
-        base: type[Any] | str,
+        base: type[object] | str,
         *,
         classes: bool = True,
         error: type[ApmbenchError] = RegistryError,
@@ -149,10 +149,10 @@ class Registry(Generic[T]):
         self._check(obj, what, target)
         return cast(T, obj)
 
-    def _base_class(self) -> type[Any]:
+    def _base_class(self) -> type[object]:
         if isinstance(self._base, str):
             module_name, _, attr = self._base.partition(":")
-            self._base = cast(type[Any], getattr(importlib.import_module(module_name), attr))
+            self._base = cast(type[object], getattr(importlib.import_module(module_name), attr))
         return self._base
 
     def _check(self, obj: object, what: str, target: str) -> None:

@@ -287,7 +287,7 @@ def save_safetensors(tensors: dict[str, torch.Tensor], metadata: dict[str, str])
     return len(text).to_bytes(8, "little") + text + b"".join(payload)
 
 
-def torch_uint8() -> Any:
+def torch_uint8() -> torch.dtype:
     import torch
 
     return torch.uint8

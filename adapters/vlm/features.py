@@ -8,8 +8,6 @@ a question be compared with frames without a separate retrieval model.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 import torch
@@ -24,7 +22,7 @@ Vector = npt.NDArray[np.float32]
 class Embedder:
     def __init__(self, qwen: QwenVL) -> None:
         self.qwen = qwen
-        self.model: Any = qwen.model
+        self.model = qwen.model
 
     def frame(self, frame: Frame) -> Vector:
         """The pooled visual embedding of one frame (repeated to fill a temporal patch)."""
@@ -51,7 +49,7 @@ class Embedder:
         return unit(embedded[0].float().mean(dim=0).cpu().numpy())
 
 
-def unit(vector: npt.NDArray[Any]) -> Vector:
+def unit(vector: npt.ArrayLike) -> Vector:
     """`vector` scaled to length 1 (a zero vector stays zero), as float32."""
     v = np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(v))

@@ -26,7 +26,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import transformers
@@ -94,7 +93,7 @@ class KvCacheModel:
 
     def __init__(self, qwen: QwenVL) -> None:
         self.qwen = qwen
-        self.model: Any = qwen.model
+        self.model = qwen.model
         self.shape = kv_shape(qwen)
         self.eos_ids = _eos_ids(qwen)
         # transformers 5 renamed `past_key_values` to `cache`; take what this version has.
@@ -103,7 +102,7 @@ class KvCacheModel:
 
     # -- ingest ----------------------------------------------------------------
 
-    def block_inputs(self, frames: Sequence[Frame], origin_ms: int) -> dict[str, Any]:
+    def block_inputs(self, frames: Sequence[Frame], origin_ms: int) -> dict[str, torch.Tensor]:
         """Token ids and video patches of one block: the clip as the chat template expands it."""
         q = self.qwen
         seconds = [(f.time_ms - origin_ms) / 1000 for f in frames]
@@ -118,7 +117,7 @@ class KvCacheModel:
         else:
             text = START + VIDEO * clip.tokens(merge) + END
         ids = q.tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
-        inputs: dict[str, Any] = {
+        inputs: dict[str, torch.Tensor] = {
             "input_ids": ids,
             "mm_token_type_ids": torch.where(ids == q.video_token_id, VIDEO_TYPE, TEXT_TYPE).to(
                 torch.int32
@@ -163,7 +162,7 @@ class KvCacheModel:
             int(positions.max()) + 1,
         )
 
-    def cache(self, blocks: Sequence[KvBlock]) -> Any:
+    def cache(self, blocks: Sequence[KvBlock]) -> transformers.DynamicCache:
         """A DynamicCache holding `blocks` one after another, on the model's device."""
         if not blocks:
             return transformers.DynamicCache(config=self.model.config)

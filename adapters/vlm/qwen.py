@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -48,7 +47,9 @@ class _Stop(transformers.StoppingCriteria):  # type: ignore[misc]
         self.event = event
         self.fired = False  # logged, so a test can assert on the event rather than a count
 
-    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> object:
+    def __call__(
+        self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: object
+    ) -> torch.Tensor:
         self.fired = self.fired or self.event.is_set()
         return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool)
 
@@ -64,7 +65,7 @@ class _Pieces:
         self.error: BaseException | None = None
         self._ended = False
 
-    def put(self, value: Any) -> None:
+    def put(self, value: torch.Tensor) -> None:
         if not self.prompt_seen:  # the first call carries the prompt
             self.prompt_seen = True
             return
@@ -106,10 +107,10 @@ class QwenVL(VideoLanguageModel):
         transformers.utils.logging.disable_progress_bar()
         placement = {"device_map": {"": self.device}} if self.device.startswith("cuda") else {}
         try:
-            self.tokenizer: Any = transformers.AutoTokenizer.from_pretrained(
-                path, local_files_only=True
+            self.tokenizer: transformers.PreTrainedTokenizerBase = (
+                transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
             )
-            self.model: Any = model_class.from_pretrained(
+            self.model: transformers.PreTrainedModel = model_class.from_pretrained(
                 path, local_files_only=True, dtype=self.dtype, **placement
             )
         except (OSError, ValueError) as e:
@@ -218,13 +219,13 @@ class QwenVL(VideoLanguageModel):
             out.append(rest)
         return "".join(out)
 
-    def encode(self, prompt: Prompt) -> dict[str, Any]:
+    def encode(self, prompt: Prompt) -> dict[str, torch.Tensor]:
         """The model's inputs for `prompt`, on the model's device."""
         prepared = self._prepare(prompt)
         text = self.render(prompt, prepared)
         ids = self.tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
         kinds = torch.where(ids == self.video_token_id, VIDEO_TYPE, TEXT_TYPE).to(torch.int32)
-        inputs: dict[str, Any] = {
+        inputs: dict[str, torch.Tensor] = {
             "input_ids": ids,
             "attention_mask": torch.ones_like(ids),
             "mm_token_type_ids": kinds,
@@ -275,7 +276,7 @@ class QwenVL(VideoLanguageModel):
             self._raise(pieces.error, prompt_tokens)
 
     def _generate(
-        self, inputs: dict[str, object], max_new_tokens: int, pieces: _Pieces, stop: _Stop
+        self, inputs: dict[str, torch.Tensor], max_new_tokens: int, pieces: _Pieces, stop: _Stop
     ) -> None:
         options: dict[str, object] = {
             "max_new_tokens": max_new_tokens,
@@ -323,13 +324,13 @@ def _device(wanted: str) -> str:
     return "cpu"
 
 
-def _dtype(wanted: str, device: str) -> Any:
+def _dtype(wanted: str, device: str) -> torch.dtype:
     if wanted == "auto":
         return torch.bfloat16 if device.startswith("cuda") else torch.float32
     return getattr(torch, wanted)
 
 
-def _chat_template(tokenizer: Any, path: Path) -> str:
+def _chat_template(tokenizer: transformers.PreTrainedTokenizerBase, path: Path) -> str:
     """The tokenizer's chat template, else the processor's (chat_template.json / .jinja)."""
     template = getattr(tokenizer, "chat_template", None)
     if isinstance(template, str) and template:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import io
 import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
-from apmbench.adapters.sdk.types import StateManifest, SystemInfo
+from apmbench.adapters.sdk.types import Query, StateManifest, SystemInfo
 from apmbench.harness.check.verdicts import NotApplicable
-from apmbench.harness.protocol.client import SystemClient
+from apmbench.harness.protocol.client import QueryResult, SystemClient
 from apmbench.harness.runtimes.base import Runtime
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 LARGE_STATE_BYTES = 64 << 20
 
@@ -41,9 +44,13 @@ class _Chunks(io.BytesIO):
         super().__init__()
         self.sizes: list[int] = []
 
-    def write(self, data: Any, /) -> int:
-        self.sizes.append(len(data))
+    def write(self, data: ReadableBuffer, /) -> int:
+        self.sizes.append(memoryview(data).nbytes)  # len(data) for the bytes the client writes
         return super().write(data)
+
+
+Memo = TypedDict("Memo", {"probe-answers": list[tuple[Query, QueryResult]]}, total=False)
+"""What several checks read, computed once: the probe queries and their answers."""
 
 
 class CheckContext:
@@ -53,7 +60,7 @@ class CheckContext:
         self.settings = settings
         self.described: SystemInfo | None = None
         """Describe's answer once the version check accepted it; None before or when refused."""
-        self.memo: dict[str, Any] = {}
+        self.memo: Memo = {}
         """Results that several checks read (e.g. the probe answers), computed once."""
         self._ids = itertools.count(1)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from apmbench.harness.check.rules import RULES, Rule
 from apmbench.harness.check.verdicts import Outcome, Passed
@@ -57,9 +57,9 @@ class CheckResult:
     reason: str
     hint: str = ""
     seconds: float = 0.0
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, object] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "name": self.name,
             "outcome": self.outcome.value,
@@ -75,7 +75,7 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class CheckReport:
-    target: dict[str, Any]
+    target: dict[str, object]
     """What was checked: runtime facts and, when it answered, the system's Describe."""
     results: tuple[CheckResult, ...]
     seconds: float
@@ -91,7 +91,7 @@ class CheckReport:
     def counts(self) -> dict[str, int]:
         return {o.value: sum(r.outcome is o for r in self.results) for o in Outcome}
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "format": "apmbench-check",
             "format_version": 1,

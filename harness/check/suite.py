@@ -31,10 +31,8 @@ from apmbench.harness.check.model import Check, CheckReport, CheckResult
 from apmbench.harness.check.rules import RULES, Rule
 from apmbench.harness.check.verdicts import CheckError, Outcome
 from apmbench.harness.errors import ConfigError, WireRuleError
-from apmbench.harness.protocol.client import SystemClient
 from apmbench.harness.protocol.describe import describe_info
 from apmbench.harness.runtimes.base import Runtime
-from apmbench.harness.runtimes.endpoint import EndpointRuntime
 
 # Order matters: Describe first (later checks need it), the cancellation check
 # after the others that need a responsive server, the slow ones last.
@@ -76,21 +74,6 @@ def select(only: Iterable[str] = (), skip: Iterable[str] = (), quick: bool = Fal
     return chosen
 
 
-def _start(runtime: Runtime) -> SystemClient:
-    """Start the server; an endpoint without a health service is still checked (health fails)."""
-    if isinstance(runtime, EndpointRuntime):
-        client = SystemClient(runtime.address, runtime.deadlines)
-        try:
-            client.wait_serving(runtime.startup_timeout_s)
-        except errors.Unimplemented:
-            pass
-        except errors.Unavailable:
-            client.close()
-            raise
-        return client
-    return runtime.start()
-
-
 def _unexpected(error: errors.ProtocolError) -> tuple[str, str]:
     code = wire.status_of(error).name
     return (
@@ -116,7 +99,9 @@ def run_suite(
         on_result(result)
 
     try:
-        client = _start(runtime)
+        # A server someone else runs is checked even without a health service (that check
+        # fails), as its runtime connects to it.
+        client = runtime.start_for_check()
     except (errors.ProtocolError, ApmbenchError) as e:
         if isinstance(e, ConfigError):
             raise
@@ -159,8 +144,6 @@ def run_suite(
         add(CheckResult(c.name, outcome, rule, reason, hint, time.perf_counter() - t0, details))
         if lost:
             gone = _recover(ctx, c.name)
-    if isinstance(runtime, EndpointRuntime):
-        ctx.client.close()  # ours (see _start); the other runtimes close theirs on stop()
     return CheckReport(_target(runtime, ctx), tuple(results), time.perf_counter() - started)
 
 

@@ -25,7 +25,7 @@ from apmbench.harness.commands.limits import DEADLINE_OPTIONS, deadline_options
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.docker.cli_options import container_options
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # imported lazily below, so `apmbench-grpc --help` stays fast
     from rich.text import Text
 
     from apmbench.harness.check.model import Check, CheckReport
+    from apmbench.harness.runtimes import RuntimeSpec
 
 
 @command()
@@ -144,19 +145,19 @@ def check(
         checks = select(only, skip, quick)
     except ConfigError as e:
         raise click.UsageError(str(e)) from e
-    spec = RuntimeSpec(
-        system,
-        endpoint,
-        image,
-        container,
-        sandbox,
-        process_env,
-        command=command,
-        sandbox_net=sandbox_net,
-        start=start_mode,
-    )
-    out = out or Path("runs") / f"check-{spec.label}"
     try:
+        spec = runtime_spec(
+            system=system,
+            endpoint=endpoint,
+            image=image,
+            command=command,
+            container=container,
+            sandbox=sandbox,
+            sandbox_net=sandbox_net,
+            env=process_env,
+            start=start_mode,
+        )
+        out = out or Path("runs") / f"check-{spec.label}"
         with stop_signals_interrupt():
             report = _run(spec, checks, out, deadlines, startup_timeout)
     except ConfigError as e:

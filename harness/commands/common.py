@@ -6,7 +6,6 @@ import functools
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any
 
 import click
 from rich.console import Console
@@ -41,7 +40,7 @@ def stoppable(command: Callable[..., object]) -> Callable[..., object]:
     that arrives outside the run itself (preparing a dataset) exits with its code too."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> object:
+    def wrapper(*args: object, **kwargs: object) -> object:
         try:
             with stop_signals_interrupt():
                 return command(*args, **kwargs)
@@ -64,7 +63,7 @@ def start_option(command: Callable[..., object]) -> Callable[..., object]:
     `check`, so a method author can check the start path a run will use."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> object:
+    def wrapper(*args: object, **kwargs: object) -> object:
         if kwargs["start_mode"] == "template" and kwargs.get("system") is None:
             raise click.UsageError("--start template: only for --system (a sandboxed process)")
         return command(*args, **kwargs)
@@ -89,12 +88,13 @@ def process_options(command: Callable[..., object]) -> Callable[..., object]:
     `--image`, handed to the process instead when there is no image."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> object:
+    def wrapper(*args: object, **kwargs: object) -> object:
         no_sandbox = kwargs.pop("no_sandbox")
         sandbox_net = kwargs.pop("sandbox_net")
         if no_sandbox and sandbox_net:
             raise click.UsageError("--sandbox-net relaxes the sandbox; --no-sandbox drops it")
-        process_env: tuple[str, ...] = ()
+        # click's tuple of NAME[=VALUE] strings, handed on as it is.
+        process_env: object = ()
         if kwargs.get("image") is None:
             process_env, kwargs["container_env"] = kwargs["container_env"], ()
         elif no_sandbox:

@@ -7,7 +7,6 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,11 +60,19 @@ from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.reports.confinement import persistence, storage_verified
 from apmbench.harness.run.executor import Persistence
+from apmbench.harness.run.live import DEFAULT_BUFFER_S, LiveSettings
 from apmbench.harness.run.manifest import load as load_manifest
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.docker.cli_options import container_options
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
-from apmbench.harness.suites import BUILTIN, DEFAULT, get_suite, suite_of_dataset, withheld
+from apmbench.harness.suites import (
+    BUILTIN,
+    DEFAULT,
+    datasets,
+    get_suite,
+    suite_of_dataset,
+    withheld,
+)
 from apmbench.harness.wording import counted
 
 SEED_LIMIT = 2**63
@@ -97,6 +104,11 @@ if TYPE_CHECKING:
         ),
     ),
     ("Frames", "how the video is sent", ("--fps", "--max-side", "--encoding")),
+    (
+        "Live play",
+        "on the video's clock instead of an offline replay (docs/live.md)",
+        ("--live", "--speed", "--live-buffer"),
+    ),
     (
         "Persistence & starts",
         "what crosses a session gap, and how restarted systems start",
@@ -302,6 +314,30 @@ if TYPE_CHECKING:
     "value given here stands for the GPU's memory too.",
 )
 @click.option(
+    "--live",
+    is_flag=True,
+    help="Play each session on the video's clock: frames, user turns and questions are "
+    "offered at their times whether or not the system has finished what it was given; a "
+    "question's latency runs from its time, frames waiting past --live-buffer are dropped. "
+    "Session gaps, exports and imports happen between sessions as in a replay. The report "
+    "says 'live at X' and compare keeps live and offline runs apart.",
+)
+@click.option(
+    "--speed",
+    type=float,
+    default=None,
+    metavar="X",
+    help="With --live: seconds of video per second of wall time (default 1: real time).",
+)
+@click.option(
+    "--live-buffer",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="With --live: frames waiting for the system beyond this much video are dropped, "
+    "the oldest first, as a camera's ring buffer overwrites them (default 1).",
+)
+@click.option(
     "--fork-snapshots",
     is_flag=True,
     help="In restart mode, with a system declaring resumes_sessions (R14): start each fork "
@@ -360,6 +396,9 @@ def settings_of(
     no_spare: bool,
     start_mode: str,
     fork_snapshots: bool,
+    live: bool,
+    speed: float | None,
+    live_buffer: float | None,
     spare_memory: str | None,
     image: str | None,
     container: ContainerSettings,
@@ -400,29 +439,62 @@ def settings_of(
         raise click.UsageError("--ray-address: only with --backend ray")
     if fps <= 0:
         raise click.BadParameter("must be positive", param_hint="--fps")
-    spec = RuntimeSpec(
-        system=system,
-        endpoint=endpoint,
-        image=image,
-        container=container,
-        sandbox=sandbox,
-        env=process_env,
-        command=command,
-        sandbox_net=sandbox_net,
-        max_log_bytes=caps.max_log_bytes,
-        spare=not no_spare,
-        start=start_mode,
-        spare_budget=_spare_budget(spare_memory),
-        runtime=runtime,
-        runtime_options=_key_values(runtime_option),
-    )
+    if not live and (speed is not None or live_buffer is not None):
+        raise click.UsageError("--speed and --live-buffer: only with --live")
+    try:
+        played = (
+            LiveSettings(
+                speed=1.0 if speed is None else speed,
+                buffer_s=DEFAULT_BUFFER_S if live_buffer is None else live_buffer,
+            )
+            if live
+            else None
+        )
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from e
+    if live and audit:
+        raise click.UsageError(
+            "--live and --audit: the audits re-ask questions off the clock; audit an offline run"
+        )
+    if live and fork_snapshots:
+        raise click.UsageError(
+            "--live plays every session from its start on the clock: drop --fork-snapshots"
+        )
+    embedded = all(x is None for x in (system, endpoint, image, command, runtime))
+    options = _key_values(runtime_option)
+    budget = _spare_budget(spare_memory)
+    try:
+        # The runtimes package maps the options to a runtime: with none named, each
+        # reference system runs as --system NAME would.
+        specs = tuple(
+            runtime_spec(
+                system=name,
+                endpoint=endpoint,
+                image=image,
+                command=command,
+                runtime=runtime,
+                runtime_options=options,
+                container=container,
+                sandbox=sandbox,
+                sandbox_net=sandbox_net,
+                env=process_env,
+                start=start_mode,
+                max_log_bytes=caps.max_log_bytes,
+                spare=not no_spare,
+                spare_budget=budget,
+            )
+            for name in (compared_systems() if embedded else [system])
+        )
+    except ConfigError as e:
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
+        sys.exit(EXIT_USAGE)
     return EvaluateSettings(
         dataset=dataset,
         benchmark=benchmark,
         synthetic=synthetic,
         seed=seed,
-        runtime=spec,
-        embedded=all(x is None for x in (system, endpoint, image, command, runtime)),
+        runtimes=specs,
+        embedded=embedded,
         persistence=Persistence(persistence) if persistence else None,
         out=out,
         resume=resume,
@@ -437,6 +509,7 @@ def settings_of(
         judge=judge,
         fork_snapshots=fork_snapshots,
         variant=variant,
+        live=played,
     )
 
 
@@ -476,19 +549,17 @@ def run_settings(s: EvaluateSettings) -> None:
         )
     if s.embedded and withheld.is_public(dataset):
         raise click.UsageError("a public part is evaluated one system at a time: give --system")
-    systems: list[str | None] = list(compared_systems()) if s.embedded else [s.runtime.system]
     base = s.out or Path("runs") / dataset.name
     judge = dict(s.judge)
     judge["judge"] = resolve_auto(judge["judge"], lambda: has_reference_judge(suite, dataset))
     judge_settings = judge_config(**judge)
     results = []
-    demo = _DemoLog(len(systems)) if s.embedded else None
+    demo = _DemoLog(len(s.runtimes)) if s.embedded else None
     if demo is not None:
         demo.left_out(suite.name)
-    for number, name in enumerate(systems, 1):
+    for number, spec in enumerate(s.runtimes, 1):
         if demo is not None:
-            demo.started(name, number)
-        spec = replace(s.runtime, system=name)
+            demo.started(spec.name, number)
         opts = EvaluateOptions(
             dataset=dataset,
             out=(base / spec.label) if s.embedded or s.out is None else s.out,
@@ -507,13 +578,16 @@ def run_settings(s: EvaluateSettings) -> None:
             synthetic=origin,
             resume_forks=s.fork_snapshots,
             variant=s.variant,
+            live=s.live,
         )
         results.append(_run(opts, quiet=s.embedded, judge_optional=s.judge_optional, ray=s.ray))
         if demo is not None:
-            demo.finished(name, number, suite.headline(results[-1].report))
+            demo.finished(spec.name, number, suite.report_format().headline(results[-1].report))
     if s.embedded:
         wide = Console(width=120)
-        for table in suite.summary_tables([r.report for r in results], [str(n) for n in systems]):
+        for table in suite.report_format().summary_tables(
+            [r.report for r in results], [spec.name for spec in s.runtimes]
+        ):
             wide.print(table)
         click.echo("run directories: " + ", ".join(str(r.run_dir) for r in results))
         click.echo("reports: " + ", ".join(str(r.run_dir / "report.html") for r in results))
@@ -536,11 +610,11 @@ class _DemoLog:
         for name, why in left_out(benchmark).items():
             self.log.info("system not run", system=name, why=why)
 
-    def started(self, name: str | None, number: int) -> None:
+    def started(self, name: str, number: int) -> None:
         self.system_began = time.monotonic()
         self.log.info("system started", system=name, system_number=f"{number}/{self.total}")
 
-    def finished(self, name: str | None, number: int, headline: Headline) -> None:
+    def finished(self, name: str, number: int, headline: Headline) -> None:
         from apmbench.harness.run.progress_log import eta_s
 
         now = time.monotonic()
@@ -615,13 +689,13 @@ def _seed(seed: int | None, resume: bool, out: Path | None) -> tuple[int, bool]:
 def _synthetic(benchmark: str | None, preset: str, seed: int) -> tuple[OpaqueSuite, Path]:
     try:
         suite = get_suite(benchmark or DEFAULT)
-        suite.check_preset(preset)
+        datasets.check_preset(suite, preset)
         log = logs.get("evaluate")
         began = time.monotonic()
         if not console.is_terminal:  # a terminal shows the status line instead
             log.info("preparing the synthetic benchmark", benchmark=suite.name, preset=preset)
         with console.status(f"preparing the synthetic {preset} benchmark (seed {seed})"):
-            dataset = suite.synthetic(preset, seed)
+            dataset = datasets.synthetic(suite, preset, seed)
         log.info(
             "synthetic benchmark ready",
             benchmark=suite.name,
@@ -712,7 +786,7 @@ def _run(
     if not quiet:
         click.echo(shown.plain((result.run_dir / "report.md").read_text()))
         click.echo(f"run directory: {result.run_dir}")
-    manifest = load_manifest(result.run_dir / "manifest.json")
+    manifest = result.manifest
     if not storage_verified(manifest):
         console.print(
             f"[yellow]warning:[/yellow] Storage/hr is unverified under persistence "

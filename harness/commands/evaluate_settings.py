@@ -12,6 +12,7 @@ from apmbench.harness.commands.limits import Caps
 from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.run.executor import Persistence
+from apmbench.harness.run.live import LiveSettings
 from apmbench.harness.runtimes import RuntimeSpec
 
 if TYPE_CHECKING:
@@ -29,8 +30,8 @@ class EvaluateSettings:
     benchmark: str | None
     synthetic: str | None
     seed: int | None
-    runtime: RuntimeSpec
-    """The runtime as given; with no system named, each compared system in turn fills it."""
+    runtimes: tuple[RuntimeSpec, ...]
+    """The runtime as given; with no system named, one per reference system, in turn."""
     embedded: bool
     """No system named: every reference system runs, and a comparison table follows."""
     persistence: Persistence | None
@@ -49,3 +50,10 @@ class EvaluateSettings:
     fork_snapshots: bool = False
     variant: str | None = None
     """`--variant`: one of the suite's conditions instead of its own (None: its own)."""
+    live: LiveSettings | None = None
+    """`--live`: play each session on the video's clock (None: an offline replay)."""
+
+    @property
+    def runtime(self) -> RuntimeSpec:
+        """The runtime as given (with no system named, the first reference system's)."""
+        return self.runtimes[0]

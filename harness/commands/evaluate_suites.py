@@ -33,7 +33,7 @@ from apmbench.harness.commands.evaluate_settings import EvaluateSettings
 from apmbench.harness.commands.judge_options import EXIT_JUDGE_UNREACHABLE
 from apmbench.harness.errors import ConfigError, RunDirError
 from apmbench.harness.run.records import RunDir
-from apmbench.harness.suites import BUILTIN, SUITE_REGISTRY, get_suite
+from apmbench.harness.suites import BUILTIN, SUITE_REGISTRY, datasets, get_suite
 
 ALL = "all"
 """`--benchmark all`: the built-in suites (a plugin's suite joins by being named in a list)."""
@@ -127,11 +127,11 @@ def _refuse_what_differs(s: EvaluateSettings, names: Sequence[str], out: Path) -
     for name in names:
         suite = get_suite(name)
         try:
-            suite.check_fps(s.frames.fps)
+            datasets.check_fps(suite, s.frames.fps)
         except ConfigError as e:
             raise click.UsageError(f"--fps does not suit {name}: {e}") from e
         try:
-            suite.check_preset(preset)
+            datasets.check_preset(suite, preset)
         except ConfigError as e:
             raise click.UsageError(f"--synthetic does not suit {name}: {e}") from e
     if RunDir(out).holds_run():

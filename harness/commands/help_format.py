@@ -10,10 +10,15 @@ codes (FORCE_COLOR or NO_COLOR decide as usual). Errors keep click's own one-lin
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 
 import click
 import rich_click
+
+if TYPE_CHECKING:
+    from rich.markdown import Markdown
+    from rich.style import StyleType
+    from rich.text import Text
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -31,7 +36,7 @@ HELP_CONFIG: dict[str, object] = {
 
 
 class _Formatter(rich_click.RichHelpFormatter):
-    def rich_text(self, text: Any, style: Any = "") -> Any:
+    def rich_text(self, text: str | Text | Markdown, style: StyleType = "") -> Text | Markdown:
         # rich-click dedents each piece of a help text again, though the docstring was
         # dedented whole: a paragraph of examples that ends a help would lose its indent.
         if isinstance(text, str):
@@ -59,8 +64,9 @@ class Command(rich_click.RichCommand):
         settings.setdefault("rich_help_config", HELP_CONFIG)
         super().__init__(*args, **kwargs)
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:
-        return click.Command.main(self, *args, **kwargs)
+    # click's own main, not rich-click's (which boxes the errors): the same function, so
+    # its signature and overloads are click's too.
+    main = click.Command.main
 
 
 class Group(rich_click.RichGroup):
@@ -74,11 +80,21 @@ class Group(rich_click.RichGroup):
         settings.setdefault("rich_help_config", HELP_CONFIG)
         super().__init__(*args, **kwargs)
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:
-        return click.Group.main(self, *args, **kwargs)
+    main = click.Group.main
 
 
-def command(**attrs: Any) -> Callable[[Callable[..., object]], Command]:
+class CommandAttrs(TypedDict, total=False):
+    """What `command` hands on to `click.command`: the settings of a command's own."""
+
+    name: str
+    help: str
+    short_help: str
+    epilog: str
+    hidden: bool
+    no_args_is_help: bool
+
+
+def command(**attrs: Unpack[CommandAttrs]) -> Callable[[Callable[..., object]], Command]:
     """`@click.command()` for this CLI: the sections `sections` declared become panels."""
     made: Callable[[Callable[..., object]], Command] = rich_click.command(cls=Command, **attrs)
     return made

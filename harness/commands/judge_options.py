@@ -10,6 +10,7 @@ import click
 
 from apmbench.harness.errors import ConfigError, DatasetError
 from apmbench.harness.scoring.judge.config import JudgeConfig, parse_judge_spec
+from apmbench.harness.suites import base
 from apmbench.harness.wording import counted
 
 if TYPE_CHECKING:
@@ -188,7 +189,7 @@ def has_reference_judge(suite: OpaqueSuite, dataset: Path) -> bool:
     """Whether `suite` has a synthetic reference judge for `dataset` (its own built-in
     synthetic benchmark, or the private part of one)."""
     try:
-        suite.reference_judge(dataset).close()
+        base.reference_judge(suite, dataset).close()
     except (ConfigError, DatasetError):
         return False
     return True

@@ -24,7 +24,7 @@ from apmbench.harness.commands.judge_options import (
 )
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
-from apmbench.harness.suites import withheld
+from apmbench.harness.suites import base, withheld
 
 
 @command()
@@ -100,7 +100,7 @@ def score(
             )
         judge["judge"] = resolve_auto(judge["judge"], lambda: has_reference_judge(suite, data.root))
         config = judge_config(recorded_judge(manifest), **judge)
-        backend = open_judge(config, lambda: suite.reference_judge(data.root))
+        backend = open_judge(config, lambda: base.reference_judge(suite, data.root))
         try:
             report = score_run(records.RunDir(run_dir), suite, data, config, backend)
         finally:
@@ -154,7 +154,7 @@ def _score_blind(
             labels,
             out,
             config,
-            lambda suite, data: open_judge(config, lambda: suite.reference_judge(data.root)),
+            lambda suite, data: open_judge(config, lambda: base.reference_judge(suite, data.root)),
         )
     except (DatasetError, ConfigError, RunDirError) as e:
         console.print(f"[red]error:[/red] {shown.markup(e)}")

@@ -14,7 +14,7 @@ from apmbench.harness.commands.common import EXIT_USAGE, checked_benchmark, cons
 from apmbench.harness.commands.help_format import command
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError
-from apmbench.harness.suites import BUILTIN, DEFAULT, get_suite
+from apmbench.harness.suites import BUILTIN, DEFAULT, datasets, get_suite
 
 SEED_LIMIT = 2**63
 """Drawn seeds lie below this (as `evaluate --synthetic`'s): too many to try one by one."""
@@ -69,7 +69,7 @@ def synth(benchmark: str, preset: str, seed: int | None, out: Path) -> None:
     drawn = seed is None
     chosen = secrets.randbelow(SEED_LIMIT) if seed is None else seed
     try:
-        counts = get_suite(benchmark).write_synthetic(preset, chosen, out)
+        counts = datasets.write_synthetic(get_suite(benchmark), preset, chosen, out)
         mark_seed(out, drawn)
     except ConfigError as e:
         console.print(f"[red]error:[/red] {shown.markup(e)}")

@@ -16,10 +16,14 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from av.container import InputContainer
+    from av.video.stream import VideoStream
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,9 @@ def pts_limit(offset_ms: int, time_base: Fraction) -> int:
     return (offset_ms * time_base.denominator) // (1000 * time_base.numerator)
 
 
-def read_index(container: Any, stream: Any, last_limit: int) -> PacketIndex | None:
+def read_index(
+    container: InputContainer, stream: VideoStream, last_limit: int
+) -> PacketIndex | None:
     """Demux `stream` (no decoding) up to the last packet that can matter for `last_limit`.
 
     None when the index cannot prove anything: a packet without a timestamp

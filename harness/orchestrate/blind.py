@@ -32,7 +32,7 @@ from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.run.plan import Ask
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
-from apmbench.harness.suites import get_suite, suite_of_dataset, withheld
+from apmbench.harness.suites import base, datasets, get_suite, suite_of_dataset, withheld
 from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
 
 PREDICTIONS_NAME = "predictions.json"
@@ -88,11 +88,11 @@ def split_dataset(
         raise DatasetError("--public and --private must be different directories")
     _empty_or_new(Path(public), "--public")
     _empty_or_new(Path(private), "--private")
-    original = suite.load(root)  # refuse a broken dataset before writing anything
+    original = datasets.load(suite, root)  # refuse a broken dataset before writing anything
     try:
-        suite.split(root, public, private)
-        shown = suite.load(public)
-        labels = suite.load_labels(private)
+        datasets.split(suite, root, public, private)
+        shown = datasets.load(suite, public)
+        labels = datasets.load_labels(suite, private)
     except BaseException:
         shutil.rmtree(public, ignore_errors=True)
         shutil.rmtree(private, ignore_errors=True)
@@ -102,7 +102,7 @@ def split_dataset(
         t.trajectory_id for t in labels.trajectories
     ] != ids:
         raise DatasetError(f"the {suite.title} split lost trajectories of {root}")
-    renamed = suite.blind_instance_ids(shown, labels)
+    renamed = suite.dataset_format().blind_instance_ids(shown, labels)
     if renamed:
         records.atomic_write(Path(private) / INSTANCE_IDS, records.dump(renamed))
     record: SplitRecord = {
@@ -118,10 +118,10 @@ def split_dataset(
 
 
 def _graded_keys(suite: OpaqueSuite, dataset: SuiteDataset, row: Mapping[str, object]) -> set[str]:
-    item = suite.item_of(dataset, str(row["instance_id"]))
+    item = base.item_of(suite, dataset, str(row["instance_id"]))
     if item is None:
         return set()
-    graded: Mapping[str, object] = suite.grade(item, str(row.get("raw_output") or ""))
+    graded: Mapping[str, object] = suite.grading().grade(item, str(row.get("raw_output") or ""))
     return set(graded.keys())
 
 
@@ -346,7 +346,7 @@ def score_predictions(
     labels = read_labels(private)
     check_match(predictions, labels)
     suite = get_suite(str(labels["benchmark"]))
-    dataset = suite.load_labels(private)
+    dataset = datasets.load_labels(suite, private)
     run = records.RunDir(out)
     if run.holds_run() or (out.exists() and any(out.iterdir())):
         raise RunDirError(f"{out} exists and is not empty: choose another --out")
@@ -368,7 +368,9 @@ def score_predictions(
     if missing:
         raise RunDirError(f"the predictions hold no record of trajectories {', '.join(missing)}")
     blind = labelled_fields(
-        suite, suite.planned_blind(dataset), bool(caps.get("supports_import", True))
+        suite,
+        suite.dataset_format().planned_blind(dataset),
+        bool(caps.get("supports_import", True)),
     )
     check_exactly_the_plan(
         by_id, blind, dataset, {labelled: public for public, labelled in renamed.items()}

@@ -26,7 +26,7 @@ from apmbench.harness.reports.tradeoff_plot import Point, plot_tradeoff
 from apmbench.harness.run import records
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import load as load_manifest
-from apmbench.harness.suites import DEFAULT, get_suite
+from apmbench.harness.suites import DEFAULT, base, get_suite
 from apmbench.harness.suites.base import ComparedRun, OpaqueSuite, plotted
 
 
@@ -84,6 +84,10 @@ def labelled(runs: Sequence[Run], cell: Callable[[str], str]) -> list[Run]:
     ]
 
 
+def _played(speed: float | None) -> str:
+    return "replayed offline" if speed is None else f"played live at {speed:g}x"
+
+
 def mismatches(runs: Sequence[Run]) -> list[str]:
     """Every reason the runs are not comparable; empty when they are."""
     problems: list[str] = []
@@ -97,6 +101,11 @@ def mismatches(runs: Sequence[Run]) -> list[str]:
             problems.append(
                 f"{run.root} was made on dataset {str(run.record.dataset_hash)[:12]}..., "
                 f"{first.root} on {str(first.record.dataset_hash)[:12]}..."
+            )
+        if run.record.live_speed != first.record.live_speed:
+            problems.append(
+                f"{run.root} was {_played(run.record.live_speed)}, "
+                f"{first.root} {_played(first.record.live_speed)}"
             )
         if run.signature != first.signature:
             problems.append(
@@ -127,7 +136,7 @@ def score_differences(runs: Sequence[Run], suite: OpaqueSuite) -> list[Differenc
     """Every number of the headline tables (`Suite.leaderboard_rows`, the tables `compare`
     and the leaderboard show) whose value is not the same in every run, latency aside: two
     runs never take the same time, so a latency cell would make no pair identical."""
-    rows = [suite.leaderboard_rows(r.report, r.manifest) for r in runs]
+    rows = [base.leaderboard_rows(suite, r.report, r.manifest) for r in runs]
     found: list[Difference] = []
     for t, first in enumerate(rows[0]):
         for c, column in enumerate(first.header):
@@ -181,14 +190,15 @@ def write_comparison(
     out.mkdir(parents=True, exist_ok=True)
     suite = suite_of_runs(runs)
     compared = [ComparedRun(r.root, r.label, r.manifest, r.report) for r in runs]
-    data: dict[str, object] = dict(suite.comparison(compared))
+    form = suite.report_format()
+    data: dict[str, object] = dict(form.comparison(compared))
     plot = plotted(data)
     plot["notes"] += [f"compared despite: {m}" for m in mismatched]
     points: list[Point] = []
     for run, row in zip(runs, plot["runs"], strict=True):
         if row["plot_y"] is None:
             continue
-        headline = suite.headline(run.report)
+        headline = form.headline(run.report)
         if headline.ttft_mean_s is None:
             plot["notes"].append(f"{row['label']} is not plotted: no query produced output")
             continue
@@ -199,7 +209,8 @@ def write_comparison(
         )
     plot_path = out / "tradeoff.png"
     plot_tradeoff(points, plot["plot_y_label"] or "no common utility score", plot_path)
-    suite.write_plots(data, out)
+    if form.write_plots is not None:
+        form.write_plots(data, out)
     # Each run's identity and confinement, as at the top of its own report (reports/head.py).
     data["headers"] = {run.label: header(run.report, run.manifest) for run in runs}
     head = [
@@ -209,7 +220,7 @@ def write_comparison(
     differences = score_differences(runs, suite)
     data["differences"] = [asdict(d) for d in differences]
     records.atomic_write(out / "compare.json", records.dump(data))
-    markdown = suite.render_comparison(compared, data, plot_path.name)
+    markdown = form.render_comparison(compared, data, plot_path.name)
     # Labels are escaped cells already (load_runs); the rest are the harness's own words.
     agreement = "\n".join(agreement_lines(runs, differences))
     markdown = f"{markdown.rstrip()}\n\n## Agreement\n\n{agreement}\n"

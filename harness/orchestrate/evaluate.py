@@ -34,7 +34,7 @@ from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.media.timeline import Trajectory
 from apmbench.harness.orchestrate.scoring import score_run, scoring_record
 from apmbench.harness.orchestrate.shards import Shard, ShardRunDir, selected
-from apmbench.harness.protocol.client import Deadlines, SystemClient
+from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.protocol.describe import describe_info
 from apmbench.harness.reports.head import RunFacts
 from apmbench.harness.run import records
@@ -46,6 +46,7 @@ from apmbench.harness.run.audits.persistence import (
 from apmbench.harness.run.audits.queries import TrajectoryAudit
 from apmbench.harness.run.audits.settings import AuditSettings
 from apmbench.harness.run.audits.summary import audit_headline
+from apmbench.harness.run.connection import Connection
 from apmbench.harness.run.executor import (
     DEFAULT_MAX_STATE_BYTES,
     DEFAULT_MAX_WORK_BYTES,
@@ -55,13 +56,14 @@ from apmbench.harness.run.executor import (
     check_settings,
     forks_resume,
 )
+from apmbench.harness.run.live import LiveSettings
+from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.progress_log import Progress
 from apmbench.harness.run.push_cuts import PushCuts
-from apmbench.harness.runtimes import Runtime, RuntimeSpec, make_runtime
-from apmbench.harness.runtimes.sandbox import resume_facts
+from apmbench.harness.runtimes import Runtime, RuntimeSpec, make_runtime, resume_facts
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig, open_judge
-from apmbench.harness.suites import suite_of_dataset, withheld
-from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset, load_as
+from apmbench.harness.suites import base, datasets, suite_of_dataset, withheld
+from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ class EvaluateOptions:
     """The built-in generator's preset and seed, when the dataset is synthetic."""
     variant: str | None = None
     """One of the suite's `variants` to play the dataset in; None: the suite's own."""
+    live: LiveSettings | None = None
+    """`--live`: play each session on the video's clock; None: an offline replay."""
     resume_forks: bool = False
     """Forks from mid-session snapshots where the system allows (R14, `--fork-snapshots`);
     False (the default): replays, whose timing announces no question (see RunSettings)."""
@@ -115,6 +119,8 @@ class Evaluation:
     run_dir: Path
     report: RunFacts
     """report.json; empty for a run on a public part (its labels are elsewhere)."""
+    manifest: Manifest
+    """manifest.json as the run finished it, for whoever presents the result."""
 
 
 @dataclass
@@ -125,16 +131,23 @@ class Prepared:
     suite: OpaqueSuite
     dataset: SuiteDataset
     run: records.RunDir
-    runtime: Runtime
-    client: SystemClient
-    """The current connection; replaced whenever the runtime restarts the system."""
-    info: SystemInfo
+    system: Connection
+    """The runtime and its current start (a restart replaces the client there)."""
     settings: RunSettings
     judge: ChatBackend | None
     rerun: frozenset[str]
     """Trajectories the audit reruns in restart mode."""
     start_s: float = 0.0
     """The first start's time, launch to SERVING (the projected cost uses it)."""
+
+    @property
+    def runtime(self) -> Runtime:
+        return self.system.runtime
+
+    @property
+    def info(self) -> SystemInfo:
+        """What the system's Describe said."""
+        return self.system.info
 
     def todo(self) -> list[Trajectory]:
         return [
@@ -154,17 +167,6 @@ def _host() -> dict[str, Any]:
     }
 
 
-def _system_spec(spec: RuntimeSpec, runtime: Runtime) -> str | None:
-    """What --resume must find unchanged; an image by its id too, so a rebuilt image under
-    the same tag is a different system."""
-    if spec.image is not None:
-        image = runtime.describe()["image"]
-        # A runtime with an image describes it as an object with its id (DockerRuntime).
-        assert isinstance(image, dict)
-        return f"{spec.image} ({image['id']})"
-    return spec.system or spec.command or spec.endpoint
-
-
 def _manifest(p: Prepared) -> dict[str, Any]:
     opts, dataset = p.opts, p.dataset
     runtime = p.runtime.describe()
@@ -176,7 +178,8 @@ def _manifest(p: Prepared) -> dict[str, Any]:
         # a command by its executable or script) beside the name its Describe gives.
         "system_name": {"harness": opts.runtime.name, "described": p.info.name},
         "system": describe_info(p.info),
-        "system_spec": _system_spec(opts.runtime, p.runtime),
+        # What --resume must find unchanged of the system, as its runtime says.
+        "system_spec": opts.runtime.system_spec(p.runtime),
         "runtime": runtime,
         "confinement": resume_facts(runtime),
         "dataset": {
@@ -207,8 +210,8 @@ def _shard_entry(p: Prepared) -> dict[str, Any]:
 def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
     """Start the system and ready the run directory; the system stops on leaving."""
     suite = suite_of_dataset(opts.dataset, opts.benchmark)
-    suite.check_fps(opts.frames.fps)
-    dataset = load_as(suite, opts.dataset, opts.variant)
+    datasets.check_fps(suite, opts.frames.fps)
+    dataset = datasets.load(suite, opts.dataset, opts.variant)
     run = (
         records.RunDir(opts.out)
         if opts.shard is None
@@ -218,7 +221,7 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
     )
     run.check_usable(opts.resume)
     # Opened before the system starts, so a judge that cannot work stops the run at once.
-    judge = open_judge(opts.judge, lambda: suite.reference_judge(dataset.root))
+    judge = open_judge(opts.judge, lambda: base.reference_judge(suite, dataset.root))
     try:
         runtime = make_runtime(
             opts.runtime,
@@ -243,6 +246,7 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
                 max_work_bytes=opts.max_work_bytes,
                 push=opts.push,
                 resume_forks=opts.resume_forks,
+                live=opts.live,
             )
             check_settings(settings, info, rt)
             if persistence is Persistence.RESTART:
@@ -251,8 +255,8 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
             ids = [t.trajectory_id for t in dataset.trajectories]
             rerun = sampled_trajectories(opts.audit, ids) if opts.audit is not None else set()
             prepared = Prepared(
-                opts, suite, dataset, run, rt, client, info, settings, judge, frozenset(rerun),
-                start_s,
+                opts, suite, dataset, run, Connection(rt, client, info), settings, judge,
+                frozenset(rerun), start_s,
             )  # fmt: skip
             run.prepare(_manifest(prepared), opts.resume)
             yield prepared
@@ -275,9 +279,7 @@ def run_trajectory(
         why_not = caching_obstacle(p.settings, p.info)
         audit = TrajectoryAudit.plan(p.opts.audit, tid, segments, why_not)
     runner = TrajectoryRunner(
-        p.runtime,
-        p.client,
-        p.info,
+        p.system,
         trajectory,
         p.settings,
         p.run.work_dir(tid),
@@ -286,15 +288,12 @@ def run_trajectory(
         produce=produce,
     )
     record = runner.run(segments)
-    p.client = runner.client
     if audit is not None:
-        p.client = finish_trajectory(
+        finish_trajectory(
             audit,
             record,
             rerun=tid in p.rerun,
-            runtime=p.runtime,
-            client=p.client,
-            info=p.info,
+            system=p.system,
             trajectory=trajectory,
             settings=p.settings,
             segments=segments,
@@ -336,16 +335,20 @@ def finish(p: Prepared, progress: Progress) -> Evaluation:
     if p.opts.shard is not None:  # scored once, by `merge`, from all the parts
         if p.judge is not None:
             p.judge.close()
-        p.run.update_manifest(finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
-        return Evaluation(p.run.root, {})
+        done = p.run.update_manifest(
+            finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        )
+        return Evaluation(p.run.root, {}, done)
     if withheld.is_public(p.dataset.root):  # no labels here: predictions, scored elsewhere
         from apmbench.harness.orchestrate.blind import write_predictions
 
         if p.judge is not None:
             p.judge.close()
         write_predictions(p.run, p.suite, p.dataset)
-        p.run.update_manifest(finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
-        return Evaluation(p.run.root, {})
+        done = p.run.update_manifest(
+            finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        )
+        return Evaluation(p.run.root, {}, done)
     try:
         report = score_run(p.run, p.suite, p.dataset, p.opts.judge, p.judge, progress.judged)
     finally:
@@ -353,13 +356,13 @@ def finish(p: Prepared, progress: Progress) -> Evaluation:
             p.judge.close()
     finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     if "audit" in report:
-        p.run.update_manifest(finished_at=finished, audit=audit_headline(report["audit"]))
+        done = p.run.update_manifest(finished_at=finished, audit=audit_headline(report["audit"]))
     else:
-        p.run.update_manifest(finished_at=finished)
+        done = p.run.update_manifest(finished_at=finished)
     from apmbench.harness.orchestrate.html.view import VIEW_NAME, write_view
 
     write_view([p.run.root], p.run.root / VIEW_NAME)
-    return Evaluation(p.run.root, report)
+    return Evaluation(p.run.root, report, done)
 
 
 def _say_cost(p: Prepared, todo: list[Trajectory]) -> None:

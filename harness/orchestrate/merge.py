@@ -28,7 +28,7 @@ from apmbench.harness.run import records
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import merged as merged_manifest
 from apmbench.harness.scoring.judge import open_judge
-from apmbench.harness.suites import withheld
+from apmbench.harness.suites import base, withheld
 from apmbench.harness.wording import counted
 
 MERGE_KEYS = (
@@ -171,7 +171,7 @@ def merge(run_dirs: Sequence[Path], out: Path, dataset: Path | None = None) -> R
         run.update_manifest(finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
         return {}
     config = recorded_judge(first)
-    backend = open_judge(config, lambda: suite.reference_judge(data.root))
+    backend = open_judge(config, lambda: base.reference_judge(suite, data.root))
     try:
         report = score_run(run, suite, data, config, backend)
     finally:

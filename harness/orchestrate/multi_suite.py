@@ -65,7 +65,7 @@ def _row(run: SuiteRun) -> _Row:
         (loaded,) = load_runs([run.run_dir])
     except (RunDirError, OSError, ValueError):
         return _Row(run, suite.title, None, None)
-    return _Row(run, suite.title, loaded, suite.headline(loaded.report))
+    return _Row(run, suite.title, loaded, suite.report_format().headline(loaded.report))
 
 
 def _where(run: SuiteRun, out: Path) -> str:

@@ -28,8 +28,7 @@ from apmbench.harness.orchestrate.shards import Shard
 from apmbench.harness.run import records
 from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.run.progress_log import Progress
-from apmbench.harness.suites import suite_of_dataset
-from apmbench.harness.suites.base import load_as
+from apmbench.harness.suites import datasets, suite_of_dataset
 
 ATTEMPT_FILE = Path("logs") / "attempt.json"
 """In each part directory: the worker (host, pid) running the current attempt."""
@@ -88,7 +87,9 @@ def evaluate_ray(
             f"{parts} holds the parts of an earlier Ray run: pass --resume to keep its "
             "finished trajectories, or remove it"
         )
-    dataset = load_as(suite_of_dataset(opts.dataset, opts.benchmark), opts.dataset, opts.variant)
+    dataset = datasets.load(
+        suite_of_dataset(opts.dataset, opts.benchmark), opts.dataset, opts.variant
+    )
     ids = [t.trajectory_id for t in dataset.trajectories]
     done = {tid for tid in ids if (parts / tid / "shards").is_dir() and _finished(parts / tid)}
     progress.trajectories(len(ids), len(done))
@@ -111,9 +112,11 @@ def evaluate_ray(
     report = merge([parts / tid for tid in ids], opts.out)
     # Which attempt of each task finished, where: a retried trajectory shows attempt > 1.
     tasks = {tid: json.loads((parts / tid / ATTEMPT_FILE).read_text()) for tid in ids}
-    records.RunDir(opts.out).update_manifest(ray={"tasks": tasks, "max_retries": max_retries})
+    finished = records.RunDir(opts.out).update_manifest(
+        ray={"tasks": tasks, "max_retries": max_retries}
+    )
     shutil.rmtree(parts, ignore_errors=True)
-    return Evaluation(opts.out, report)
+    return Evaluation(opts.out, report, finished)
 
 
 def _finished(part: Path) -> bool:

@@ -17,27 +17,24 @@ from typing import TypedDict
 
 from apmbench.harness.errors import DatasetError, RunDirError
 from apmbench.harness.json_types import JSON, JsonObject
-from apmbench.harness.reports.confinement import mounted_into_system
-from apmbench.harness.reports.head import RunFacts, head_lines, header, with_head
-from apmbench.harness.reports.system_text import md_document
-from apmbench.harness.run import records
+from apmbench.harness.reports.assemble import run_markdown, run_report
+from apmbench.harness.reports.head import RunFacts
+from apmbench.harness.run import live, records
 from apmbench.harness.run.audits.persistence import compare_answers
 from apmbench.harness.run.audits.summary import audit_summary
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import load as load_manifest
-from apmbench.harness.runtimes.sandbox import confinement
 from apmbench.harness.scoring.answers import FAILURE, REPAIRED
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
 from apmbench.harness.scoring.judge.cache import ReplyCache
 from apmbench.harness.scoring.judge.judging import judge_requests
-from apmbench.harness.suites import DEFAULT, get_suite
+from apmbench.harness.suites import DEFAULT, base, datasets, get_suite
 from apmbench.harness.suites.base import (
     MutableRow,
     OpaqueSuite,
     ScoringRecord,
     ScoringSignature,
     SuiteDataset,
-    load_as,
 )
 
 CACHE_DIR_NAME = "judge-cache"
@@ -49,6 +46,11 @@ class JudgeCalls(TypedDict):
     requests: int
     model_calls: int
     cache_hits: int
+
+
+def _templates_sha256(suite: OpaqueSuite) -> str | None:
+    judging = suite.grading().judging
+    return None if judging is None else judging.templates_sha256()
 
 
 def scoring_record(
@@ -65,7 +67,7 @@ def scoring_record(
         "scoring_schema": suite.scoring_schema,
         "judge": judge,
         "judge_attempts": config.attempts if backend is not None else None,
-        "judge_templates_sha256": (suite.judge_templates_sha256() if backend is not None else None),
+        "judge_templates_sha256": _templates_sha256(suite) if backend is not None else None,
     }
     if config.strict_answers:
         signature["strict_answers"] = True
@@ -102,7 +104,7 @@ def dataset_for_run(
         raise DatasetError(
             f"the run's dataset {path} is missing: pass --dataset DIR pointing at a copy of it"
         )
-    dataset = load_as(suite, path, record.variant)
+    dataset = datasets.load(suite, path, record.variant)
     if dataset.content_hash != record.dataset_hash:
         raise DatasetError(
             f"the dataset at {path} has hash {dataset.content_hash[:12]}..., but the run was made "
@@ -160,7 +162,7 @@ def _graded(
     instance_id, raw = row.get("instance_id"), row.get("raw_output")
     if not isinstance(instance_id, str) or not isinstance(raw, str):
         raise RunDirError(f"{where} holds a record without an instance id or a raw output")
-    item = suite.item_of(dataset, instance_id)
+    item = base.item_of(suite, dataset, instance_id)
     if item is None:
         raise RunDirError(f"{where}: instance {instance_id!r} is not in the dataset")
     graded: MutableRow = {**row, **strictly(suite, item, raw, strict)}
@@ -175,11 +177,12 @@ def time_to_answer(suite: OpaqueSuite, item: object, row: Mapping[str, object]) 
     raw, chars, arrivals = row.get("raw_output"), row.get("piece_chars"), row.get("arrivals_s")
     if not isinstance(raw, str) or not isinstance(chars, list) or not isinstance(arrivals, list):
         return None
+    grading = suite.grading()
     return answered_at(
         raw,
         [int(c) for c in chars],
         [float(a) for a in arrivals],
-        lambda text: suite.answer_key(suite.grade(item, text)),
+        lambda text: grading.answer_key(grading.grade(item, text)),
     )
 
 
@@ -208,11 +211,12 @@ STRICT_REASON = "needed repair, counted as a format failure (--strict-answers)"
 def strictly(suite: OpaqueSuite, item: object, raw: str, strict: bool) -> Mapping[str, object]:
     """The suite's grade of `raw`; with `strict`, an answer read only by repair is graded as
     the suite grades an empty answer (its own failure record), saying why."""
-    graded = suite.grade(item, raw)
+    grading = suite.grading()
+    graded = grading.grade(item, raw)
     if not strict or graded.get("format") != REPAIRED:
         return graded
     reason = f"{STRICT_REASON}; repaired: {graded.get('format_reason') or 'read by repair'}"
-    return {**suite.grade(item, ""), "format": FAILURE, "format_reason": reason}
+    return {**grading.grade(item, ""), "format": FAILURE, "format_reason": reason}
 
 
 def judge_instances(
@@ -225,8 +229,9 @@ def judge_instances(
     on_judged: Callable[[int, int], None] = lambda done, total: None,
 ) -> JudgeCalls:
     """Ask the judge what the suite needs judged and hand the outcomes back; call statistics."""
-    requests = suite.judge_requests(dataset, instances)
-    if backend is None or not requests:
+    judging = suite.grading().judging
+    requests = [] if judging is None else judging.requests(dataset, instances)
+    if backend is None or judging is None or not requests:
         return {"requests": 0, "model_calls": 0, "cache_hits": 0}
     # A deterministic judge that costs nothing is asked again rather than trusted from a
     # cache anyone with the run directory can edit.
@@ -247,7 +252,7 @@ def judge_instances(
         concurrency=config.concurrency,
         on_done=progress,
     )
-    suite.apply_verdicts(instances, outcomes)
+    judging.apply(instances, outcomes)
     return {
         "requests": len(requests),
         "model_calls": backend.calls - calls_before,
@@ -269,32 +274,24 @@ def score_run(
     instances = [row for rec in recs for row in rec["instances"]]
     sessions = [s for rec in recs for s in rec["sessions"]]
     calls = judge_instances(instances, suite, dataset, config, backend, cache_dir, on_judged)
-    scoring = scoring_record(suite, config, backend, load_manifest(run.manifest_path).variant)
+    recorded = load_manifest(run.manifest_path)
+    scoring = scoring_record(suite, config, backend, recorded.variant)
     records.atomic_write(run.root / "instances.jsonl", records.jsonl(instances))
     records.atomic_write(run.root / "sessions.jsonl", records.jsonl(sessions))
     # The report holds only what determines the numbers, so equal runs give equal
     # reports; when and how cheaply it was scored goes to the manifest.
-    # The suite's own report type; this pipeline adds what every report holds (RunFacts).
-    report: RunFacts = suite.score(instances, sessions, scoring)
-    audits = audit_summary(recs)
-    if audits is not None:  # `evaluate --audit`: what the audits saw, flag by flag
-        report["audit"] = audits
-    run.update_manifest(
+    form = suite.report_format()
+    body: RunFacts = form.score(instances, sessions, scoring)
+    manifest = run.update_manifest(
         scoring={
             **scoring,
             "judge_calls": calls,
             "scored_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
     )
-    manifest = load_manifest(run.manifest_path)
-    mounted = mounted_into_system(manifest)
-    if mounted:  # the user's --mount: host paths the system could read, beside the numbers
-        report["mounted_into_system"] = mounted
-    if (sandbox := confinement(manifest.runtime)) is not None:
-        report["sandbox"] = sandbox
-    # The pipeline, not the suite, states the run's identity and confinement (reports/head.py).
-    report["header"] = header(report, manifest)
+    played = [s for rec in recs for s in rec.get("live", [])]
+    report = run_report(body, manifest, audit_summary(recs), live.summarize(played, instances))
     records.atomic_write(run.root / "report.json", records.dump(report))
-    markdown = with_head(suite.render(report, manifest.raw), head_lines(report, manifest))
-    records.atomic_write(run.root / "report.md", md_document(markdown))
+    text = run_markdown(form.render(report, manifest.raw), report, manifest)
+    records.atomic_write(run.root / "report.md", text)
     return report

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar, TypeVar, cast
+from typing import BinaryIO, ClassVar, TypeVar, cast
 
 import grpc
 from google.protobuf import descriptor_pb2
@@ -317,7 +317,11 @@ class SystemClient:
             message = pb.StreamItem(user_turn=pb.UserTurn(time_ms=time_ms, text="hello"))
         elif what == "turn-of-unknown-kind":
             # A value no minor version of the protocol has: counts as no kind (R10).
-            turn = pb.UserTurn(time_ms=time_ms, kind=cast(Any, UNKNOWN_ENUM_VALUE), text="hi")
+            turn = pb.UserTurn(
+                time_ms=time_ms,
+                kind=cast("pb.UserTurnKind.ValueType", UNKNOWN_ENUM_VALUE),
+                text="hi",
+            )
             message = pb.StreamItem(user_turn=turn)
         elif what == "frame-without-encoding":
             frame = pb.Frame(time_ms=time_ms, width=2, height=2, data=bytes(12))
@@ -336,7 +340,11 @@ class SystemClient:
         """`query` sent with QUERY_KIND_UNSPECIFIED, or with `unknown` a kind no version of
         the protocol has (rule R10); returns the text, if any."""
         request = wire.query_to_pb(query)
-        request.kind = cast(Any, UNKNOWN_ENUM_VALUE) if unknown else pb.QUERY_KIND_UNSPECIFIED
+        request.kind = (
+            cast("pb.QueryKind.ValueType", UNKNOWN_ENUM_VALUE)
+            if unknown
+            else pb.QUERY_KIND_UNSPECIFIED
+        )
 
         def run() -> str:
             call = self._stub.Query(request, timeout=self.deadlines.query)
@@ -375,8 +383,9 @@ class SystemClient:
                     arrivals.append(time.perf_counter() - started)
                     pieces.append(chunk.text)
                     if cancel_after is not None and len(pieces) >= cancel_after:
-                        # A stream call is also a grpc.Call; the stubs type it as an iterator.
-                        cast(Any, call).cancel()
+                        # A stream call is also a grpc.Call and a grpc.Future; the stubs type
+                        # it as an iterator (and Call's cancel without types: Future's has).
+                        cast("grpc.Future[object]", call).cancel()
                         return
 
         self._call("Query", run)
@@ -423,7 +432,7 @@ class SystemClient:
                 return read(iter(call))
             finally:
                 # A refused stream is not read to its end; the server need not send the rest.
-                cast(Any, call).cancel()
+                cast("grpc.Future[object]", call).cancel()
 
         def read(stream: Iterator[pb.StateChunk]) -> StateManifest:
             first = next(stream, None)
@@ -544,7 +553,9 @@ class SystemClient:
         name: str = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
         return name
 
-    def _reflect(self, request: reflection_pb2.ServerReflectionRequest, version: str) -> Any:
+    def _reflect(
+        self, request: reflection_pb2.ServerReflectionRequest, version: str
+    ) -> reflection_pb2.ServerReflectionResponse:
         # v1 and v1alpha share their messages field for field; only the service name differs.
         info = self._channel.stream_stream(
             f"/{REFLECTION_SERVICES[version]}/ServerReflectionInfo",
@@ -552,7 +563,7 @@ class SystemClient:
             response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
         )
 
-        def ask() -> Any:
+        def ask() -> reflection_pb2.ServerReflectionResponse:
             for reply in info(iter([request]), timeout=self.deadlines.control):
                 if reply.HasField("error_response"):
                     raise errors.InvalidArgument(

@@ -11,7 +11,7 @@ reword them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from apmbench.harness.json_types import JsonObject
 from apmbench.harness.reports.confinement import (
@@ -22,7 +22,11 @@ from apmbench.harness.reports.confinement import (
 )
 from apmbench.harness.reports.format import dataset_line, flattened
 from apmbench.harness.reports.system_text import md_cell, md_code
+from apmbench.harness.run.live import LiveReport
 from apmbench.harness.run.manifest import Manifest
+
+if TYPE_CHECKING:
+    from apmbench.harness.runtimes.base import Confinement
 
 
 class DatasetIdentity(TypedDict):
@@ -43,6 +47,8 @@ class ReportHeader(TypedDict):
     """The suite's condition the run played (`evaluate --variant`); None: its own."""
     confined: bool | None
     notes: list[str]
+    live: NotRequired[float]
+    """The speed of a live run (`evaluate --live`); absent: an offline replay."""
 
 
 class RunFacts(TypedDict, total=False):
@@ -51,8 +57,10 @@ class RunFacts(TypedDict, total=False):
     Every suite's report type extends it."""
 
     audit: JsonObject
+    live: LiveReport
+    """`evaluate --live`: lag, latency from the question's time, drops and pacing."""
     mounted_into_system: list[str]
-    sandbox: JsonObject
+    sandbox: Confinement
     header: ReportHeader
 
 
@@ -71,7 +79,7 @@ def header(report: Mapping[str, Any], manifest: ManifestLike) -> ReportHeader:
     """report.json's `header`: the same facts as the head of report.md, as fields."""
     record = Manifest.of(manifest)
     sandbox = report.get("sandbox")
-    return {
+    head: ReportHeader = {
         "dataset": {"name": record.dataset_name, "hash": record.dataset_hash},
         "persistence": persistence(record),
         "storage_verified": storage_verified(record),
@@ -81,6 +89,9 @@ def header(report: Mapping[str, Any], manifest: ManifestLike) -> ReportHeader:
         "confined": None if sandbox is None else bool(sandbox.get("confined")),
         "notes": [line.replace("**", "") for line in confinement_lines(report, record) if line],
     }
+    if record.live_speed is not None:
+        head["live"] = record.live_speed
+    return head
 
 
 def answers_mode(manifest: ManifestLike) -> str:
@@ -91,8 +102,10 @@ def answers_mode(manifest: ManifestLike) -> str:
 
 
 def identity_line(manifest: ManifestLike) -> str:
-    variant = Manifest.of(manifest).variant
-    played = f"; variant `{md_code(variant)}`" if variant is not None else ""
+    record = Manifest.of(manifest)
+    played = f"; variant `{md_code(record.variant)}`" if record.variant is not None else ""
+    if record.live_speed is not None:
+        played += f"; **live at {record.live_speed:g}x** (not comparable with offline replays)"
     return (
         f"{dataset_line(manifest)}{played}; persistence `{md_code(persistence(manifest))}`; "
         f"judge {judge_label(manifest)}; answers `{answers_mode(manifest)}`."

@@ -42,6 +42,8 @@ from apmbench.harness.media.frames import FrameProducer, FrameSettings
 from apmbench.harness.media.timeline import Session, Trajectory, Turn
 from apmbench.harness.protocol import wire_rules
 from apmbench.harness.protocol.client import ByteLimit, QueryResult, SystemClient
+from apmbench.harness.run.connection import Connection
+from apmbench.harness.run.live import LiveFeed, LiveSession, LiveSettings
 from apmbench.harness.run.plan import Ask, AskState, Cut, Segment
 from apmbench.harness.run.push_cuts import PushCuts
 from apmbench.harness.run.records import SessionRecord, TrajectoryRecord
@@ -72,6 +74,9 @@ class RunSettings:
     """Exported state per snapshot at most (`--max-state-size`); None: no cap."""
     max_work_bytes: int | None = DEFAULT_MAX_WORK_BYTES
     """Snapshots of a trajectory on disk at once at most (`--max-work-size`); None: no cap."""
+    live: LiveSettings | None = None
+    """`evaluate --live`: play each session on the video's clock (harness/run/live.py);
+    None: an offline replay, each call sent when the one before returned."""
     resume_forks: bool = False
     """In `restart` mode, with a system declaring `resumes_sessions` (R14): start a fork in
     a fresh process from the main pass's snapshot taken just before the fork's first turn or
@@ -81,15 +86,27 @@ class RunSettings:
     (untimed) may then do the question's work: the leak that random push cuts close."""
 
     def as_dict(self) -> JsonObject:
+        fields = asdict(self)
+        del fields["live"]
         return {
-            **asdict(self),
+            **fields,
             "persistence": self.persistence.value,
             "frames": {**asdict(self.frames), "encoding": self.frames.encoding.value},
+            # Absent from an offline run's settings, as before live play existed.
+            **({} if self.live is None else {"live": asdict(self.live)}),
         }
 
 
 def check_settings(settings: RunSettings, info: SystemInfo, runtime: Runtime) -> None:
     """Refuse combinations that cannot work, before any work is done."""
+    if settings.live is not None and settings.resume_forks:
+        raise ConfigError(
+            "--live plays every session from its start on the clock: drop --fork-snapshots"
+        )
+    if settings.live is not None and settings.audit is not None:
+        raise ConfigError(
+            "--live and --audit: the audits re-ask questions off the clock; audit an offline run"
+        )
     if settings.persistence is not Persistence.TRUST and not info.capabilities.supports_import:
         raise ConfigError(
             f"system {info.name!r} cannot import state, so persistence "
@@ -193,9 +210,7 @@ class TrajectoryRunner:
 
     def __init__(
         self,
-        runtime: Runtime,
-        client: SystemClient,
-        info: SystemInfo,
+        system: Connection,
         trajectory: Trajectory,
         settings: RunSettings,
         work_dir: Path,
@@ -206,13 +221,13 @@ class TrajectoryRunner:
         self.produce = produce
         """What produces a session's frames for the frame cache (None: the harness's own
         threads; `evaluate` hands in its frame workers')."""
-        self.runtime = runtime
-        self.client = client
-        self.info = info
+        self.system = system
+        """The runtime and its current start, shared with the pipeline and the audits."""
+        self.info = system.info
         self.trajectory = trajectory
         self.settings = settings
         self.cutter = settings.push.cutter()
-        self.frames = frame_settings_for(settings.frames, info)
+        self.frames = frame_settings_for(settings.frames, system.info)
         self.work_dir = work_dir
         self.on_segment = on_segment
         self.auditor = auditor
@@ -239,13 +254,22 @@ class TrajectoryRunner:
         self.ask_states: dict[str, AskState] = {}
         # Forks that start mid-session (R14): where, the main pass's snapshots there, and
         # how many forks still need each.
-        self.resume = forks_resume(settings, info)
+        self.resume = forks_resume(settings, system.info)
         self.resume_at: dict[str, tuple[int, int]] = {}
         self.mid_snapshots: dict[tuple[int, int], _Snapshot] = {}
         self._mid_pending: Counter[tuple[int, int]] = Counter()
         self.forks_resumed = 0
         self.frames_skipped = 0
         """Frames forks did not replay because they started from a mid-session snapshot."""
+        self.live_sessions: list[LiveSession] = []
+        """Per session played live: what was offered, dropped, taken, and the pacing."""
+        self.feed: LiveFeed | None = None
+        """The live session being played (None: offline, or between sessions)."""
+
+    @property
+    def client(self) -> SystemClient:
+        """The current start's client (a restart replaces it)."""
+        return self.system.client
 
     # -- memory across gaps ------------------------------------------------------
 
@@ -296,7 +320,7 @@ class TrajectoryRunner:
         """Give the system exactly `snapshot` (or an empty memory) as the persistence mode says."""
         started = time.perf_counter()
         if self.settings.persistence is Persistence.RESTART:
-            self.client = self.runtime.restart()
+            self.system.restart()
             self.held_ms = None
         self.client.reset(self.trajectory.trajectory_id)
         if snapshot is not None:
@@ -342,7 +366,7 @@ class TrajectoryRunner:
             self._main_past.add(index)
             self._release(index)
         lookahead = [r["lookahead_s"] for r in self.instances]
-        return {
+        record: TrajectoryRecord = {
             "trajectory_id": self.trajectory.trajectory_id,
             "instances": sorted(self.instances, key=lambda r: (r["time_ms"], r["instance_id"])),
             "sessions": self.sessions,
@@ -352,6 +376,9 @@ class TrajectoryRunner:
                 "frames_not_replayed": self.frames_skipped,
             },
         }
+        if self.settings.live is not None:
+            record["live"] = self.live_sessions
+        return record
 
     def _run_segment(self, segment: Segment) -> None:
         """Replay the segment's sessions; in `restart` mode every start is a fresh process.
@@ -400,7 +427,8 @@ class TrajectoryRunner:
     def _frames_ready(self, index: int) -> None:
         """Have the session's frames produced before its replay starts (before the system's
         restart or Reset), so no push waits on production (see SessionFrames.ready)."""
-        if self.frame_cache is not None and self.settings.push.decoys:
+        if self.frame_cache is not None and (self.settings.push.decoys or self.settings.live):
+            # Live: decoded ahead of the clock, so no frame is offered late for want of it.
             self.frame_cache.ready(index, self.trajectory.sessions[index])
 
     def _play_session(
@@ -460,25 +488,49 @@ class TrajectoryRunner:
             # Nothing later than where the segment stops is pushed.
             given = [t for t in given if t.time_ms <= stop_at]
             cuts = [c for c in cuts if c.time_ms <= stop_at]
-        with contextlib.closing(source):
-            items = _merge(source, given, segment.asks_in(index), cuts)
-            for item in items:
-                while points and _past(item, points[0]):
-                    flush()
-                    self._export_mid(index, points.pop(0))
-                if isinstance(item, Ask):
-                    flush()
-                    self._dialogue(segment, item, ingest_s, session.start_ms)
-                    continue
-                if isinstance(item, Cut):
-                    flush()
-                    continue
-                batch.append(item)
-                if self.cutter.ends_after(len(batch)):
-                    flush()
-            flush()
-            for at in points:
-                self._export_mid(index, at)
+        if self.settings.live is not None:
+            with contextlib.closing(source):
+                items = _merge(source, given, segment.asks_in(index), cuts)
+                frames_before = frames
+                live = self.settings.live
+                with LiveFeed(items, live, live.max_waiting_frames(self.frames.fps)) as feed:
+                    self.feed = feed
+                    while (taken := feed.take()) is not None:
+                        for item in taken:
+                            if isinstance(item, Ask):
+                                flush()
+                                self._dialogue(segment, item, ingest_s, session.start_ms)
+                            elif isinstance(item, Cut):
+                                flush()
+                            else:
+                                batch.append(item)
+                        flush()
+                    self.feed = None
+                    for dropped in feed.dropped_asks:
+                        self._record_dropped(segment, dropped, session.start_ms)
+                    taken_frames = frames - frames_before
+                    played = feed.record(segment.name, index, time.monotonic(), taken_frames)
+                self.live_sessions.append(played)
+        else:
+            with contextlib.closing(source):
+                items = _merge(source, given, segment.asks_in(index), cuts)
+                for item in items:
+                    while points and _past(item, points[0]):
+                        flush()
+                        self._export_mid(index, points.pop(0))
+                    if isinstance(item, Ask):
+                        flush()
+                        self._dialogue(segment, item, ingest_s, session.start_ms)
+                        continue
+                    if isinstance(item, Cut):
+                        flush()
+                        continue
+                    batch.append(item)
+                    if self.cutter.ends_after(len(batch)):
+                        flush()
+                flush()
+                for at in points:
+                    self._export_mid(index, at)
         if stop_at is not None:
             return
         end_s = self.client.end_session(SessionEnd(session.session_id, session.end_ms))
@@ -536,11 +588,14 @@ class TrajectoryRunner:
                 query = state.render(current, query)
             if render is not None:
                 query = render(query)
+            sent_s = time.monotonic()
             if self.auditor is not None:
                 result = self.auditor.ask(self, segment, current, query)
             else:
                 result = self.client.query(query)
             record = self._record(segment, current, result, ingest_s, session_start_ms)
+            if self.feed is not None:
+                record.update(self._live_fields(segment, ask, sent_s, result))
             if state is not None:
                 state.update(current, record)
             follow = current.follow_up
@@ -590,6 +645,52 @@ class TrajectoryRunner:
         }
         self.instances.append(record)
         return record
+
+    def _live_fields(
+        self, segment: Segment, ask: Ask, sent_s: float, result: QueryResult
+    ) -> dict[str, object]:
+        """A live question's timing from when it was due (the dialogue's first round's
+        time): how far behind the clock it was sent, its latency, and the video time its
+        answer took effect at."""
+        assert self.feed is not None and self.settings.live is not None
+        lag = max(0.0, sent_s - self.feed.due_s(ask.time_ms))
+        total = lag + (result.total_s or 0.0)
+        effective_ms = ask.time_ms + round(total * self.settings.live.speed * 1000.0)
+        fields: dict[str, object] = {
+            "lag_s": round(lag, 6),
+            "live_ttft_s": None if result.ttft_s is None else round(lag + result.ttft_s, 6),
+            "live_total_s": round(total, 6),
+            "effective_ms": effective_ms,
+        }
+        if ask.periodic:
+            # Late: the answer took effect after the next step was due.
+            later = [a.time_ms for a in segment.asks if a.periodic and a.time_ms > ask.time_ms]
+            fields["late"] = bool(later) and effective_ms > min(later)
+        return fields
+
+    def _record_dropped(self, segment: Segment, ask: Ask, session_start_ms: int) -> None:
+        """A periodic question the live feed dropped for a newer one: never asked."""
+        self.instances.append(
+            {
+                "instance_id": ask.instance_id,
+                **ask.fields,
+                "pass": segment.kind,
+                "segment": segment.name,
+                "session_id": self.trajectory.sessions[ask.session_index].session_id,
+                "time_ms": ask.time_ms,
+                "raw_output": "",
+                "chunks": 0,
+                "ttft_s": None,
+                "total_s": None,
+                "prefix_s": (ask.time_ms - session_start_ms) / 1000.0,
+                "ingest_s": 0.0,
+                "rtf": None,
+                "lookahead_s": 0.0,
+                "piece_chars": [],
+                "arrivals_s": [],
+                "live_dropped": True,
+            }
+        )
 
 
 def _past(item: StreamItem | Ask | Cut, point_ms: int) -> bool:

@@ -224,6 +224,13 @@ class Manifest:
         return f"{self.system_name} (run as {self.run_as})"
 
     @property
+    def live_speed(self) -> float | None:
+        """The speed the run was played live at (`evaluate --live`); None: an offline
+        replay, as every run before live play."""
+        speed = _object(self.settings.get("live")).get("speed")
+        return float(speed) if isinstance(speed, int | float) else None
+
+    @property
     def spares_beside_live(self) -> bool:
         """Whether spare starts were loaded beside the live one (`restart` with spares, the
         default). A live start can hand memory to its loading spare through the page cache,

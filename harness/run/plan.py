@@ -52,6 +52,10 @@ class Ask:
     fields: Mapping[str, JSON]
     follow_up: FollowUp | None = None
     """The next round of this ask's dialogue, asked right after it when its condition holds."""
+    periodic: bool = False
+    """A decision asked at every step (ProactEgoMem's): in a live run, one still waiting
+    when the next falls due is dropped in its favour, and an answer that arrives after the
+    next is due is late (`evaluate --live`)."""
 
     def __post_init__(self) -> None:
         if self.follow_up is not None and self.follow_up.ask.time_ms != self.time_ms:

@@ -24,6 +24,7 @@ from typing import NotRequired, TypedDict
 
 from apmbench.harness.errors import RunDirError
 from apmbench.harness.json_types import JSON, JsonObject
+from apmbench.harness.run.live import LiveSession
 from apmbench.harness.run.manifest import Manifest, Synthetic
 from apmbench.harness.run.manifest import load as load_manifest
 
@@ -46,6 +47,15 @@ InstanceRow = TypedDict(
         "piece_chars": NotRequired[list[int]],
         "arrivals_s": NotRequired[list[float]],
         "time_to_answer_s": NotRequired[float | None],
+        # `evaluate --live` (harness/run/live.py): the question's lag and latency from the
+        # time it was due, the video time its answer took effect, and for a periodic one
+        # whether it was late or dropped for a newer one.
+        "lag_s": NotRequired[float],
+        "live_ttft_s": NotRequired[float | None],
+        "live_total_s": NotRequired[float],
+        "effective_ms": NotRequired[int],
+        "late": NotRequired[bool],
+        "live_dropped": NotRequired[bool],
     },
 )
 """The runner's fields of every instance row (`pass` is a keyword, hence this form); a
@@ -89,6 +99,9 @@ class TrajectoryRecord(TypedDict):
     forks: NotRequired[dict[str, int]]
     """How many forks started from a mid-session snapshot (R14), and the frames they
     therefore did not replay."""
+    live: NotRequired[list[LiveSession]]
+    """`evaluate --live`: per session played, what was offered, dropped and taken, and how
+    late the harness offered it against the clock."""
     audit: NotRequired[JsonObject]
 
 
@@ -252,6 +265,10 @@ class RunDir:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def update_manifest(self, **fields: object) -> None:
+    def update_manifest(self, **fields: object) -> Manifest:
+        """Set `fields` in manifest.json; returns the manifest as written, so the stage
+        that wrote it goes on without reading it back."""
         path = self.manifest_path
-        atomic_write(path, dump(load_manifest(path).with_fields(**fields)))
+        updated = load_manifest(path).with_fields(**fields)
+        atomic_write(path, dump(updated))
+        return Manifest.of(updated)

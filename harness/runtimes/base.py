@@ -2,9 +2,14 @@
 
 A runtime is one class deriving from `Runtime` plus its registration (a line
 in `runtimes/registry.py`, or an `apmbench_grpc.runtimes` entry point of an
-installed distribution). The class says how it is built from the command
-line (`from_spec`), which `--runtime-option KEY=VALUE` it takes (`options`),
-and what a report must say of its confinement (`confinement_facts`).
+installed distribution). The class says which settings it is built from
+(`config_type`, a frozen dataclass deriving from `RuntimeConfig`) and how
+(`from_spec`), which `--runtime-option KEY=VALUE` it takes (`options`), what
+its manifest record holds (`describe`), what a resumed run must keep of it
+(`resume_facts`) and what a report must say of its confinement
+(`confinement_facts`). Whatever else the harness needs to know of a system's
+runtime it asks the config (`RuntimeConfig`), so no code outside this package
+tests which runtime it has.
 """
 
 from __future__ import annotations
@@ -18,13 +23,80 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol, Required, TypedDict
 
 from apmbench.adapters.sdk import errors
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 
 if TYPE_CHECKING:
     from apmbench.harness.runtimes import RuntimeSpec
+
+
+class RuntimeRecord(TypedDict):
+    """manifest.json's `runtime`, as `Runtime.describe` returns it: the runtime's registered
+    name, by which a finished run's readers find its class; each runtime's record adds its
+    own facts."""
+
+    kind: str
+
+
+class Confinement(TypedDict, total=False):
+    """report.json's `sandbox`: whether the harness confined the system, and how
+    (`Runtime.confinement_facts`)."""
+
+    confined: Required[bool]
+    note: str
+    """Why the numbers are not comparable (an unconfined process)."""
+    tool: str
+    network: str
+    start: str
+    """"template" for starts forked from the run's template; absent for fresh starts."""
+    gpus: str
+    """The `--gpus` request a confined process was given; absent without one."""
+
+
+class RuntimeConfig:
+    """One runtime's own settings, as the command line gave them: each runtime declares a
+    frozen dataclass deriving from this (`Runtime.config_type`), and `RuntimeSpec` carries
+    one. What the rest of the harness must know of a system's runtime it asks here, so no
+    caller reads a runtime's fields or tests which runtime it is. The defaults are what a
+    plugin's runtime gets: its registered name, nothing to refuse, spares as asked for, no
+    identity beyond its manifest record."""
+
+    @property
+    def name(self) -> str | None:
+        """What the harness calls the system (the progress log, the manifest's
+        `system_name`, default run directories); None: the runtime's own name."""
+        return None
+
+    def check(self) -> None:
+        """Refuse what cannot run before anything starts (a ConfigError says what to fix)."""
+
+    def spares_allowed(self) -> bool:
+        """Whether restarts may start spares beside the serving system with these
+        settings: not where the two could share a network (or a GPU)."""
+        return True
+
+    def resume_identity(self, runtime: Runtime) -> str | None:
+        """What `--resume` must find unchanged of the system (the manifest's `system_spec`),
+        asked of the started `runtime`; None: nothing beyond the runtime's record."""
+        return None
+
+    def option_pairs(self) -> tuple[tuple[str, str], ...]:
+        """The `--runtime-option KEY=VALUE` pairs given (only a runtime chosen by
+        `--runtime NAME` takes them)."""
+        return ()
+
+
+@dataclass(frozen=True)
+class PluginOptions(RuntimeConfig):
+    """The settings of a runtime chosen by name (`--runtime NAME`): its
+    `--runtime-option KEY=VALUE` pairs, each a key it declares (`Runtime.options`)."""
+
+    options: tuple[tuple[str, str], ...] = ()
+
+    def option_pairs(self) -> tuple[tuple[str, str], ...]:
+        return self.options
 
 
 @dataclass(frozen=True)
@@ -43,17 +115,21 @@ class Runtime(ABC):
     """Starts a system and hands out a connected, ready client."""
 
     kind: str = ""
+    config_type: ClassVar[type[RuntimeConfig]] = PluginOptions
+    """The settings this runtime is built from (`RuntimeSpec.config`). A runtime chosen by
+    `--runtime NAME` is given its `--runtime-option` pairs (`PluginOptions`)."""
     options: ClassVar[Mapping[str, str]] = {}
     """The `--runtime-option KEY=VALUE` keys this runtime takes, each with its help text.
     The built-in runtimes have their own flags (--image, --endpoint, --command, --system)."""
 
     @classmethod
     def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> Runtime:
-        """The runtime the command line asked for (`make_runtime` calls this)."""
+        """The runtime the command line asked for (`make_runtime` calls this), built from
+        `spec.config` and the settings every runtime shares."""
         raise NotImplementedError(f"{cls.__name__} does not say how it is built: add from_spec")
 
     @classmethod
-    def confinement_facts(cls, recorded: Mapping[str, Any]) -> dict[str, Any] | None:
+    def confinement_facts(cls, recorded: Mapping[str, object]) -> Confinement | None:
         """report.json's `sandbox` entry from this runtime's manifest record (its
         `describe()`): whether the harness confined the system, and how. None when the
         harness does not confine it this way (a server someone else runs; a container,
@@ -61,7 +137,7 @@ class Runtime(ABC):
         return None
 
     @classmethod
-    def resume_facts(cls, recorded: Mapping[str, Any]) -> dict[str, Any]:
+    def resume_facts(cls, recorded: Mapping[str, object]) -> dict[str, object]:
         """What a resumed run must find unchanged of this runtime's manifest record (its
         `describe()`): how the system is confined and bounded, without facts that may
         change between two starts of one run (image creation times, engine versions,
@@ -80,6 +156,12 @@ class Runtime(ABC):
     def start(self) -> SystemClient:
         """Start (or connect to) the system; return once health says SERVING."""
 
+    def start_for_check(self) -> SystemClient:
+        """Start the system for `check`, which judges its health service as one of its
+        checks: as `start` here, which waits for SERVING to know the server is up; a server
+        someone else started may be connected to without that service (its check fails)."""
+        return self.start()
+
     @abstractmethod
     def restart(self) -> SystemClient:
         """A fresh system with empty memory; the old client must not be used again."""
@@ -88,7 +170,7 @@ class Runtime(ABC):
     def stop(self) -> None: ...
 
     @abstractmethod
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> RuntimeRecord:
         """Facts about the runtime for manifest.json."""
 
     def log_tail(self, lines: int = 15) -> str:

@@ -21,14 +21,20 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
-from apmbench.harness.runtimes.base import Launch
+from apmbench.harness.runtimes.base import Launch, Runtime
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
-from apmbench.harness.runtimes.process import ProcessRuntime, gpu_passthrough
+from apmbench.harness.runtimes.process import (
+    LocalConfig,
+    LocalRecord,
+    ProcessRuntime,
+    gpu_passthrough,
+)
 from apmbench.harness.runtimes.sandbox import (
     SYSTEM_DIRS,
     TMP,
@@ -229,29 +235,53 @@ def command_policy(
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class CommandConfig(LocalConfig):
+    """`--command 'CMD {address}'`: any server command line, run as a process from the
+    current directory."""
+
+    command: str
+    """The command line as given, with `{address}` in it."""
+
+    @property
+    def name(self) -> str:
+        return command_name(self.command, Path.cwd())
+
+    def resume_identity(self, runtime: Runtime) -> str:
+        return self.command
+
+
+class CommandRecord(LocalRecord):
+    """A `--command` process's: its command line, executable and directory (the command
+    names its own interpreter)."""
+
+    command: str
+    executable: str
+    cwd: str
+
+
 class CommandRuntime(ProcessRuntime):
     """Runs an arbitrary server command; restartable like `--system` processes."""
 
     kind = "command"
+    config_type = CommandConfig
 
     @classmethod
     def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> CommandRuntime:
-        from apmbench.harness.runtimes import wants_spare
-
-        assert spec.command is not None
+        config = spec.config_as(CommandConfig)
         return command_process(
-            spec.command,
+            config.command,
             launch.run_dir / "logs" / "system.log",
             launch.deadlines,
             launch.startup_timeout_s,
-            sandbox=spec.sandbox,
-            env=spec.env,
+            sandbox=config.sandbox,
+            env=config.env,
             hidden=(*launch.hidden, launch.run_dir),
-            share_net=spec.sandbox_net,
+            share_net=config.sandbox_net,
             max_log_bytes=spec.max_log_bytes,
-            spare=wants_spare(spec),
+            spare=spec.wants_spare,
             spare_budget_bytes=spec.spare_budget,
-            gpus=spec.container.gpus,
+            gpus=config.gpus,
         )
 
     def __init__(
@@ -289,12 +319,10 @@ class CommandRuntime(ProcessRuntime):
             *(w.replace(ADDRESS, self.address) for w in self.words[1:]),
         ]
 
-    def describe(self) -> dict[str, object]:
-        facts = super().describe()
-        facts.pop("python", None)
-        facts.pop("system", None)
+    def describe(self) -> CommandRecord:
         return {
-            **facts,
+            "kind": self.kind,
+            **self.local_facts(),
             "command": self.command,
             "executable": str(self.executable),
             "cwd": str(self.cwd),

@@ -2,24 +2,47 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
-from apmbench.harness.runtimes.base import Launch, Runtime
+from apmbench.harness.runtimes.base import Launch, Runtime, RuntimeConfig, RuntimeRecord
 
 if TYPE_CHECKING:
     from apmbench.harness.runtimes import RuntimeSpec
 
 
+@dataclass(frozen=True)
+class EndpointConfig(RuntimeConfig):
+    """`--endpoint ADDRESS`: where the server listens ("unix:/path" or "host:port")."""
+
+    address: str
+
+    @property
+    def name(self) -> str:
+        return self.address
+
+    def spares_allowed(self) -> bool:
+        return False  # the harness starts nothing here
+
+    def resume_identity(self, runtime: Runtime) -> str:
+        return self.address
+
+
+class EndpointRecord(RuntimeRecord):
+    address: str
+
+
 class EndpointRuntime(Runtime):
     kind = "endpoint"
+    config_type = EndpointConfig
 
     @classmethod
     def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> EndpointRuntime:
-        assert spec.endpoint is not None
-        return cls(spec.endpoint, launch.deadlines, launch.startup_timeout_s)
+        config = spec.config_as(EndpointConfig)
+        return cls(config.address, launch.deadlines, launch.startup_timeout_s)
 
     def __init__(self, address: str, deadlines: Deadlines, startup_timeout_s: float = 30.0) -> None:
         self.address = address
@@ -41,6 +64,20 @@ class EndpointRuntime(Runtime):
         self._client = client
         return client
 
+    def start_for_check(self) -> SystemClient:
+        # The server is already up: one without a health service is still checked (its
+        # health check fails). The client is this runtime's, closed by `stop`.
+        client = SystemClient(self.address, self.deadlines)
+        try:
+            client.wait_serving(self.startup_timeout_s)
+        except errors.Unimplemented:
+            pass
+        except errors.Unavailable:
+            client.close()
+            raise
+        self._client = client
+        return client
+
     def restart(self) -> SystemClient:
         raise ConfigError(
             f"endpoint {self.address} cannot be restarted: use --persistence reset or trust"
@@ -51,5 +88,5 @@ class EndpointRuntime(Runtime):
             self._client.close()
             self._client = None
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> EndpointRecord:
         return {"kind": self.kind, "address": self.address}

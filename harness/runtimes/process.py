@@ -25,8 +25,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, ClassVar, NotRequired, TypedDict
 
 import psutil
 
@@ -35,8 +36,11 @@ from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes import owned_dirs
 from apmbench.harness.runtimes.base import (
+    Confinement,
     Launch,
     Runtime,
+    RuntimeConfig,
+    RuntimeRecord,
     ServerProcess,
     descendants,
     reap_group,
@@ -44,6 +48,7 @@ from apmbench.harness.runtimes.base import (
     usable_cores,
     wait_serving,
 )
+from apmbench.harness.runtimes.docker.settings import GpuRequest
 from apmbench.harness.runtimes.inode_counters import scramble as scramble_inode_counters
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, Sandbox, unconfined
@@ -58,12 +63,91 @@ fork of the run's pre-imported template (harness/runtimes/template.py)."""
 
 if TYPE_CHECKING:
     from apmbench.harness.runtimes import RuntimeSpec
-    from apmbench.harness.runtimes.docker.settings import GpuRequest
     from apmbench.harness.runtimes.gpu import GpuPassthrough
     from apmbench.harness.runtimes.template import Template
 
 DIR_BASE = "/tmp"
 DIR_PREFIX = "apm-"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalConfig(RuntimeConfig):
+    """What a process the harness starts on this host is run with (`--system` and
+    `--command` alike)."""
+
+    sandbox: bool = True
+    """Run it in a bubblewrap sandbox; False (`--no-sandbox`) runs it unconfined and every
+    report says its numbers are not comparable."""
+    sandbox_net: bool = False
+    """`--sandbox-net`: sandboxed, but on the host's network (a model endpoint)."""
+    env: tuple[str, ...] = ()
+    """`--env NAME[=VALUE]`: the only environment it gets besides its own `APMBENCH_VLM_*`
+    settings when sandboxed."""
+    gpus: GpuRequest = field(default_factory=GpuRequest)
+    """`--gpus`: the NVIDIA devices its box gets (gpu.py)."""
+
+    def spares_allowed(self) -> bool:
+        # On the host's network the serving process could hand its memory to a spare over
+        # a socket; on a GPU both would read each other's use of the device.
+        return not self.sandbox_net and not self.gpus.wanted
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProcessConfig(LocalConfig):
+    """`--system NAME|module:Class`: a registered system or a class, served as a process."""
+
+    system: str
+    """A registered system name or "module:Class", as given."""
+    start: str = "fresh"
+    """`--start`: how a sandboxed process starts: "fresh" (a new bubblewrap box and
+    interpreter each time) or "template" (a fork of the run's pre-imported template,
+    confined further before the system loads; harness/runtimes/template.py)."""
+
+    @property
+    def name(self) -> str:
+        return self.system
+
+    def check(self) -> None:
+        if ":" in self.system:
+            return
+        from apmbench.adapters.systems import SYSTEM_REGISTRY, UnknownSystem
+
+        try:
+            SYSTEM_REGISTRY.entry(self.system)
+        except UnknownSystem as e:
+            raise ConfigError(str(e)) from e
+
+    def resume_identity(self, runtime: Runtime) -> str:
+        return self.system
+
+
+class SparesRecord(TypedDict):
+    frozen_once_loaded: bool
+    """Whether each spare is frozen once loaded (its cgroup's freezer)."""
+
+
+class LocalFacts(TypedDict):
+    """The facts of a process this harness starts, `--system` and `--command` alike."""
+
+    sandbox: dict[str, object]
+    """The sandbox's facts (`Sandbox.describe`), or that there was none."""
+    max_log_bytes: int | None
+    spare: bool
+    start: str
+    page_cache: NotRequired[dict[str, object]]
+    spares: NotRequired[SparesRecord]
+    template: NotRequired[dict[str, object]]
+
+
+class LocalRecord(RuntimeRecord, LocalFacts):
+    """manifest.json's `runtime` for a process this harness starts."""
+
+
+class ProcessRecord(LocalRecord):
+    """A `--system` process's: it names its system and the interpreter."""
+
+    system: str
+    python: str
 
 
 def remove_dead_dirs(base: Path = Path(DIR_BASE)) -> list[Path]:
@@ -88,52 +172,50 @@ class ProcessRuntime(Runtime):
     """
 
     kind = "process"
+    config_type: ClassVar[type[RuntimeConfig]] = ProcessConfig
     bound_socket_dir = True
     """False only in tests that show what the bound stops: the sandbox then binds the host's
     socket directory read-write, unbounded, as it once did."""
 
     @classmethod
     def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> ProcessRuntime:
-        from apmbench.harness.runtimes import wants_spare
-
-        assert spec.system is not None
+        config = spec.config_as(ProcessConfig)
         return sandboxed_process(
-            served_target(spec.system),
+            served_target(config.system),
             launch.run_dir / "logs" / "system.log",
             launch.deadlines,
             launch.startup_timeout_s,
-            sandbox=spec.sandbox,
-            env=spec.env,
+            sandbox=config.sandbox,
+            env=config.env,
             hidden=(*launch.hidden, launch.run_dir),
-            share_net=spec.sandbox_net,
+            share_net=config.sandbox_net,
             max_log_bytes=spec.max_log_bytes,
-            spare=wants_spare(spec),
+            spare=spec.wants_spare,
             spare_budget_bytes=spec.spare_budget,
-            start=spec.start,
-            gpus=spec.container.gpus,
+            start=config.start,
+            gpus=config.gpus,
         )
 
     @classmethod
-    def resume_facts(cls, recorded: Mapping[str, Any]) -> dict[str, Any]:
-        sandbox = recorded.get("sandbox") or {}
-        out: dict[str, Any] = {
+    def resume_facts(cls, recorded: Mapping[str, object]) -> dict[str, object]:
+        sandbox = recorded.get("sandbox")
+        box = sandbox if isinstance(sandbox, Mapping) else {}
+        out: dict[str, object] = {
             "kind": recorded.get("kind"),
             "max_log_bytes": recorded.get("max_log_bytes"),
-            "sandbox": {
-                k: sandbox.get(k) for k in ("confined", "tool", "network", "tmp_size_bytes")
-            },
+            "sandbox": {k: box.get(k) for k in ("confined", "tool", "network", "tmp_size_bytes")},
         }
         if recorded.get("start") == "template":  # a run of fresh starts records as before
             out["start"] = "template"
         return out
 
     @classmethod
-    def confinement_facts(cls, recorded: Mapping[str, Any]) -> dict[str, Any] | None:
+    def confinement_facts(cls, recorded: Mapping[str, object]) -> Confinement | None:
         sandbox = recorded.get("sandbox")
-        if not sandbox or not sandbox.get("confined"):
+        if not isinstance(sandbox, Mapping) or not sandbox.get("confined"):
             # A process run from before the sandbox existed was unconfined too.
             return {"confined": False, "note": UNCONFINED_NOTE}
-        facts = {
+        facts: Confinement = {
             "confined": True,
             "tool": sandbox.get("tool", "bubblewrap"),
             "network": sandbox.get("network", "none"),
@@ -594,23 +676,30 @@ class ProcessRuntime(Runtime):
         if self.starts:
             self.spares.write(self.log_path.parent / STARTS_FILE, self.starts)
 
-    def describe(self) -> dict[str, object]:
-        return {
+    def describe(self) -> LocalRecord:
+        record: ProcessRecord = {
             "kind": self.kind,
             "system": self.system,
             "python": sys.executable,
+            **self.local_facts(),
+        }
+        return record
+
+    def local_facts(self) -> LocalFacts:
+        """The facts a `--command` process records too."""
+        facts: LocalFacts = {
             "sandbox": self.sandbox.describe() if self.sandbox is not None else unconfined(),
             "max_log_bytes": self.max_log_bytes,
             "spare": self.spare,
             "start": self.start_mode,
-            **({"page_cache": self._groups.describe()} if self._groups is not None else {}),
-            **(
-                {"spares": {"frozen_once_loaded": self._groups.available()}}
-                if self._groups is not None and self.spare
-                else {}
-            ),
-            **({"template": TEMPLATE_FACTS} if self.start_mode == "template" else {}),
         }
+        if self._groups is not None:
+            facts["page_cache"] = self._groups.describe()
+            if self.spare:
+                facts["spares"] = {"frozen_once_loaded": self._groups.available()}
+        if self.start_mode == "template":
+            facts["template"] = TEMPLATE_FACTS
+        return facts
 
     def log_tail(self, lines: int = 15) -> str:
         try:
@@ -667,7 +756,7 @@ class _Launch:
 
 TEMPLATE_LOG = "template.log"
 """Beside the system's log: the template's own output (never a start's: each has a pipe)."""
-TEMPLATE_FACTS = {
+TEMPLATE_FACTS: dict[str, object] = {
     "kind": "fork of a pre-imported template (apmbench.adapters.template) in the same box",
     "template_capabilities": "CAP_SYS_ADMIN and CAP_SETFCAP in its own user namespace; no "
     "system code runs in it, and no start keeps them",
@@ -839,7 +928,7 @@ class SparePlan:
             want = min(want, self.budget() // self.per_start_bytes)
         return max(want, 0)
 
-    def record(self, starts: int) -> dict[str, Any]:
+    def record(self, starts: int) -> dict[str, object]:
         return {
             "starts": starts,
             "served": len(self.waits),

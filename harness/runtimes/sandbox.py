@@ -586,27 +586,3 @@ def python_policy(
         path=f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
         cwd=import_root,
     )
-
-
-def resume_facts(runtime: Mapping[str, Any]) -> dict[str, Any]:
-    """What a resumed run must keep of the `runtime` a manifest records, as the runtime
-    that ran it says (`Runtime.resume_facts`); a runtime no longer installed: its kind."""
-    from apmbench.harness.runtimes.registry import RUNTIME_REGISTRY
-
-    kind = runtime.get("kind")
-    if not isinstance(kind, str) or kind not in RUNTIME_REGISTRY:
-        return {"kind": kind, "max_log_bytes": runtime.get("max_log_bytes")}
-    return RUNTIME_REGISTRY.load(kind).resume_facts(runtime)
-
-
-def confinement(runtime: Mapping[str, Any]) -> dict[str, Any] | None:
-    """report.json's `sandbox` entry from the `runtime` a run's manifest records: whether
-    the system process was confined, as the runtime that ran it says
-    (`Runtime.confinement_facts`). None for runtimes the harness does not sandbox this way
-    (endpoint, image), and for a runtime no longer installed."""
-    from apmbench.harness.runtimes.registry import RUNTIME_REGISTRY
-
-    kind = runtime.get("kind")
-    if not isinstance(kind, str) or kind not in RUNTIME_REGISTRY:
-        return None
-    return RUNTIME_REGISTRY.load(kind).confinement_facts(runtime)

@@ -187,25 +187,6 @@ def preset_writer(
 
 
 @dataclass(frozen=True)
-class DatasetFormat(Generic[DatasetT]):
-    """A suite's dataset format as its own modules implement it: `Suite` reads, splits and
-    generates datasets through these, so a suite names its functions once."""
-
-    load: Callable[[Path, bool], DatasetT]
-    """Read and validate a dataset (with its media when the flag is set), raising
-    DatasetError naming what to fix."""
-    split: Callable[[Path, Path, Path], None] | None = None
-    """`apmbench-grpc split ROOT PUBLIC PRIVATE`; None: the suite cannot split yet."""
-    synthetic: Callable[[str, int], Path] | None = None
-    """The built-in synthetic dataset of a preset and seed, generated into the cache once;
-    None: the suite has no generator."""
-    write_synthetic: Callable[[str, int, Path], dict[str, int]] | None = None
-    """Write a preset's synthetic dataset to a folder; returns item counts by kind."""
-    load_variant: Callable[[Path, str], DatasetT] | None = None
-    """Read a dataset to be played in one of the suite's `variants` (with its media)."""
-
-
-@dataclass(frozen=True)
 class ComparedRun(Generic[ReportT]):
     """One finished run as `compare` hands it to a suite: `report` is the report.json that
     suite's `score` wrote, so the suite sees it as its own report type."""
@@ -240,9 +221,131 @@ class ViewBars:
     """Group name -> score (0-100), None when not computed."""
 
 
+def no_renames(public: object, labelled: object) -> dict[str, str]:
+    """A public part whose instance ids are the labelled ones."""
+    return {}
+
+
+def not_timed(graded: Mapping[str, object]) -> object:
+    """No parsed answer: the suite's streamed answers are not timed."""
+    return None
+
+
+def view_outcome(row: Row) -> str:
+    """One instance's outcome as the viewer filters by it, read from the shared grading
+    fields (a suite may name its own)."""
+    if row.get("format") == "failure":
+        return "format failure"
+    if "gate_passed" in row:
+        return "gate passed" if row["gate_passed"] else "gate failed"
+    if "correct" in row:
+        return "correct" if row["correct"] else "wrong"
+    return "recorded"
+
+
+@dataclass(frozen=True)
+class DatasetFormat(Generic[DatasetT]):
+    """A suite's dataset format as its own modules implement it: the shared machinery
+    reads, splits and generates datasets through these (`suites/datasets.py`), so a suite
+    names its functions once."""
+
+    load: Callable[[Path, bool], DatasetT]
+    """Read and validate a dataset (with its media when the flag is set), raising
+    DatasetError naming what to fix."""
+    split: Callable[[Path, Path, Path], None] | None = None
+    """`apmbench-grpc split ROOT PUBLIC PRIVATE`: what a run needs to PUBLIC (labels
+    withheld, media kept), the labelled annotations to PRIVATE; None: the suite cannot
+    split yet."""
+    synthetic: Callable[[str, int], Path] | None = None
+    """The built-in synthetic dataset of a preset and seed, generated into the cache once;
+    None: the suite has no generator."""
+    write_synthetic: Callable[[str, int, Path], dict[str, int]] | None = None
+    """Write a preset's synthetic dataset to a folder; returns item counts by kind."""
+    load_variant: Callable[[Path, str], DatasetT] | None = None
+    """Read a dataset to be played in one of the suite's `variants` (with its media)."""
+    blind_instance_ids: Callable[[DatasetT, DatasetT], dict[str, str]] = no_renames
+    """A public part's instance ids that differ from the labelled ones (an id that would
+    name a label, a positive probe say, is neutral in the public part): public ->
+    labelled."""
+    planned_blind: Callable[[DatasetT], DatasetT] = lambda labelled: labelled
+    """A labelled dataset as a run on its public part plans it: `score --labels` takes
+    exactly this plan's asks. The same dataset, unless a suite leaves something out of a
+    public run (ProactEgoMem's Oracle Memory condition)."""
+
+
+@dataclass(frozen=True)
+class Judging(Generic[DatasetT]):
+    """What a suite asks a judge (`--judge`) and how it reads the outcomes."""
+
+    requests: Callable[[DatasetT, Sequence[MutableRow]], list[JudgeRequest]]
+    """Mark the graded rows that need a judge and return what to ask it."""
+    apply: Callable[[Sequence[MutableRow], Mapping[str, JudgeOutcome]], None]
+    """Write the judge's outcomes into the rows it was asked about."""
+    templates_sha256: Callable[[], str]
+    """Identifies the judge's wording (part of the scoring signature)."""
+
+
+@dataclass(frozen=True)
+class Grading(Generic[DatasetT, ItemT]):
+    """How a suite grades one raw answer; only scoring holds it (the runner never grades)."""
+
+    items: Callable[[DatasetT], Mapping[str, ItemT]]
+    """Every instance's labels by instance id."""
+    grade: Callable[[ItemT, str], Mapping[str, object]]
+    """Parse one raw answer and check it against its instance's labels."""
+    answer_key: Callable[[Mapping[str, object]], object] = not_timed
+    """The parsed answer of a grading (None: none), so scoring can time when a streamed
+    answer was determined (time to answer)."""
+    judging: Judging[DatasetT] | None = None
+    """None: nothing the suite scores needs a judge."""
+    reference_judge: Callable[[Path], ChatBackend] | None = None
+    """`--judge synthetic`: a deterministic judge that knows the suite's generated facts,
+    given the dataset's root. Must refuse (ConfigError) every dataset but the suite's own
+    synthetic benchmark, and label its identity with `reference.LABEL`."""
+
+
+@dataclass(frozen=True)
+class ReportFormat(Generic[ReportT]):
+    """How a suite's records become its report, and how its reports read side by side."""
+
+    score: Callable[[Sequence[Row], Sequence[SessionRecord], ScoringRecord], ReportT]
+    """report.json from the graded records (judge outcomes included)."""
+    headline: Callable[[ReportT], Headline]
+    render: Callable[[ReportT, Mapping[str, JSON]], str]
+    """report.md; the manifest is manifest.json as read (`Manifest.of` types it)."""
+    summary_tables: Callable[[Sequence[ReportT], Sequence[str]], list[Table]]
+    """The tables the embedded default prints, one row per system (the names)."""
+    comparison: Callable[[Sequence[ComparedRun[ReportT]]], Mapping[str, object]]
+    """compare.json's content (a TypedDict of the suite's); must hold `plot_y_label`,
+    `notes` and per run `label` and `plot_y`. The pipeline adds `headers` and hands it
+    back to `write_plots` and `render_comparison`, which narrow it again."""
+    render_comparison: Callable[
+        [Sequence[ComparedRun[ReportT]], Mapping[str, object], str | None], str
+    ]
+    """compare.md, given the runs, the comparison and the trade-off plot's file name."""
+    write_plots: Callable[[Mapping[str, object], Path], None] | None = None
+    """Extra plots of the suite's own into the comparison folder."""
+    leaderboard_rows: Callable[[ReportT, Mapping[str, JSON]], list[ScoreRow]] | None = None
+    """One run's rows of the suite's headline tables, as its compare shows them, each
+    number with the field it was read from; None: the headline (`leaderboard_rows`)."""
+    view_tables: Callable[[Sequence[ComparedRun[ReportT]]], list[ViewTable]] | None = None
+    """The viewer's headline tables (`apmbench-grpc view`), one row per run."""
+    view_bars: Callable[[ReportT], list[ViewBars]] | None = None
+    """The viewer's bar charts for one run."""
+    view_outcome: Callable[[Row], str] = view_outcome
+    """One instance's outcome as the viewer filters by it."""
+
+
 class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
     """One benchmark, generic over its dataset, item and report types: a suite's own
-    modules see them precisely, the shared machinery holds an `OpaqueSuite`."""
+    modules see them precisely, the shared machinery holds an `OpaqueSuite`.
+
+    The seam is four methods, each handing over functions the suite's own modules define
+    (so a suite names each once, with no forwarding methods): its dataset format, its
+    plan, its grading and its report format. The operations every suite shares on top of
+    them (generate a preset, load in a variant, split, look up an item) are functions of
+    `suites/datasets.py` and of this module, not methods a suite could override.
+    """
 
     name: ClassVar[str]
     """The `--benchmark` name, recorded in the manifest and the resume keys."""
@@ -257,213 +360,25 @@ class Suite(ABC, Generic[DatasetT, ItemT, ReportT]):
     """The frame rate the suite's plan is built on, when it is fixed (its steps are one
     frame apart); `evaluate` refuses any other --fps. None: any rate."""
 
-    def check_fps(self, fps: float) -> None:
-        if self.required_fps is not None and fps != self.required_fps:
-            raise ConfigError(
-                f"{self.title} steps once per {1 / self.required_fps:g} s of video, one frame "
-                f"each (its paper's setting): --fps must be {self.required_fps:g}, got {fps:g}"
-            )
-
-    # -- data and plan -------------------------------------------------------------
+    variants: ClassVar[Mapping[str, str]] = {}
+    """Conditions a run may ask for instead of the suite's own (`evaluate --variant`), name
+    -> what changes; the report names the one that ran and `compare` keeps them apart."""
 
     @abstractmethod
     def dataset_format(self) -> DatasetFormat[DatasetT]:
         """The suite's dataset functions (imported here, when first used)."""
 
-    def synthetic(self, preset: str, seed: int) -> Path:
-        """The built-in synthetic dataset, generated once into the cache and reused."""
-        generate = self.dataset_format().synthetic
-        if generate is None:
-            raise ConfigError(f"the {self.title} suite has no synthetic generator")
-        self.check_preset(preset)
-        return generate(preset, seed)
-
-    def write_synthetic(self, preset: str, seed: int, out: Path) -> dict[str, int]:
-        """Write the synthetic dataset to `out`; returns item counts by kind."""
-        write = self.dataset_format().write_synthetic
-        if write is None:
-            raise ConfigError(f"the {self.title} suite has no synthetic generator")
-        self.check_preset(preset)
-        return write(preset, seed, out)
-
-    def check_preset(self, preset: str) -> None:
-        if preset not in self.synthetic_presets:
-            known = ", ".join(self.synthetic_presets) or "none"
-            raise ConfigError(f"{self.title} has no synthetic preset {preset!r} (presets: {known})")
-
-    variants: ClassVar[Mapping[str, str]] = {}
-    """Conditions a run may ask for instead of the suite's own (`evaluate --variant`), name
-    -> what changes; the report names the one that ran and `compare` keeps them apart."""
-
-    def load(self, root: Path, variant: str | None = None) -> DatasetT:
-        # Callers pass `variant` only when there is one (`load_as`): a suite written before
-        # variants may override load(root) alone.
-        """Read and validate a dataset (to be played in `variant`, None: the suite's own
-        condition); raise DatasetError naming what to fix."""
-        if variant is None:
-            return self.dataset_format().load(root, True)
-        load_variant = self.dataset_format().load_variant
-        if variant not in self.variants or load_variant is None:
-            known = ", ".join(self.variants) or "none"
-            raise ConfigError(f"{self.title} has no variant {variant!r} (variants: {known})")
-        return load_variant(root, variant)
-
-    def split(self, root: Path, public: Path, private: Path) -> None:
-        """Write what a run needs of `root` to `public` (labels withheld, media kept) and its
-        labelled annotations to `private` (`apmbench-grpc split`)."""
-        split = self.dataset_format().split
-        if split is None:
-            raise ConfigError(
-                f"the {self.title} suite cannot split its datasets yet: "
-                "evaluate with labels present"
-            )
-        split(root, public, private)
-
-    def blind_instance_ids(self, public: DatasetT, labelled: DatasetT) -> dict[str, str]:
-        """A public part's instance ids that differ from the labelled ones (an id that would
-        name a label, a positive probe say, is neutral in the public part): public -> labelled."""
-        return {}
-
-    def planned_blind(self, labelled: DatasetT) -> DatasetT:
-        """`labelled` as a run on its public part plans it: `score --labels` takes exactly
-        this plan's asks. The same dataset, unless a suite leaves something out of a public
-        run (ProactEgoMem's Oracle Memory condition)."""
-        return labelled
-
-    def load_labels(self, root: Path) -> DatasetT:
-        """A private part's labelled dataset, read without its media (`score --labels`)."""
-        form = self.dataset_format()
-        if form.split is None:
-            raise ConfigError(f"the {self.title} suite cannot score blind predictions yet")
-        return form.load(root, False)
-
     @abstractmethod
     def plan(self, dataset: DatasetT, trajectory: Trajectory, can_import: bool) -> list[Segment]:
-        """The segments of one trajectory; each ask carries a wire-ready query."""
-
-    # -- grading and judging -------------------------------------------------------
+        """The segments of one trajectory; each ask carries a wire-ready query and no label."""
 
     @abstractmethod
-    def grade(self, item: ItemT, text: str) -> Mapping[str, object]:
-        """Parse one raw answer and check it against the labels of `item` (an `Ask.item`)."""
-
-    def answer_key(self, graded: Mapping[str, object]) -> object:
-        """The parsed answer of a grading (None: none), so the runner can time when a
-        streamed answer was determined (time to answer). None by default: not timed."""
-        return None
+    def grading(self) -> Grading[DatasetT, ItemT]:
+        """How the suite grades and judges answers (scoring's only)."""
 
     @abstractmethod
-    def items(self, dataset: DatasetT) -> Mapping[str, ItemT]:
-        """Every `Ask.item` of a dataset by instance id."""
-
-    def item_of(self, dataset: DatasetT, instance_id: str) -> ItemT | None:
-        """The `Ask.item` of a recorded instance, for re-scoring; None if unknown."""
-        # Re-scoring looks up every instance of one dataset: index it once (by identity:
-        # datasets hold dicts and do not hash).
-        indexed = getattr(self, "_indexed", None)
-        if indexed is None or indexed[0] is not dataset:
-            indexed = self._indexed = (dataset, self.items(dataset))
-        return indexed[1].get(instance_id)
-
-    def judge_requests(
-        self, dataset: DatasetT, instances: Sequence[MutableRow]
-    ) -> list[JudgeRequest]:
-        """Mark the rows that need a judge and return what to ask it (none by default)."""
-        return []
-
-    def apply_verdicts(
-        self, instances: Sequence[MutableRow], outcomes: Mapping[str, JudgeOutcome]
-    ) -> None:
-        """Write the judge's outcomes into the rows it was asked about."""
-
-    def reference_judge(self, dataset_root: Path) -> ChatBackend:
-        """`--judge synthetic`: a deterministic judge that knows the suite's generated facts.
-
-        Must refuse (ConfigError) every dataset but the suite's own synthetic
-        benchmark, and label its identity with `reference.LABEL`.
-        """
-        raise ConfigError(f"the {self.title} suite has no synthetic reference judge")
-
-    def judge_templates_sha256(self) -> str | None:
-        """Identifies the judge's wording (part of the scoring signature)."""
-        return None
-
-    # -- scoring and reports -------------------------------------------------------
-
-    @abstractmethod
-    def score(
-        self,
-        instances: Sequence[Row],
-        sessions: Sequence[SessionRecord],
-        scoring: ScoringRecord,
-    ) -> ReportT:
-        """report.json from the graded records (judge outcomes included)."""
-
-    @abstractmethod
-    def headline(self, report: ReportT) -> Headline: ...
-
-    @abstractmethod
-    def render(self, report: ReportT, manifest: Mapping[str, JSON]) -> str:
-        """report.md; `manifest` is manifest.json as read (`Manifest.of` types it)."""
-
-    @abstractmethod
-    def summary_tables(self, reports: Sequence[ReportT], names: Sequence[str]) -> list[Table]:
-        """The tables the embedded default prints, one row per system."""
-
-    # -- the HTML viewer (`apmbench-grpc view`) ------------------------------------
-
-    def view_tables(self, runs: Sequence[ComparedRun[ReportT]]) -> list[ViewTable]:
-        """The viewer's headline tables, one row per run (none by default)."""
-        return []
-
-    def view_bars(self, report: ReportT) -> list[ViewBars]:
-        """The viewer's bar charts for one run (none by default)."""
-        return []
-
-    def view_outcome(self, row: Row) -> str:
-        """One instance's outcome as the viewer filters by it."""
-        if row.get("format") == "failure":
-            return "format failure"
-        if "gate_passed" in row:
-            return "gate passed" if row["gate_passed"] else "gate failed"
-        if "correct" in row:
-            return "correct" if row["correct"] else "wrong"
-        return "recorded"
-
-    # -- the leaderboard (`apmbench-grpc leaderboard`) -------------------------------
-
-    def leaderboard_rows(self, report: ReportT, manifest: Mapping[str, JSON]) -> list[ScoreRow]:
-        """One run's rows of the suite's headline tables, as its compare shows them, each
-        number with the field it was read from. By default the headline: the utility (which
-        the suite computes, so no field), the mean time to first token and Storage/hr."""
-        headline = self.headline(report)
-        return [
-            ScoreRow(
-                f"{self.title} headline",
-                (headline.utility_label, "TTFT mean (s)", "Answer mean (s)", "Storage/hr"),
-                (
-                    Score(num(headline.utility), headline.utility, None),
-                    ttft_score(report),
-                    answer_score(report),
-                    storage_score(report, storage_verified(manifest)),
-                ),
-            )
-        ]
-
-    @abstractmethod
-    def comparison(self, runs: Sequence[ComparedRun[ReportT]]) -> Mapping[str, object]:
-        """compare.json's content (a TypedDict of the suite's); must hold `plot_y_label`,
-        `notes` and per run `label` and `plot_y`. The pipeline adds `headers` and hands it
-        back to `write_plots` and `render_comparison`, which narrow it again."""
-
-    def write_plots(self, data: Mapping[str, object], out: Path) -> None:
-        """Extra plots of the suite's own into the comparison folder (none by default)."""
-
-    @abstractmethod
-    def render_comparison(
-        self, runs: Sequence[ComparedRun[ReportT]], data: Mapping[str, object], plot: str | None
-    ) -> str:
-        """compare.md."""
+    def report_format(self) -> ReportFormat[ReportT]:
+        """How the suite's reports are made, read and compared."""
 
 
 OpaqueSuite: TypeAlias = "Suite[Any, Any, Any]"
@@ -471,8 +386,45 @@ OpaqueSuite: TypeAlias = "Suite[Any, Any, Any]"
 suite gave it (its dataset, items and report), so it needs none of their types."""
 
 
-def load_as(suite: OpaqueSuite, root: Path, variant: str | None) -> SuiteDataset:
-    """`suite.load(root)`, or in `variant` when one is asked for: a suite that overrides
-    `load(root)` alone (written before variants) still loads its own condition."""
-    loaded: SuiteDataset = suite.load(root) if variant is None else suite.load(root, variant)
-    return loaded
+def item_of(suite: OpaqueSuite, dataset: SuiteDataset, instance_id: str) -> object | None:
+    """The labels of a recorded instance, for grading; None if the dataset has none."""
+    # Scoring looks up every instance of one dataset: index it once per dataset (by
+    # identity: datasets hold dicts and do not hash).
+    indexed = suite.__dict__.get("_items_of")
+    if indexed is None or indexed[0] is not dataset:
+        indexed = suite.__dict__["_items_of"] = (dataset, suite.grading().items(dataset))
+    return indexed[1].get(instance_id)
+
+
+def leaderboard_rows(
+    suite: OpaqueSuite, report: Mapping[str, object], manifest: Mapping[str, JSON]
+) -> list[ScoreRow]:
+    """One run's rows of the suite's headline tables; by default the headline: the
+    utility (which the suite computes, so no field), the mean time to first token, the
+    mean time to answer and Storage/hr."""
+    form = suite.report_format()
+    if form.leaderboard_rows is not None:
+        return form.leaderboard_rows(report, manifest)
+    headline = form.headline(report)
+    return [
+        ScoreRow(
+            f"{suite.title} headline",
+            (headline.utility_label, "TTFT mean (s)", "Answer mean (s)", "Storage/hr"),
+            (
+                Score(num(headline.utility), headline.utility, None),
+                ttft_score(report),
+                answer_score(report),
+                storage_score(report, storage_verified(manifest)),
+            ),
+        )
+    ]
+
+
+def reference_judge(suite: OpaqueSuite, dataset_root: Path) -> ChatBackend:
+    """`--judge synthetic` for a dataset: the suite's reference judge, which refuses any
+    dataset but the suite's own synthetic benchmark."""
+    open_reference = suite.grading().reference_judge
+    if open_reference is None:
+        raise ConfigError(f"the {suite.title} suite has no synthetic reference judge")
+    backend: ChatBackend = open_reference(dataset_root)
+    return backend

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.proactegomem import metrics
 from apmbench.harness.suites.proactegomem.sensitivity import table
 from apmbench.harness.suites.proactegomem.synth import synthetic_dataset
@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             EvaluateOptions(
                 dataset=synthetic_dataset(args.size, args.seed),
                 out=run,
-                runtime=RuntimeSpec(system=args.system),
+                runtime=runtime_spec(system=args.system),
                 persistence=Persistence.RESET,
                 benchmark="proactegomem",
             )

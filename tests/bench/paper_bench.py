@@ -42,12 +42,12 @@ def _log(message: str) -> None:
 
 
 def paper_dataset(tmp: Path, trajectories: int) -> Path:
-    from apmbench.harness.suites import get_suite
+    from apmbench.harness.suites import datasets, get_suite
     from apmbench.harness.suites.apmbench.synth.presets import PRESETS
     from apmbench.harness.suites.apmbench.synth.writer import build
 
     if trajectories >= PAPER_TRAJECTORIES:
-        return get_suite("apmbench").synthetic("paper", 0)
+        return datasets.synthetic(get_suite("apmbench"), "paper", 0)
     # Same preset name: sessions render exactly as in the full paper dataset.
     out = tmp / f"paper-first-{trajectories}"
     build(replace(PRESETS["paper"], trajectories=trajectories), 0, out)
@@ -114,10 +114,10 @@ def frames_pushed(
     EA replays) and in all."""
     from apmbench.harness.media.frames import frame_times
     from apmbench.harness.run.executor import resume_point
-    from apmbench.harness.suites import get_suite
+    from apmbench.harness.suites import datasets, get_suite
 
     suite = get_suite("apmbench")
-    data = suite.load(dataset)
+    data = datasets.load(suite, dataset)
     total: dict[str, int] = {}
     for trajectory in data.trajectories:
         for segment in suite.plan(data, trajectory, True):

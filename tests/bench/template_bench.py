@@ -170,9 +170,11 @@ def bench_template(tmp: Path) -> dict[str, Any]:
     _log(f"template: {RESTARTS} restarts per run, {ORDER}")
     restarts = _alternated(lambda mode: _restarts(mode, tmp))
     _log("template: evaluate --synthetic tiny --system null")
-    from apmbench.harness.suites import get_suite
+    from apmbench.harness.suites import datasets, get_suite
 
-    made = get_suite("apmbench").synthetic("tiny", 1)  # generated (or cached) before timing
+    made = datasets.synthetic(
+        get_suite("apmbench"), "tiny", 1
+    )  # generated (or cached) before timing
     tiny = _alternated(lambda mode: _evaluate(mode, ["--dataset", str(made)], tmp))
     k = int(os.environ.get("APMBENCH_BENCH_PAPER_TRAJECTORIES", "2"))
     _log(f"template: the first {k} paper trajectories")

@@ -31,7 +31,7 @@ from apmbench.harness.build.images import BASE, Builder, tree_files
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import RuntimeSpec, runtime_spec
 from apmbench.harness.runtimes.docker import socketdir
 from apmbench.harness.runtimes.docker.runtime import DockerRuntime
 from apmbench.harness.runtimes.docker.settings import BindMount, ContainerSettings
@@ -68,7 +68,7 @@ def test_a_stash_outside_the_export_is_gone_in_the_next_container(
     evaluate(
         EvaluateOptions(
             dataset=mini, out=out, persistence=Persistence.RESTART,
-            runtime=RuntimeSpec(image=CHEATERS, container=settings),
+            runtime=runtime_spec(image=CHEATERS, container=settings),
         )
     )  # fmt: skip
 
@@ -115,7 +115,7 @@ def test_the_stash_detector_finds_a_stash_that_outlives_its_container(
     evaluate(
         EvaluateOptions(
             dataset=mini, out=out, persistence=Persistence.RESTART,
-            runtime=RuntimeSpec(image=CHEATERS, container=settings),
+            runtime=runtime_spec(image=CHEATERS, container=settings),
         )
     )  # fmt: skip
     rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]
@@ -214,7 +214,7 @@ def test_the_page_cache_keeps_nothing_from_one_container_to_the_next(
     evaluate(
         EvaluateOptions(
             dataset=mini, out=out, persistence=Persistence.RESTART,
-            runtime=RuntimeSpec(image=CHEATERS, container=cheat("page-cache"), spare=spare),
+            runtime=runtime_spec(image=CHEATERS, container=cheat("page-cache"), spare=spare),
         )
     )  # fmt: skip
     manifest = json.loads((out / "manifest.json").read_text())
@@ -305,8 +305,8 @@ def test_stuffed_answers_from_an_image_score_no_higher(tmp_path: Path, stuffer: 
         )  # fmt: skip
         return result.report["families"]["adaptive_response"]["score"]
 
-    honest = adaptive(tmp_path / "honest", RuntimeSpec(system="text-log"))
-    stuffed = adaptive(tmp_path / "stuffed", RuntimeSpec(image=CHEATERS, container=cheat(stuffer)))
+    honest = adaptive(tmp_path / "honest", runtime_spec(system="text-log"))
+    stuffed = adaptive(tmp_path / "stuffed", runtime_spec(image=CHEATERS, container=cheat(stuffer)))
     assert honest is not None and stuffed is not None and stuffed <= honest
 
 
@@ -323,7 +323,7 @@ def test_the_inode_counters_keep_nothing_from_one_container_to_the_next(
     evaluate(
         EvaluateOptions(
             dataset=mini, out=out, persistence=Persistence.RESTART,
-            runtime=RuntimeSpec(image=CHEATERS, container=cheat("inode-register"), spare=False),
+            runtime=runtime_spec(image=CHEATERS, container=cheat("inode-register"), spare=False),
         )
     )  # fmt: skip
     text = "\n".join(p.read_text() for p in sorted((out / "logs").glob("system*.log")))

@@ -24,11 +24,11 @@ import docker.errors
 import pytest
 from containertools import ROOT, run_containers, socket_mounts
 
-from apmbench.harness import runtimes
 from apmbench.harness.build.images import BASE, Builder, tree_files
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec, wants_spare
+from apmbench.harness.runtimes import runtime_spec, wants_spare
+from apmbench.harness.runtimes.docker.runtime import DockerConfig
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 
 pytestmark = pytest.mark.containers
@@ -62,7 +62,7 @@ def _run(mini: Path, out: Path, network: str) -> list[dict[str, Any]]:
     evaluate(
         EvaluateOptions(
             dataset=mini, out=out, persistence=Persistence.RESTART,
-            runtime=RuntimeSpec(image=HANDOFF, container=settings, spare=True),
+            runtime=runtime_spec(image=HANDOFF, container=settings, spare=True),
         )
     )  # fmt: skip
     rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]
@@ -109,10 +109,10 @@ def test_spares_on_a_shared_network_would_hear_it(
     mini: Path, tmp_path: Path, engine: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The protection: no spare on a network the containers share.
-    assert not wants_spare(RuntimeSpec(image=HANDOFF, spare=True,
+    assert not wants_spare(runtime_spec(image=HANDOFF, spare=True,
                                        container=ContainerSettings(network="host")))  # fmt: skip
     # Switched off here: a spare beside the serving container on the host's network.
-    monkeypatch.setattr(runtimes, "wants_spare", lambda spec, environ=None: spec.spare)
+    monkeypatch.setattr(DockerConfig, "spares_allowed", lambda self: True)
     out = tmp_path / "run"
     said = _run(mini, out, "host")
     assert _promoted_spares(out) > 0

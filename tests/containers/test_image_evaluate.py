@@ -14,7 +14,7 @@ from helpers.timing import TIMING
 from apmbench.harness.build.images import BASE, Builder
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
@@ -59,7 +59,7 @@ def test_a_reference_image_scores_like_the_process_runtime(
         EvaluateOptions(
             dataset=synthetic_dataset("tiny", 0),
             out=in_process,
-            runtime=RuntimeSpec(system="recent-frames"),
+            runtime=runtime_spec(system="recent-frames"),
         )
     )
 
@@ -86,7 +86,7 @@ def test_only_exported_state_crosses_a_gap_in_restart_mode(mini: Path, tmp_path:
     def run(out: Path, persistence: Persistence) -> dict[str, Any]:
         opts = EvaluateOptions(
             dataset=mini, out=out, persistence=persistence,
-            runtime=RuntimeSpec(
+            runtime=runtime_spec(
                 image=TEST_IMAGE,
                 container=ContainerSettings(env=(("TESTSYS", "helpers.systems:HiddenState"),)),
             ),
@@ -148,3 +148,21 @@ def test_proactegomem_through_an_image_scores_like_the_process_runtime(
     report = json.loads((contained / "report.json").read_text())
     assert scores(report) == scores(json.loads((in_process / "report.json").read_text()))
     assert run_containers(engine, contained) == []
+
+
+@pytest.mark.slow
+def test_an_image_plays_live_on_the_clock(tmp_path: Path, engine: docker.DockerClient) -> None:
+    """`--live` through a container in restart mode: every frame offered on the clock and
+    taken (a generous buffer: a busy machine delays, not drops), the report says so."""
+    out = tmp_path / "live"
+    done = cli(
+        "--image", "apmbench/null:latest", "--synthetic", "tiny", "--seed", "0",
+        "--live", "--speed", "32", "--live-buffer", "120", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["header"]["live"] == 32.0
+    assert report["live"]["frames_offered"] == 1085 and report["live"]["frames_dropped"] == 0
+    assert report["live"]["questions_asked"] == 21
+    assert json.loads((out / "manifest.json").read_text())["settings"]["persistence"] == "restart"
+    assert run_containers(engine, out) == []

@@ -9,7 +9,7 @@ import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 
 TESTS = Path(__file__).resolve().parents[1]
 SYSTEMS = (("null", "null"), ("intervene", "helpers.judge_systems:AlwaysIntervene"))
@@ -28,7 +28,7 @@ def mini_runs(root: Path) -> dict[str, Path]:
                 EvaluateOptions(
                     dataset=TESTS / "fixtures" / "mini",
                     out=root / name,
-                    runtime=RuntimeSpec(system=system),
+                    runtime=runtime_spec(system=system),
                     persistence=Persistence.RESET,
                 )
             )

@@ -23,7 +23,7 @@ from helpers.layers import LEVEL
 from apmbench.adapters.sdk.types import Frame, FrameEncoding
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import _kept
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.apmbench import organisation
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
@@ -79,7 +79,7 @@ def test_an_evaluation_makes_no_call_against_the_layer_order(tmp_path: Path) -> 
     opts = EvaluateOptions(
         dataset=synthetic_dataset("tiny", 0),
         out=tmp_path / "run",
-        runtime=RuntimeSpec(system="text-log"),
+        runtime=runtime_spec(system="text-log"),
     )
     with upward_calls() as found:
         done = evaluate(opts)

@@ -19,7 +19,7 @@ import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.apmbench.dataset import load_dataset
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
@@ -35,7 +35,7 @@ def run(
         EvaluateOptions(
             dataset=root,
             out=out,
-            runtime=RuntimeSpec(system=f"helpers.systems:{system}"),
+            runtime=runtime_spec(system=f"helpers.systems:{system}"),
             persistence=persistence,
             resume_forks=resume,
         )

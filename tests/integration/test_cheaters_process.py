@@ -18,7 +18,7 @@ import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, find_bwrap
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,7 +61,7 @@ def outputs(
     out = tmp_path / "run"
     # With a spare process, as `evaluate` runs by default: the next restart's process is
     # alive while the current one serves.
-    runtime = RuntimeSpec(
+    runtime = runtime_spec(
         system=system,
         sandbox=sandbox,
         env=(f"APMBENCH_CHEAT_TAG={tag}",),

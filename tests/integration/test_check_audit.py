@@ -13,7 +13,7 @@ from helpers.timing import TIMING
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.audits.settings import AuditSettings
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 
 pytestmark = pytest.mark.usefixtures("helper_env")
 
@@ -25,7 +25,7 @@ def audited(
         EvaluateOptions(
             dataset=mini,
             out=out,
-            runtime=RuntimeSpec(system=f"helpers.broken_systems:{name}"),
+            runtime=runtime_spec(system=f"helpers.broken_systems:{name}"),
             persistence=persistence,
             audit=audit,
         )

@@ -30,7 +30,7 @@ from apmbench.harness.check.render import failures, table, to_json
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.endpoint import EndpointRuntime
 from apmbench.harness.runtimes.process import ProcessRuntime
 from apmbench.v1 import memory_system_pb2 as pb
@@ -237,7 +237,7 @@ def test_a_1_0_server_is_still_checked_and_evaluated(
         EvaluateOptions(
             dataset=mini,
             out=out,
-            runtime=RuntimeSpec(endpoint=address),
+            runtime=runtime_spec(endpoint=address),
             persistence=Persistence.RESET,
         )
     )
@@ -359,7 +359,7 @@ def test_a_whole_run_makes_one_call_at_a_time_and_never_sends_an_item_before_a_q
         EvaluateOptions(
             dataset=mini,
             out=tmp_path / "run",
-            runtime=RuntimeSpec(endpoint=address),
+            runtime=runtime_spec(endpoint=address),
             persistence=Persistence.RESET,
         )
     )

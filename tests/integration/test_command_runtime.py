@@ -21,7 +21,7 @@ from apmbench.harness.errors import ConfigError
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.command import CommandRuntime, command_process, parse_command
 from apmbench.harness.runtimes.sandbox import find_bwrap
 
@@ -100,7 +100,7 @@ def test_the_node_template_evaluates_in_restart_mode(
         EvaluateOptions(
             dataset=MINI,
             out=out,
-            runtime=RuntimeSpec(command=NODE_COMMAND),
+            runtime=runtime_spec(command=NODE_COMMAND),
             persistence=Persistence.RESTART,
         )
     )
@@ -132,7 +132,7 @@ def _stash_rows(tmp_path: Path, sandbox: bool, tag: str) -> list[dict[str, Any]]
         EvaluateOptions(
             dataset=MINI,
             out=out,
-            runtime=RuntimeSpec(
+            runtime=runtime_spec(
                 command=command + "--address {address}",
                 sandbox=sandbox,
                 env=(f"APMBENCH_CHEAT_TAG={tag}", f"PYTHONPATH={REPO}"),
@@ -199,7 +199,7 @@ def test_a_server_under_tmp_evaluates_when_started_from_tmp(
         EvaluateOptions(
             dataset=MINI,
             out=out,
-            runtime=RuntimeSpec(command=f"node {server / 'server.js'} {{address}}"),
+            runtime=runtime_spec(command=f"node {server / 'server.js'} {{address}}"),
             persistence=Persistence.RESET,
         )
     )
@@ -315,7 +315,7 @@ def test_a_command_is_named_by_its_executable_beside_its_describe_name(
     exe.chmod(0o755)
     monkeypatch.chdir(REPO)
     # Unconfined: the sandbox's private /tmp would hide the wrapper (naming is the same).
-    spec = RuntimeSpec(command=f"{exe} --no-batches {{address}}", sandbox=False)
+    spec = runtime_spec(command=f"{exe} --no-batches {{address}}", sandbox=False)
     assert spec.label == "go-memory"
     out = tmp_path / "run"
     evaluate(EvaluateOptions(dataset=MINI, out=out, runtime=spec))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.egoprobe.synth import synthetic_dataset
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("helper_env")]
@@ -24,7 +24,7 @@ def _single_turn(out: Path, system: str, tiny: Path) -> dict[str, str]:
         EvaluateOptions(
             dataset=tiny,
             out=out,
-            runtime=RuntimeSpec(system=f"helpers.echo_hint:{system}"),
+            runtime=runtime_spec(system=f"helpers.echo_hint:{system}"),
             benchmark="egoprobe",
         )
     )

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.egoprobe import prompts
 from apmbench.harness.suites.egoprobe.dataset import load_dataset
 from apmbench.harness.suites.egoprobe.synth import synthetic_dataset
@@ -34,7 +34,7 @@ def _run(
             dataset=tiny,
             out=out,
             # The recorder writes to a host file, which the sandbox rightly forbids.
-            runtime=RuntimeSpec(system=f"helpers.dialogue_systems:{system}", sandbox=False),
+            runtime=runtime_spec(system=f"helpers.dialogue_systems:{system}", sandbox=False),
             benchmark="egoprobe",
         )
     )

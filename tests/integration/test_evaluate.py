@@ -10,7 +10,7 @@ import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.apmbench import prompts
 from apmbench.harness.suites.apmbench.dataset import load_dataset
 
@@ -41,7 +41,7 @@ def run(
         EvaluateOptions(
             dataset=mini,
             out=out,
-            runtime=RuntimeSpec(system=system, sandbox=sandbox, start=start),
+            runtime=runtime_spec(system=system, sandbox=sandbox, start=start),
             persistence=persistence,
         )
     )

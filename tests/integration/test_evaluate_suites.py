@@ -98,7 +98,7 @@ def test_all_runs_every_suite_into_its_own_run_directory_and_one_page(tmp_path: 
         assert manifest.benchmark == name and manifest.system_name == "null"
         assert manifest.synthetic is not None and manifest.synthetic.seed == 0
         report = json.loads((run / "report.json").read_text())
-        headline = get_suite(name).headline(report)
+        headline = get_suite(name).report_format().headline(report)
         # The page's row is this suite's own headline, read from its own report.
         row = next(line for line in page.splitlines() if line.startswith(f"| {TITLES[name]} |"))
         assert f"| done | {headline.utility_label} |" in row and f"| {name} |" in row

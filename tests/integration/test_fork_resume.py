@@ -14,7 +14,7 @@ from helpers.timing import TIMING
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 pytestmark = pytest.mark.usefixtures("helper_env")
@@ -27,7 +27,7 @@ def run(
         EvaluateOptions(
             dataset=root,
             out=out,
-            runtime=RuntimeSpec(system=system),
+            runtime=runtime_spec(system=system),
             persistence=persistence,
             resume_forks=resume,
         )
@@ -101,7 +101,7 @@ def test_forks_replay_by_default_so_no_export_announces_a_question(tmp_path: Pat
     root = synthetic_dataset("tiny", 0)
     spy = "helpers.systems:ForkTimeSpy"
     default, opted = tmp_path / "default", tmp_path / "opted"
-    evaluate(EvaluateOptions(dataset=root, out=default, runtime=RuntimeSpec(system=spy)))
+    evaluate(EvaluateOptions(dataset=root, out=default, runtime=runtime_spec(system=spy)))
     run(root, opted, spy, resume=True)
 
     def knew(out: Path) -> int:

@@ -15,7 +15,7 @@ from helpers import inode_register
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.inode_counters import scramble
 from apmbench.harness.runtimes.sandbox import Sandbox, find_bwrap, python_policy
 
@@ -47,7 +47,7 @@ def _matches(tmp_path: Path, start: str) -> list[str]:
         EvaluateOptions(
             dataset=TESTS / "fixtures" / "mini",
             out=out,
-            runtime=RuntimeSpec(
+            runtime=runtime_spec(
                 system="helpers.inode_register:InodeRegister", start=start, spare=False
             ),
             persistence=Persistence.RESTART,

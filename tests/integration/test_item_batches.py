@@ -20,7 +20,7 @@ from apmbench.adapters.systems import load_system
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.run.push_cuts import PushCuts
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.v1 import memory_system_pb2 as pb
 
 
@@ -82,7 +82,7 @@ def test_batched_and_one_per_message_runs_report_the_same(
             EvaluateOptions(
                 dataset=mini,
                 out=out,
-                runtime=RuntimeSpec(endpoint=address),
+                runtime=runtime_spec(endpoint=address),
                 persistence=Persistence.RESET,
                 push=PushCuts(seed=1),  # the same random cuts in both runs: call for call
             )

@@ -19,7 +19,7 @@ import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.scoring.judge import JudgeConfig
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
@@ -31,7 +31,7 @@ def adaptive(out: Path, system: str, start: str = "fresh") -> dict[str, Any]:
         EvaluateOptions(
             dataset=synthetic_dataset("tiny", 0),
             out=out,
-            runtime=RuntimeSpec(system=system, start=start),
+            runtime=runtime_spec(system=system, start=start),
             persistence=Persistence.RESET,
             judge=JudgeConfig(kind="synthetic"),
         )

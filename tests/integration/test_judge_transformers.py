@@ -21,7 +21,7 @@ from apmbench.harness.cli import main
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.scoring.judge import JudgeConfig, open_judge
 
 pytest.importorskip("transformers", reason="the models extra is not installed")
@@ -39,7 +39,10 @@ def null_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     mini = Path(__file__).resolve().parents[1] / "fixtures" / "mini"
     evaluate(
         EvaluateOptions(
-            dataset=mini, out=out, runtime=RuntimeSpec(system="null"), persistence=Persistence.RESET
+            dataset=mini,
+            out=out,
+            runtime=runtime_spec(system="null"),
+            persistence=Persistence.RESET,
         )
     )
     return out

@@ -13,7 +13,7 @@ import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.proactegomem import metrics, sensitivity
 from apmbench.harness.suites.proactegomem.report import start_at
 from apmbench.harness.suites.proactegomem.synth import synthetic_dataset
@@ -28,7 +28,7 @@ def test_the_sensitivity_table_rescores_the_run_as_its_report_does(tmp_path: Pat
         EvaluateOptions(
             dataset=synthetic_dataset("tiny", 0, tmp_path / "cache"),
             out=run,
-            runtime=RuntimeSpec(system="proact-rules"),
+            runtime=runtime_spec(system="proact-rules"),
             persistence=Persistence.RESET,
             benchmark="proactegomem",
         )

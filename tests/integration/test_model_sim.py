@@ -14,8 +14,8 @@ from apmbench.adapters.sdk import InvalidArgument
 from apmbench.adapters.systems.model_sim import ModelSim, SimSettings, prepare_weights
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
-from apmbench.harness.suites import get_suite
+from apmbench.harness.runtimes import runtime_spec
+from apmbench.harness.suites import datasets, get_suite
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -65,11 +65,13 @@ def test_sandboxed_it_answers_as_text_log(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("APMBENCH_SIM_WEIGHTS_MB", "2")
     monkeypatch.setenv("APMBENCH_SIM_LOAD_S", "0.1")
     monkeypatch.setenv("APMBENCH_SIM_QUERY_MS", "5")
-    tiny = get_suite("apmbench").synthetic("tiny", 0)  # text-log reads the synthetic scenes
+    tiny = datasets.synthetic(
+        get_suite("apmbench"), "tiny", 0
+    )  # text-log reads the synthetic scenes
     runs = {}
     for name, env in (("text-log", ()), ("model-sim", (f"APMBENCH_VLM_MODEL={weights}",))):
         out = tmp_path / name
-        spec = RuntimeSpec(system=name, env=env, spare=True)
+        spec = runtime_spec(system=name, env=env, spare=True)
         evaluate(
             EvaluateOptions(dataset=tiny, out=out, runtime=spec, persistence=Persistence.RESTART)
         )
@@ -88,7 +90,7 @@ def test_it_runs_a_real_video_dataset(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("APMBENCH_SIM_WEIGHTS_MB", "2")
     monkeypatch.setenv("APMBENCH_SIM_LOAD_S", "0")
     out = tmp_path / "run"
-    spec = RuntimeSpec(system="model-sim", env=(f"APMBENCH_VLM_MODEL={weights}",), spare=True)
+    spec = runtime_spec(system="model-sim", env=(f"APMBENCH_VLM_MODEL={weights}",), spare=True)
     evaluate(
         EvaluateOptions(
             dataset=TESTS / "fixtures" / "mini", out=out, runtime=spec,

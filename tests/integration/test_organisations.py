@@ -19,7 +19,7 @@ from apmbench.adapters.systems.frame_archive import CONTENT_TYPE, decode_archive
 from apmbench.harness.cli import main
 from apmbench.harness.errors import ConfigError, DatasetError
 from apmbench.harness.run.plan import Segment
-from apmbench.harness.suites import get_suite
+from apmbench.harness.suites import datasets, get_suite
 from apmbench.harness.suites.apmbench import organisation, tasks
 from apmbench.harness.suites.apmbench.dataset import load_dataset
 from apmbench.harness.suites.apmbench.plan import plan_trajectory
@@ -156,7 +156,7 @@ def test_a_variant_the_data_cannot_support_is_refused_before_the_run(
     with pytest.raises(DatasetError, match="intervening"):
         organisation.load_organised(mini, organisation.RAW_LIFELONG)
     with pytest.raises(ConfigError, match="variants: oracle, raw-lifelong"):
-        get_suite("apmbench").load(tiny, "lifelong")
+        datasets.load(get_suite("apmbench"), tiny, "lifelong")
     # An adaptive candidate without the evidence Oracle must supply: named, before any run.
     copy = tmp_path / "copy"
     shutil.copytree(tiny, copy)

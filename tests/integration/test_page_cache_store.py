@@ -22,7 +22,7 @@ from helpers.page_cache_store import PAGE, make_package
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.sandbox import Sandbox, SandboxPolicy, find_bwrap
 from apmbench.harness.runtimes.start_cgroups import StartCgroups
 
@@ -38,7 +38,7 @@ def recalled(tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> list
     monkeypatch.chdir(tmp_path / "pkg")
     monkeypatch.syspath_prepend(str(tmp_path / "pkg"))
     out = tmp_path / "run"
-    runtime = RuntimeSpec(
+    runtime = runtime_spec(
         system=spec,
         sandbox=mode != "unconfined",
         spare=True,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.egoprobe.synth import synthetic_dataset as egoprobe_dataset
 from apmbench.harness.suites.proactegomem.synth import synthetic_dataset as proact_dataset
 
@@ -24,7 +24,7 @@ def _run(tmp_path: Path, benchmark: str, dataset: Path, system: str) -> tuple[st
     run = tmp_path / benchmark
     evaluate(
         EvaluateOptions(
-            dataset=dataset, out=run, runtime=RuntimeSpec(system=system), benchmark=benchmark
+            dataset=dataset, out=run, runtime=runtime_spec(system=system), benchmark=benchmark
         )
     )
     return (run / "report.md").read_text(), json.loads((run / "report.json").read_text())

@@ -116,6 +116,7 @@ class PlainProcess(ProcessRuntime):
 # "benchmark": "myprobe", and it reads them through a view that EgoProbe's loader accepts.
 SUITE = """\
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -127,33 +128,38 @@ class MyProbe(EgoProbe):
     name: ClassVar[str] = "myprobe"
     title: ClassVar[str] = "MyProbe"
 
-    def synthetic(self, preset, seed):
-        source = super().synthetic(preset, seed)
-        out = source.parent / f"myprobe-{source.name}"
-        if not out.is_dir():
-            out.mkdir()
-            for child in source.iterdir():
-                if child.name != "dataset.json":
-                    (out / child.name).symlink_to(child)
-            doc = json.loads((source / "dataset.json").read_text())
-            (out / "dataset.json").write_text(json.dumps({**doc, "benchmark": "myprobe"}))
-        return out
+    def dataset_format(self):
+        own = super().dataset_format()
 
-    def load(self, root):
-        root = Path(root)
-        doc = json.loads((root / "dataset.json").read_text())
-        if root.name.endswith("-as-egoprobe"):  # the path a run's manifest records
-            return super().load(root)
-        if doc.get("benchmark") != "myprobe":
-            raise DatasetError(f"{root}: not a myprobe dataset")
-        view = root.parent / f".{root.name}-as-egoprobe"
-        if not view.is_dir():
-            view.mkdir()
-            for child in root.iterdir():
-                if child.name != "dataset.json":
-                    (view / child.name).symlink_to(child.resolve())
-            (view / "dataset.json").write_text(json.dumps({**doc, "benchmark": "egoprobe"}))
-        return super().load(view)
+        def synthetic(preset, seed):
+            source = own.synthetic(preset, seed)
+            out = source.parent / f"myprobe-{source.name}"
+            if not out.is_dir():
+                out.mkdir()
+                for child in source.iterdir():
+                    if child.name != "dataset.json":
+                        (out / child.name).symlink_to(child)
+                doc = json.loads((source / "dataset.json").read_text())
+                (out / "dataset.json").write_text(json.dumps({**doc, "benchmark": "myprobe"}))
+            return out
+
+        def load(root, media):
+            root = Path(root)
+            doc = json.loads((root / "dataset.json").read_text())
+            if root.name.endswith("-as-egoprobe"):  # the path a run's manifest records
+                return own.load(root, media)
+            if doc.get("benchmark") != "myprobe":
+                raise DatasetError(f"{root}: not a myprobe dataset")
+            view = root.parent / f".{root.name}-as-egoprobe"
+            if not view.is_dir():
+                view.mkdir()
+                for child in root.iterdir():
+                    if child.name != "dataset.json":
+                        (view / child.name).symlink_to(child.resolve())
+                (view / "dataset.json").write_text(json.dumps({**doc, "benchmark": "egoprobe"}))
+            return own.load(view, media)
+
+        return replace(own, synthetic=synthetic, load=load)
 """
 
 

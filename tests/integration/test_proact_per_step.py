@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from apmbench.harness.cli import main
 from apmbench.harness.media.frames import frame_times
-from apmbench.harness.suites import get_suite
+from apmbench.harness.suites import datasets, get_suite
 from apmbench.harness.suites.proactegomem.plan import plan_clip
 from apmbench.harness.suites.proactegomem.synth import synthetic_dataset
 
@@ -30,7 +30,7 @@ def tiny() -> Path:
 
 
 def test_every_step_is_its_own_instance_with_only_its_window(tiny: Path) -> None:
-    dataset = get_suite("proactegomem").load(tiny, "per-step")
+    dataset = datasets.load(get_suite("proactegomem"), tiny, "per-step")
     for trajectory in dataset.trajectories:
         times = frame_times(trajectory.sessions[0], 1.0)
         segments = plan_clip(dataset, trajectory)

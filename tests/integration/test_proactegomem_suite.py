@@ -116,8 +116,11 @@ def test_a_frame_blind_spammer_cannot_buy_the_headline(
     iv = spam["levels"]["intervention"]
     assert iv["start_at"]["0.2"] >= 90, iv["start_at"]  # the shortcut is real
     assert iv["precision"] < 20, iv
-    spam_utility, honest_utility = suite.headline(spam).utility, suite.headline(honest).utility
-    assert suite.headline(spam).utility_label.startswith("Intervention F1")
+    spam_utility, honest_utility = (
+        suite.report_format().headline(spam).utility,
+        suite.report_format().headline(honest).utility,
+    )
+    assert suite.report_format().headline(spam).utility_label.startswith("Intervention F1")
     assert spam_utility is not None and honest_utility is not None
     assert spam_utility < 25 and honest_utility >= 90, (spam_utility, honest_utility)
 

@@ -12,13 +12,13 @@ from click.testing import CliRunner
 from apmbench.harness.cli import main
 from apmbench.harness.orchestrate.cost import Projection, project
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.suites import get_suite
+from apmbench.harness.suites import datasets, get_suite
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["restart", "reset"])
 def test_the_projection_is_what_the_run_does(tmp_path: Path, mode: str) -> None:
-    dataset = get_suite("apmbench").synthetic("tiny", 0)
+    dataset = datasets.synthetic(get_suite("apmbench"), "tiny", 0)
     out = tmp_path / "run"
     result = CliRunner().invoke(
         main,
@@ -29,7 +29,7 @@ def test_the_projection_is_what_the_run_does(tmp_path: Path, mode: str) -> None:
     said = [line for line in result.output.splitlines() if "projected cost" in line]
     assert len(said) == 1
     suite = get_suite("apmbench")
-    data = suite.load(dataset)
+    data = datasets.load(suite, dataset)
     cost = project(suite, data, data.trajectories, Persistence(mode), True, 1.0, 0.5, spare=True)
     assert f"starts={cost.starts}" in said[0] and f"queries={cost.queries}" in said[0]
     assert f"frames={cost.frames}" in said[0]

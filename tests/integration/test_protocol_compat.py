@@ -146,7 +146,7 @@ def test_a_previous_wire_still_evaluates(release: str, tmp_path: Path, mini: Pat
 
     from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
     from apmbench.harness.run.executor import Persistence
-    from apmbench.harness.runtimes import RuntimeSpec
+    from apmbench.harness.runtimes import runtime_spec
 
     generated = compile_fixture(release, tmp_path / "gen")
     version = release.removeprefix("v")
@@ -157,7 +157,7 @@ def test_a_previous_wire_still_evaluates(release: str, tmp_path: Path, mini: Pat
             EvaluateOptions(
                 dataset=mini,
                 out=out,
-                runtime=RuntimeSpec(endpoint=f"unix:{tmp_path / 'old.sock'}"),
+                runtime=runtime_spec(endpoint=f"unix:{tmp_path / 'old.sock'}"),
                 persistence=Persistence.RESET,
             )
         )

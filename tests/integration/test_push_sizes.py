@@ -18,7 +18,7 @@ from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.protocol.client import SystemClient
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.run.push_cuts import PushCuts
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 
@@ -58,7 +58,7 @@ def leak(tmp_path: Path, calls: list[tuple[str, int]], cuts: PushCuts) -> float:
         EvaluateOptions(
             dataset=synthetic_dataset("small", 0),
             out=tmp_path / "run",
-            runtime=RuntimeSpec(system="null", sandbox=False),
+            runtime=runtime_spec(system="null", sandbox=False),
             persistence=Persistence.TRUST,
             push=cuts,
         )

@@ -37,7 +37,7 @@ from apmbench.adapters.systems import load_system
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.run.push_cuts import PushCuts
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -70,7 +70,7 @@ def recorded(
         EvaluateOptions(
             dataset=synthetic_dataset("small", seed),
             out=out / f"seed{seed}",
-            runtime=RuntimeSpec(endpoint=address),
+            runtime=runtime_spec(endpoint=address),
             persistence=Persistence.RESET,
             push=cuts,
         )

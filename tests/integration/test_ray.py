@@ -19,7 +19,7 @@ import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
@@ -103,7 +103,7 @@ def test_a_killed_worker_is_retried_and_the_merged_scores_equal_a_sequential_run
         EvaluateOptions(
             dataset=mini,
             out=sequential,
-            runtime=RuntimeSpec(system=SYSTEM),
+            runtime=runtime_spec(system=SYSTEM),
             persistence=Persistence.RESET,
         )
     )

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from apmbench.harness.cli import main
 from apmbench.harness.errors import DatasetError
-from apmbench.harness.suites import get_suite
+from apmbench.harness.suites import datasets, get_suite
 from apmbench.harness.suites.proactegomem.metrics import ORACLE_WITHHELD
 from apmbench.harness.suites.proactegomem.plan import ClipRun
 from apmbench.harness.suites.proactegomem.prompts import ORACLE_MEMORY
@@ -57,7 +57,7 @@ def cli(*args: str) -> Any:
 
 
 def test_egoprobe_records_load_as_the_paper_builds_them(egoprobe_dir: Path) -> None:
-    data: Any = get_suite("egoprobe").load(egoprobe_dir)
+    data: Any = datasets.load(get_suite("egoprobe"), egoprobe_dir)
     (video,) = data.trajectories
     assert video.trajectory_id == "kitchen-0001" and len(video.sessions) == 1
     assert abs(video.sessions[0].duration_s - 60.0) < 1.0  # probed from the file
@@ -76,7 +76,7 @@ def test_egoprobe_records_load_as_the_paper_builds_them(egoprobe_dir: Path) -> N
 
 
 def test_proactegomem_clips_load_with_their_intervals(proact_dir: Path) -> None:
-    data: Any = get_suite("proactegomem").load(proact_dir)
+    data: Any = datasets.load(get_suite("proactegomem"), proact_dir)
     lt, st = data.clips
     assert (lt.task, st.task) == ("LT", "ST")
     assert abs(lt.duration_s - 24.0) < 1.0 and abs(st.duration_s - 20.0) < 1.0
@@ -144,15 +144,15 @@ def test_broken_records_are_refused_naming_the_record(egoprobe_dir: Path, proact
     del doc["records"][1]["evidence"]
     path.write_text(json.dumps(doc))
     with pytest.raises(DatasetError, match="record kitchen-q2: missing field 'evidence'"):
-        get_suite("egoprobe").load(egoprobe_dir)
+        datasets.load(get_suite("egoprobe"), egoprobe_dir)
     path = proact_dir / "proactegomem_clips.json"
     doc = json.loads(path.read_text())
     doc["clips"][0]["events"][0]["interval"] = [4.0]
     path.write_text(json.dumps(doc))
     with pytest.raises(DatasetError, match=r"clip 'lab-lt-01' events\[0\]: 'interval' must be"):
-        get_suite("proactegomem").load(proact_dir)
+        datasets.load(get_suite("proactegomem"), proact_dir)
     (proact_dir / "clips" / "lab-st-01.mp4").unlink()
     doc["clips"][0]["events"][0]["interval"] = [4.0, 9.5]
     path.write_text(json.dumps(doc))
     with pytest.raises(DatasetError, match=r"'clips/lab-st-01\.mp4' does not exist"):
-        get_suite("proactegomem").load(proact_dir)
+        datasets.load(get_suite("proactegomem"), proact_dir)

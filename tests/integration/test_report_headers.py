@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.egoprobe.synth import synthetic_dataset as egoprobe_dataset
 from apmbench.harness.suites.proactegomem.synth import synthetic_dataset as proact_dataset
 
@@ -34,7 +34,7 @@ def test_report_header_names_the_dataset_and_its_hash(
     run = tmp_path / "run"
     evaluate(
         EvaluateOptions(
-            dataset=root, out=run, runtime=RuntimeSpec(system="null"), benchmark=benchmark
+            dataset=root, out=run, runtime=runtime_spec(system="null"), benchmark=benchmark
         )
     )
     manifest = json.loads((run / "manifest.json").read_text())

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
@@ -48,7 +48,7 @@ def test_scores_equal_the_recorded_report(
 ) -> None:
     root = mini if dataset == "mini" else synthetic_dataset("tiny", 0)
     result = evaluate(
-        EvaluateOptions(dataset=root, out=tmp_path / "run", runtime=RuntimeSpec(system=system))
+        EvaluateOptions(dataset=root, out=tmp_path / "run", runtime=runtime_spec(system=system))
     )
     recorded = json.loads((RECORDED / f"{dataset}-{system}.json").read_text())
     assert json.loads(json.dumps(scores(result.report))) == recorded

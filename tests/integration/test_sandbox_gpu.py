@@ -27,7 +27,7 @@ from click.testing import CliRunner
 from apmbench.harness.cli import main
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
-from apmbench.harness.runtimes import RuntimeSpec, gpu, wants_spare
+from apmbench.harness.runtimes import gpu, runtime_spec, wants_spare
 from apmbench.harness.runtimes.command import command_process
 from apmbench.harness.runtimes.docker.settings import ContainerSettings, GpuRequest
 from apmbench.harness.runtimes.process import sandboxed_process
@@ -244,12 +244,12 @@ def test_gpus_goes_with_a_fresh_sandboxed_start_only(host: tuple[Path, Path, str
     made = command_process("true {address}", log, Deadlines(), 30, sandbox=True, gpus=one)
     assert made.sandbox is not None and made.sandbox.policy.gpu is not None
     with pytest.raises(ConfigError, match="only for --image, --system or --command"):
-        RuntimeSpec(endpoint="unix:/nowhere", container=ContainerSettings(gpus=one)).check_system()
-    assert not wants_spare(RuntimeSpec(system="null", spare=True,
+        runtime_spec(endpoint="unix:/nowhere", container=ContainerSettings(gpus=one))
+    assert not wants_spare(runtime_spec(system="null", spare=True,
                                        container=ContainerSettings(gpus=one)))  # fmt: skip
-    assert not wants_spare(RuntimeSpec(image="x:y", spare=True,
+    assert not wants_spare(runtime_spec(image="x:y", spare=True,
                                        container=ContainerSettings(gpus=one)))  # fmt: skip
-    assert wants_spare(RuntimeSpec(system="null", spare=True))
+    assert wants_spare(runtime_spec(system="null", spare=True))
 
 
 @pytest.fixture

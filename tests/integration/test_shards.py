@@ -16,7 +16,7 @@ from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.orchestrate.merge import merge
 from apmbench.harness.orchestrate.shards import Shard, assign, selected
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.apmbench.dataset import load_dataset
 
 
@@ -41,7 +41,7 @@ def whole_run(mini: Path, out: Path, fps: float = 1.0) -> Path:
         EvaluateOptions(
             dataset=mini,
             out=out,
-            runtime=RuntimeSpec(system="null"),
+            runtime=runtime_spec(system="null"),
             persistence=Persistence.RESET,
             frames=FrameSettings(fps=fps),
         )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from apmbench.harness.protocol.client import Deadlines
-from apmbench.harness.runtimes import RuntimeSpec, wants_spare
+from apmbench.harness.runtimes import runtime_spec, wants_spare
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.runtimes.process import (
     STARTS_FILE,
@@ -123,17 +123,17 @@ def test_the_log_tail_is_the_serving_process_output(tmp_path: Path) -> None:
 
 
 def test_spares_for_a_model_too_but_never_on_a_shared_network() -> None:
-    spec = RuntimeSpec(system="null", spare=True)
+    spec = runtime_spec(system="null", spare=True)
     assert wants_spare(spec)
-    assert not wants_spare(RuntimeSpec(system="null"))
+    assert not wants_spare(runtime_spec(system="null"))
     # A model-based system gets spares too: their number is bounded by the memory budget.
-    model = RuntimeSpec(system="null", spare=True, env=("APMBENCH_VLM_MODEL=/models/x",))
+    model = runtime_spec(system="null", spare=True, env=("APMBENCH_VLM_MODEL=/models/x",))
     assert wants_spare(model)
-    assert not wants_spare(RuntimeSpec(system="null", spare=True, sandbox_net=True))
-    image = RuntimeSpec(image="x", spare=True)
+    assert not wants_spare(runtime_spec(system="null", spare=True, sandbox_net=True))
+    image = runtime_spec(image="x", spare=True)
     assert wants_spare(image)
     shared = ContainerSettings(network="host")
-    assert not wants_spare(RuntimeSpec(image="x", spare=True, container=shared))
+    assert not wants_spare(runtime_spec(image="x", spare=True, container=shared))
 
 
 def test_the_spare_count_follows_start_time_gaps_and_the_memory_budget() -> None:
@@ -259,7 +259,7 @@ def test_a_system_that_declares_no_room_gets_no_spare(
         "PYTHONPATH", os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))
     )
     out = tmp_path / system
-    spec = RuntimeSpec(system=f"helpers.systems:{system}", sandbox=False, spare=True)
+    spec = runtime_spec(system=f"helpers.systems:{system}", sandbox=False, spare=True)
     evaluate(EvaluateOptions(dataset=mini, out=out, runtime=spec, persistence=Persistence.RESTART))
     starts = json.loads((out / "logs" / "starts.json").read_text())
     assert starts["served"] > 2

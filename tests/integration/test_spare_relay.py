@@ -20,7 +20,7 @@ from helpers.page_cache_relay import make_package
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.sandbox import find_bwrap
 from apmbench.harness.runtimes.start_cgroups import StartCgroups
 
@@ -49,7 +49,7 @@ def relayed(
         EvaluateOptions(
             dataset=TESTS / "fixtures" / "mini",
             out=out,
-            runtime=RuntimeSpec(system=spec, sandbox=True, spare=spare, start=start, env=env),
+            runtime=runtime_spec(system=spec, sandbox=True, spare=spare, start=start, env=env),
             persistence=Persistence.RESTART,
         )
     )

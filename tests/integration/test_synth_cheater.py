@@ -12,7 +12,7 @@ from helpers.leaky import LEAKY_TASKS, make_leaky
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -33,7 +33,7 @@ def test_a_timing_only_decider_stays_at_chance(
         EvaluateOptions(
             dataset=dataset,
             out=out,
-            runtime=RuntimeSpec(system="helpers.timing_cheater:TimingOnlyDecider"),
+            runtime=runtime_spec(system="helpers.timing_cheater:TimingOnlyDecider"),
             persistence=Persistence.RESET,
         )
     )
@@ -53,7 +53,7 @@ def _decider_ba(tmp_path: Path, preset: str, leaky: bool) -> dict[str, Any]:
         EvaluateOptions(
             dataset=dataset,
             out=out,
-            runtime=RuntimeSpec(system="helpers.timing_cheater:TimingOnlyDecider"),
+            runtime=runtime_spec(system="helpers.timing_cheater:TimingOnlyDecider"),
             persistence=Persistence.RESET,
         )
     )

@@ -17,7 +17,7 @@ import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.sandbox import find_bwrap
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
 
@@ -34,7 +34,7 @@ def _mcqa(tmp_path: Path, seed: int, sandbox: bool) -> list[dict[str, Any]]:
         EvaluateOptions(
             dataset=dataset,
             out=out,
-            runtime=RuntimeSpec(system="helpers.cheaters:SyntheticOracle", sandbox=sandbox),
+            runtime=runtime_spec(system="helpers.cheaters:SyntheticOracle", sandbox=sandbox),
             persistence=Persistence.RESET,
         )
     )

@@ -13,7 +13,7 @@ import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.sandbox import find_bwrap
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -40,7 +40,7 @@ def test_a_one_file_system_starts_from_the_template(
         EvaluateOptions(
             dataset=TESTS / "fixtures" / "mini",
             out=out,
-            runtime=RuntimeSpec(system="onefile:One", sandbox=True, start=start),
+            runtime=runtime_spec(system="onefile:One", sandbox=True, start=start),
             persistence=Persistence.RESTART,
         )
     )

@@ -14,7 +14,7 @@ import pytest
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.audits.settings import AuditSettings
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 
 pytestmark = pytest.mark.integration
 
@@ -24,7 +24,7 @@ def run(mini: Path, out: Path, system: str) -> dict:  # type: ignore[type-arg]
         EvaluateOptions(
             dataset=mini,
             out=out,
-            runtime=RuntimeSpec(system=system),
+            runtime=runtime_spec(system=system),
             audit=AuditSettings(0, 0, 0),
         )
     )

@@ -16,7 +16,7 @@ from helpers.view_systems import INJECTION
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.orchestrate.html.view import VIEW_NAME, ViewOptions, write_view
 from apmbench.harness.run.executor import Persistence
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +33,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
             EvaluateOptions(
                 dataset=TESTS / "fixtures" / "mini",
                 out=root / "inject",
-                runtime=RuntimeSpec(system="helpers.view_systems:HtmlInjector"),
+                runtime=runtime_spec(system="helpers.view_systems:HtmlInjector"),
                 persistence=Persistence.RESET,
             )
         )

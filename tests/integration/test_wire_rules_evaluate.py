@@ -23,7 +23,7 @@ from apmbench.harness.errors import WireRuleError
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.protocol.wire_rules import TITLES
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.endpoint import EndpointRuntime
 from apmbench.v1 import memory_system_pb2_grpc as pb_grpc
 
@@ -46,7 +46,7 @@ def endpoint(served: list[RunningServer], sock_dir: Path, servicer: object) -> s
 def run(mini: Path, out: Path, address: str) -> None:
     evaluate(
         EvaluateOptions(
-            dataset=mini, out=out, runtime=RuntimeSpec(endpoint=address), startup_timeout_s=10
+            dataset=mini, out=out, runtime=runtime_spec(endpoint=address), startup_timeout_s=10
         )
     )
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.command import command_name
 
 
@@ -46,6 +46,6 @@ def test_bad_quoting_still_gives_a_name() -> None:
 
 
 def test_the_default_run_directory_is_named_by_the_executable() -> None:
-    spec = RuntimeSpec(command="go-memory --no-batches {address}")
+    spec = runtime_spec(command="go-memory --no-batches {address}")
     assert spec.name == spec.label == "go-memory"
-    assert RuntimeSpec(system="pkg.mod:Cls").label == "pkg.mod_Cls"
+    assert runtime_spec(system="pkg.mod:Cls").label == "pkg.mod_Cls"

@@ -17,7 +17,7 @@ from apmbench.harness.media.timeline import Session
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, prepare, run_trajectory
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.run.progress_log import Progress
-from apmbench.harness.runtimes import RuntimeSpec
+from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.suites.apmbench.dataset import load_dataset
 
 SETTINGS = FrameSettings()
@@ -69,7 +69,7 @@ def test_a_trajectory_run_produces_each_session_once(
     opts = EvaluateOptions(
         dataset=mini,
         out=tmp_path / "run",
-        runtime=RuntimeSpec(system="null", sandbox=False),
+        runtime=runtime_spec(system="null", sandbox=False),
         persistence=Persistence.RESET,
     )
     with prepare(opts) as p:

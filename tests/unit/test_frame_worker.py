@@ -16,7 +16,7 @@ from apmbench.harness.errors import FrameWorkerError, VideoError
 from apmbench.harness.media.frame_cache import SessionFrames
 from apmbench.harness.media.frame_worker import FrameWorkers
 from apmbench.harness.media.frames import FrameSettings, decode_session, frames_at
-from apmbench.harness.suites import get_suite
+from apmbench.harness.suites import datasets, get_suite
 from apmbench.harness.suites.apmbench.dataset import load_dataset
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
 from apmbench.harness.suites.apmbench.synth.writer import build
@@ -38,7 +38,7 @@ def test_video_and_rendered_sessions_give_the_same_frames_as_in_the_harness(
     videos = load_dataset(mini).trajectories[0].sessions
     live = replace(PRESETS["tiny"], stored_video=False)  # rendered on the fly, as `paper`
     build(live, 0, tmp_path / "live")
-    rendered = get_suite("apmbench").load(tmp_path / "live")
+    rendered = datasets.load(get_suite("apmbench"), tmp_path / "live")
     sessions = [*videos[:2], *rendered.trajectories[0].sessions[:2]]
     assert any(s.video for s in sessions) and any(s.render for s in sessions)
     small = dataclasses.replace(SETTINGS, max_side=96)
@@ -105,7 +105,7 @@ def test_chosen_times_give_the_frames_of_the_whole_decode(mini: Path, tmp_path: 
     frames at those times, for a video and a rendered session, at thumbnail size."""
     video = load_dataset(mini).trajectories[0].sessions[0]
     build(replace(PRESETS["tiny"], stored_video=False), 0, tmp_path / "live")
-    rendered = get_suite("apmbench").load(tmp_path / "live").trajectories[0].sessions[1]
+    rendered = datasets.load(get_suite("apmbench"), tmp_path / "live").trajectories[0].sessions[1]
     small = dataclasses.replace(SETTINGS, max_side=160, jpeg_quality=70)
     with FrameWorkers() as pool:
         for session in (video, rendered):

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from apmbench.harness.run.plan import Ask, Segment
-from apmbench.harness.suites import get_suite
+from apmbench.harness.suites import datasets, get_suite
 from apmbench.harness.suites.apmbench import dataset as apm
 from apmbench.harness.suites.egoprobe import dataset as ego
 from apmbench.harness.suites.egoprobe import plan as ego_plan
@@ -73,7 +73,7 @@ def _asks(segment: Segment) -> Iterator[Ask]:
 )  # fmt: skip
 def test_no_plan_holds_a_label(suite: str, variant: str | None) -> None:
     s = get_suite(suite)
-    dataset: Any = s.load(s.synthetic("tiny", 0), variant)
+    dataset: Any = datasets.load(s, datasets.synthetic(s, "tiny", 0), variant)
     asks = 0
     for trajectory in dataset.trajectories:
         for segment in s.plan(dataset, trajectory, True):
@@ -94,7 +94,7 @@ def test_no_plan_holds_a_label(suite: str, variant: str | None) -> None:
 def test_the_walk_finds_a_label_held_anywhere() -> None:
     """The control: a label held by a dataclass, a container or a closure is found."""
     s = get_suite("apmbench")
-    dataset: Any = s.load(s.synthetic("tiny", 0))
+    dataset: Any = datasets.load(s, datasets.synthetic(s, "tiny", 0))
     candidate = dataset.candidates[0]
 
     def keep(time_ms: int) -> bool:

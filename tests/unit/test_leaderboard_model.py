@@ -56,7 +56,9 @@ def entry(
     version: str = "1",
     run_as: str | None = None,
 ) -> Entry:
-    report: dict[str, Any] = json.loads(json.dumps(get_suite(benchmark).score([], [], {})))
+    report: dict[str, Any] = json.loads(
+        json.dumps(get_suite(benchmark).report_format().score([], [], {}))
+    )
     values = dict(values or {})
     if TTFT in values:  # a run's time to answer is its TTFT unless a test says otherwise
         values.setdefault(ANSWER, values[TTFT])

@@ -79,7 +79,7 @@ def rows(level: str) -> list[dict[str, Any]]:
 
 
 def score(instances: list[dict[str, Any]]) -> dict[str, Any]:
-    report: dict[str, Any] = get_suite("proactegomem").score(instances, [], {})
+    report: dict[str, Any] = get_suite("proactegomem").report_format().score(instances, [], {})
     return report
 
 
@@ -154,7 +154,11 @@ def test_real_data_without_a_judge_scores_nothing_judged(level: str) -> None:
     )
     assert "Per-step view: streamed:" in text
     # A configured judge that was asked nothing (no pair in the window) is still a judge.
-    judged = get_suite("proactegomem").score(instances, [], {"judge": {"kind": "openai"}})
+    judged = (
+        get_suite("proactegomem")
+        .report_format()
+        .score(instances, [], {"judge": {"kind": "openai"}})
+    )
     assert judged["similarity"].startswith("LLM judge")
     assert judged["levels"][level]["matched"] == 0  # asked nothing: no word match instead
 

@@ -16,6 +16,7 @@ from apmbench.harness.suites.apmbench import rubric, tasks
 from apmbench.harness.suites.apmbench.dataset import load_dataset
 from apmbench.harness.suites.apmbench.suite import APMBench
 from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
+from apmbench.harness.suites.base import reference_judge
 from apmbench.harness.synthetic import world
 
 
@@ -55,7 +56,7 @@ def _reference(candidate: object, probe: object) -> str:
 
 
 def test_the_facts_score_five_a_generic_answer_two_and_nothing_one(tiny: Path) -> None:
-    judge = APMBench().reference_judge(tiny)
+    judge = reference_judge(APMBench(), tiny)
     probes = _probes(tiny)
     assert probes
     from apmbench.harness.suites.apmbench.reference_judge import wanted_facts
@@ -80,7 +81,7 @@ def test_the_facts_score_five_a_generic_answer_two_and_nothing_one(tiny: Path) -
 def test_content_the_reference_does_not_need_dilutes_the_score(tiny: Path) -> None:
     """Every reference text of the candidate, both polarities, as the answer to a negative
     probe: its facts are all stated, but most of its words are not what this probe needs."""
-    judge = APMBench().reference_judge(tiny)
+    judge = reference_judge(APMBench(), tiny)
     diluted = 0
     for candidate, probe in _probes(tiny):
         if probe.positive:  # type: ignore[attr-defined]
@@ -99,7 +100,7 @@ _TEXTS = ("response", "reason", "rationale")
 def test_a_stuffed_answer_scores_no_higher_than_the_honest_one(tiny: Path) -> None:
     """Appending the benchmark's vocabulary states every fact, among hundreds of other
     words: without a charge for unsupported content it took Adaptive from 70 to 99."""
-    judge = APMBench().reference_judge(tiny)
+    judge = reference_judge(APMBench(), tiny)
     vocabulary = " ".join(
         [*world.PLACES, *world.ITEMS, *world.OBJECTS, *world.SCREEN_WORDS, *world.FIXTURES]
         + [state for states in world.FIXTURES.values() for state in states]
@@ -118,7 +119,7 @@ def test_a_stuffed_answer_scores_no_higher_than_the_honest_one(tiny: Path) -> No
 
 
 def test_naming_the_wrong_object_scores_below_naming_the_right_one(tiny: Path) -> None:
-    judge = APMBench().reference_judge(tiny)
+    judge = reference_judge(APMBench(), tiny)
     candidate, probe = next(
         (c, p)
         for c, p in _probes(tiny)
@@ -134,7 +135,7 @@ def test_naming_the_wrong_object_scores_below_naming_the_right_one(tiny: Path) -
 
 def test_refused_on_any_other_dataset(mini: Path, tiny: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="only the built-in synthetic benchmark"):
-        APMBench().reference_judge(mini)
+        reference_judge(APMBench(), mini)
     # A copy of the synthetic dataset whose manifest no longer names the generator.
     copy = tmp_path / "copy"
     shutil.copytree(tiny, copy)
@@ -142,7 +143,7 @@ def test_refused_on_any_other_dataset(mini: Path, tiny: Path, tmp_path: Path) ->
     del manifest["generator"]
     (copy / "dataset.json").write_text(json.dumps(manifest))
     with pytest.raises(ConfigError, match="only the built-in synthetic benchmark"):
-        APMBench().reference_judge(copy)
+        reference_judge(APMBench(), copy)
 
 
 def test_open_judge_needs_the_suite_and_dataset() -> None:
@@ -151,7 +152,7 @@ def test_open_judge_needs_the_suite_and_dataset() -> None:
 
 
 def test_identity_carries_the_label(tiny: Path) -> None:
-    judge = APMBench().reference_judge(tiny)
+    judge = reference_judge(APMBench(), tiny)
     assert judge.cache_identity["label"] == LABEL
     assert judge.identity["generator"]["name"] == "apmbench-synth"
 
@@ -204,7 +205,7 @@ def _own_facts(candidate: object) -> str:
 def test_free_words_and_the_questions_own_facts_buy_nothing(tiny: Path) -> None:
     """The red team's round two: judge VERSION 3 charged only wrong fact words, so free
     words and the question's own facts appended to every reason bought Adaptive 68 -> 89."""
-    judge = APMBench().reference_judge(tiny)
+    judge = reference_judge(APMBench(), tiny)
     free = _free_words(tiny)
     assert len(free.split()) > 10
     compared = 0
@@ -225,7 +226,7 @@ def test_a_guessed_place_beside_the_right_object_does_not_pay(tiny: Path) -> Non
     fresh-eyes red team: +0.86 Adaptive on average, no information)."""
     from apmbench.harness.suites.apmbench.reference_judge import fact_words, terms
 
-    judge = APMBench().reference_judge(tiny)
+    judge = reference_judge(APMBench(), tiny)
     checked = 0
     for candidate, probe in _probes(tiny):
         if candidate.task != "ERA" or not probe.positive:  # type: ignore[attr-defined]
@@ -266,7 +267,7 @@ def test_a_number_or_day_no_reference_text_holds_is_a_wrong_fact(tiny: Path) -> 
     scored: a free bet."""
     from apmbench.harness.suites.apmbench.reference_judge import is_number_or_day, terms
 
-    judge = APMBench().reference_judge(tiny)
+    judge = reference_judge(APMBench(), tiny)
     checked = 0
     for candidate, probe in _probes(tiny):
         reference = _reference(candidate, probe)
@@ -294,7 +295,7 @@ def test_facts_the_reference_does_not_want_are_charged_without_slack(tiny: Path)
     is now charged whole, while as many glue words stay free."""
     from apmbench.harness.suites.apmbench.reference_judge import wanted_facts
 
-    judge = APMBench().reference_judge(tiny)
+    judge = reference_judge(APMBench(), tiny)
     checked = 0
     for candidate, probe in _probes(tiny):
         if candidate.task != "ERA" or not probe.positive:  # type: ignore[attr-defined]
@@ -323,7 +324,7 @@ def test_on_a_silence_probe_the_users_own_reminder_earns_nothing(tiny: Path) -> 
     carried is no memory: it scores what any reason scores."""
     from apmbench.harness.suites.apmbench.reference_judge import user_texts
 
-    judge = APMBench().reference_judge(tiny)
+    judge = reference_judge(APMBench(), tiny)
     copied = 0
     for candidate, probe in _probes(tiny):
         reminder = " ".join(user_texts(_annotations(candidate, probe)))

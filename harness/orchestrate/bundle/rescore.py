@@ -35,6 +35,7 @@ from apmbench.harness.orchestrate.bundle.rules import (
 )
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.scoring.judge import JudgeConfig
+from apmbench.harness.suites import base, datasets
 from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
 
 JudgeChoice = Callable[[JudgeConfig], JudgeConfig]
@@ -130,7 +131,7 @@ def run_dataset(
                 f"but the run was scored with {str(scored_with.get('dataset_hash'))[:12]}...: "
                 "pass the private part it was scored with"
             )
-        labelled: SuiteDataset = suite.load_labels(labels)
+        labelled: SuiteDataset = datasets.load_labels(suite, labels)
         return labelled
     if override is not None:
         return dataset_for_run(suite, manifest, override)
@@ -143,7 +144,9 @@ def run_dataset(
             if synthetic is None or synthetic.preset is None:
                 raise
     if synthetic is not None and synthetic.preset is not None:
-        return dataset_for_run(suite, manifest, suite.synthetic(synthetic.preset, synthetic.seed))
+        return dataset_for_run(
+            suite, manifest, datasets.synthetic(suite, synthetic.preset, synthetic.seed)
+        )
     raise DatasetError(
         f"the run's dataset ({recorded or 'no path recorded'}) is not on this machine: pass "
         "--dataset DIR pointing at a copy of it (its hash must be the run's)"
@@ -271,11 +274,14 @@ def judge_written_keys(
     every other key of a judged row is still compared."""
     from apmbench.harness.scoring.judge.judging import JudgeOutcome
 
+    judging = suite.grading().judging
+    if judging is None:
+        return {}
     marked = [dict(r) for r in graded]
-    asked = {r.instance_id for r in suite.judge_requests(data, marked)}
+    asked = {r.instance_id for r in judging.requests(data, marked)}
     probed = [dict(r) for r in marked]
     stand_in = JudgeOutcome("scored", score=-1, verdict={"stand_in": True}, attempts=-1)
-    suite.apply_verdicts(probed, dict.fromkeys(asked, stand_in))
+    judging.apply(probed, dict.fromkeys(asked, stand_in))
     out: dict[str, frozenset[str]] = {}
     for before, after in zip(marked, probed, strict=True):
         iid = str(before.get("instance_id"))
@@ -339,7 +345,7 @@ def _rederive(bundle: Bundle, options: RescoreOptions, work: Path) -> list[RuleR
     run = records.RunDir(extract(bundle, work / "run"))
     graded, _ = load_instances(run, suite, data)
     judged = None if skipped is None else judge_written_keys(suite, data, graded)
-    backend = open_judge(config, lambda: suite.reference_judge(data.root))
+    backend = open_judge(config, lambda: base.reference_judge(suite, data.root))
     try:
         score_run(run, suite, data, config, backend)
     finally:
@@ -433,12 +439,12 @@ def blind_score(bundle: Bundle, options: RescoreOptions, work: Path) -> RuleResu
             options.labels,
             work / "scored",
             config,
-            lambda suite, data: open_judge(config, lambda: suite.reference_judge(data.root)),
+            lambda suite, data: open_judge(config, lambda: base.reference_judge(suite, data.root)),
         )
         suite = get_suite(str(json.loads(predictions.read_text()).get("benchmark")))
     except UNREADABLE as e:
         return failed(BLIND, BLIND_TITLE, [unreadable(e)], lead="the predictions cannot be scored")
-    head = suite.headline(report)
+    head = suite.report_format().headline(report)
     utility = "n/c" if head.utility is None else f"{head.utility:.2f}"
     ttft = "n/c" if head.ttft_mean_s is None else f"{head.ttft_mean_s:.4f} s"
     storage = (

@@ -430,7 +430,7 @@ def check_suites_page(bundle: Bundle) -> RuleResult:
             continue  # the members and numbers rules name it
         given = entry.get("headline")
         given = given if isinstance(given, dict) else {}
-        derived = asdict(get_suite(name).headline(report))
+        derived = asdict(get_suite(name).report_format().headline(report))
         problems += [
             f"{SUITES_PAGE}: {name}: headline.{key} is {given.get(key)!r}, its report.json "
             f"gives {value!r}"

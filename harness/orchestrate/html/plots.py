@@ -6,13 +6,16 @@ import io
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from apmbench.harness.reports.format import size
 from apmbench.harness.reports.tradeoff_plot import TTFT_AXIS, Point, plot_tradeoff
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def _svg(fig: Any) -> str:
+
+def _svg(fig: Figure) -> str:
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg")
     text = buffer.getvalue()
@@ -92,7 +95,7 @@ def storage_svg(per_trajectory: Mapping[str, Mapping[str, float]]) -> str:
     return _svg(storage_figure(per_trajectory))
 
 
-def storage_figure(per_trajectory: Mapping[str, Mapping[str, float]]) -> Any:
+def storage_figure(per_trajectory: Mapping[str, Mapping[str, float]]) -> Figure:
     """`storage_svg`'s chart, as a matplotlib Figure."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, NullFormatter

@@ -56,9 +56,9 @@ class QueryRow:
     chunks: int | None
     ttft_s: float | None
     total_s: float | None
-    parse: dict[str, Any]
-    judge: dict[str, Any] | None
-    gate: dict[str, Any]
+    parse: dict[str, object]
+    judge: dict[str, object] | None
+    gate: dict[str, object]
     frames: list[str] = field(default_factory=list)
 
 
@@ -145,7 +145,7 @@ class Thumbnails:
         self.images[self.key(trajectory_id, index, frame.time_ms)] = data
 
 
-def _when(row: Mapping[str, Any], ask: Ask | None) -> str:
+def _when(row: Mapping[str, object], ask: Ask | None) -> str:
     time_ms = ask.time_ms if ask is not None else row.get("time_ms")
     clock = format_ms(int(time_ms)) if isinstance(time_ms, int) else "?"
     session = row.get("session_id") or (f"session {ask.session_index + 1}" if ask else "?")
@@ -173,7 +173,7 @@ def query_rows(
                 trajectory_id=str(r.get("trajectory_id", "")),
                 segment=str(r.get("segment", "")),
                 when=_when(r, ask),
-                outcome=suite.view_outcome(r),
+                outcome=suite.report_format().view_outcome(r),
                 prompt=ask.query.prompt if ask is not None else None,
                 # A system's answer: cut, control bytes gone (the records keep all of it).
                 raw_output=html_text(r.get("raw_output", "")),

@@ -168,11 +168,12 @@ def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
         t.decode()
         images.update(t.images)
     # The plot's utility axis is the one `compare` uses (with its fallback and notes).
-    data = plotted(suite.comparison(compared))
+    form = suite.report_format()
+    data = plotted(form.comparison(compared))
     notes += [n for n in data["notes"] if n not in notes]
     points = []
     for run, row in zip(runs, data["runs"], strict=True):
-        h = suite.headline(run.report)
+        h = form.headline(run.report)
         if row["plot_y"] is None:
             continue
         if h.ttft_mean_s is None:
@@ -181,8 +182,9 @@ def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
         points.append(Point(run.label, h.ttft_mean_s, row["plot_y"], h.storage_per_hour_bytes))
     label = data["plot_y_label"] or "no common utility score"
     bars: dict[str, dict[str, dict[str, float | None]]] = defaultdict(dict)
+    view_bars = form.view_bars or (lambda _report: [])
     for run in runs:
-        for b in suite.view_bars(run.report):
+        for b in view_bars(run.report):
             bars[b.title][run.label] = dict(b.values)
     references = sorted({n for r in runs if (n := reference_note(r.report)) is not None})
     return {
@@ -195,7 +197,7 @@ def build_context(runs: Sequence[Run], options: ViewOptions) -> dict[str, Any]:
         "harness_version": __version__,
         "references": references,
         "notes": notes,
-        "tables": [asdict(t) for t in suite.view_tables(compared)],
+        "tables": [asdict(t) for t in form.view_tables(compared)] if form.view_tables else [],
         # One point on a plot of its own has no trade-off to show (its axes would span only
         # it): the plot needs two runs or more.
         "tradeoff_svg": plots.tradeoff_svg(points, label) if len(points) > 1 else "",

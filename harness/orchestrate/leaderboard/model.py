@@ -30,7 +30,7 @@ from apmbench.harness.reports.scores import Score, ScoreRow
 from apmbench.harness.reports.system_text import MD_CHARS, html_text
 from apmbench.harness.reports.tradeoff_plot import Point
 from apmbench.harness.run.manifest import Manifest
-from apmbench.harness.suites import DEFAULT, SUITE_REGISTRY, get_suite
+from apmbench.harness.suites import DEFAULT, SUITE_REGISTRY, base, get_suite
 from apmbench.harness.suites.base import ComparedRun, OpaqueSuite, plotted
 
 VERIFIED = "verified"
@@ -199,8 +199,8 @@ def _load(entry: Entry, source: Source) -> _Loaded:
     except ApmbenchError as e:
         raise RunDirError(f"{entry.source}: {e} (install the suite's distribution)") from e
     try:
-        rows = tuple(suite.leaderboard_rows(entry.report, entry.manifest))
-        suite.headline(entry.report)
+        rows = tuple(base.leaderboard_rows(suite, entry.report, entry.manifest))
+        suite.report_format().headline(entry.report)
         head = header(entry.report, entry.manifest)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise RunDirError(
@@ -245,7 +245,7 @@ def _group(anchor: str, members: Sequence[_Loaded]) -> Group:
         for m, label in zip(members, labels, strict=True)
     ]
     try:
-        data = plotted(suite.comparison(compared))
+        data = plotted(suite.report_format().comparison(compared))
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         sources = ", ".join(m.source.path for m in members)
         raise RunDirError(
@@ -256,7 +256,7 @@ def _group(anchor: str, members: Sequence[_Loaded]) -> Group:
     rank_of = ranks(utilities)
     runs: list[BoardRun] = []
     for i, (m, label) in enumerate(zip(members, labels, strict=True)):
-        headline = suite.headline(m.entry.report)
+        headline = suite.report_format().headline(m.entry.report)
         runs.append(
             BoardRun(
                 anchor=f"{anchor}-run-{i + 1}",

@@ -20,9 +20,9 @@ from typing import Any
 
 from apmbench.adapters.sdk.types import SystemInfo
 from apmbench.harness.media.timeline import Trajectory
-from apmbench.harness.protocol.client import SystemClient
 from apmbench.harness.run.audits.queries import TrajectoryAudit
 from apmbench.harness.run.audits.settings import AuditSettings
+from apmbench.harness.run.connection import Connection
 from apmbench.harness.run.executor import Persistence, RunSettings, TrajectoryRunner
 from apmbench.harness.run.plan import Segment
 from apmbench.harness.run.records import TrajectoryRecord
@@ -85,19 +85,16 @@ def finish_trajectory(
     record: TrajectoryRecord,
     *,
     rerun: bool,
-    runtime: Runtime,
-    client: SystemClient,
-    info: SystemInfo,
+    system: Connection,
     trajectory: Trajectory,
     settings: RunSettings,
     segments: list[Segment],
     work_dir: Path,
-) -> SystemClient:
-    """Put the trajectory's audit into `record`, rerunning it in restart mode when sampled.
-
-    Returns the client to go on with (a rerun restarts the system)."""
+) -> None:
+    """Put the trajectory's audit into `record`, rerunning it in restart mode when sampled
+    (the rerun restarts the system: `system` holds the start to go on with)."""
     entry = audit.record()
-    why_not = _why_not(settings, runtime, info)
+    why_not = _why_not(settings, system.runtime, system.info)
     if not rerun:
         entry["persistence"] = {"status": "not_sampled"}
     elif why_not:
@@ -105,9 +102,7 @@ def finish_trajectory(
     else:
         restart = replace(settings, persistence=Persistence.RESTART)
         work_dir.mkdir(parents=True, exist_ok=True)
-        runner = TrajectoryRunner(runtime, client, info, trajectory, restart, work_dir)
-        again = runner.run(segments)
-        client = runner.client
+        again = TrajectoryRunner(system, trajectory, restart, work_dir).run(segments)
         # The rerun's raw records: scoring grades them beside the run's and compares.
         entry["persistence"] = {
             "status": "compared",
@@ -116,4 +111,3 @@ def finish_trajectory(
             "rerun": again["instances"],
         }
     record["audit"] = entry
-    return client

@@ -26,17 +26,26 @@ import hashlib
 import io
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.types import Query
 from apmbench.harness.errors import WireRuleError
 from apmbench.harness.protocol.client import QueryResult, SystemClient
 from apmbench.harness.protocol.streaming import streaming_problem
-from apmbench.harness.run.audits.repeat import confirm_repeat_faster, first_faster, repeat
+from apmbench.harness.run.audits.repeat import (
+    RepeatEntry,
+    confirm_repeat_faster,
+    first_faster,
+    repeat,
+)
 from apmbench.harness.run.audits.settings import AuditSettings
+from apmbench.harness.run.audits.summary import FirstTokenFlag
 from apmbench.harness.run.executor import TrajectoryRunner
 from apmbench.harness.run.plan import Ask, Segment
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 # What a server may answer to the audit's extra calls; the audit records it and the run goes on.
 # A server that is gone (UNAVAILABLE, a deadline) ends the run as it would without the audit.
@@ -55,8 +64,8 @@ REFUSALS = (
 class _Discard(io.BytesIO):
     """A sink that keeps nothing: the audit needs the verified sha256, not the bytes."""
 
-    def write(self, data: Any, /) -> int:
-        return len(data)
+    def write(self, data: ReadableBuffer, /) -> int:
+        return memoryview(data).nbytes  # len(data) for the bytes the client writes
 
 
 def state_digest(client: SystemClient, max_chunk_bytes: int = 0) -> str:
@@ -70,6 +79,33 @@ def _sample(items: list[Ask], count: int, key: str) -> set[str]:
     return set(rng.sample(ids, min(count, len(ids))))
 
 
+class MutationEntry(TypedDict):
+    """One query between exports in the audit record (`state_mutation`)."""
+
+    instance_id: str
+    segment: str
+    error: NotRequired[str]
+    """A refused export: before or after the query, and what the server said."""
+    verdict: NotRequired[str]
+    """unchanged, changed, export_varies or export_failed."""
+    before_sha256: NotRequired[str]
+    after_sha256: NotRequired[str]
+
+
+class FirstTokens(TypedDict):
+    """The first-token audit of a trajectory: every query is checked."""
+
+    queries: int
+    flagged: list[FirstTokenFlag]
+
+
+class Caching(TypedDict):
+    """The caching audit of a trajectory: its repeats, or why it could not run."""
+
+    repeats: list[RepeatEntry]
+    skipped: NotRequired[str]
+
+
 @dataclass
 class TrajectoryAudit:
     """The audit of one trajectory: the runner calls `ask` for every query, `session_done`
@@ -79,9 +115,9 @@ class TrajectoryAudit:
     mutation: set[str] = field(default_factory=set)
     caching: set[str] = field(default_factory=set)
     caching_skipped: str = ""
-    state_mutation: list[dict[str, Any]] = field(default_factory=list)
-    repeats: list[dict[str, Any]] = field(default_factory=list)
-    first_token: dict[str, Any] = field(default_factory=lambda: {"queries": 0, "flagged": []})
+    state_mutation: list[MutationEntry] = field(default_factory=list)
+    repeats: list[RepeatEntry] = field(default_factory=list)
+    first_token: FirstTokens = field(default_factory=lambda: FirstTokens(queries=0, flagged=[]))
     asked: dict[str, tuple[Query, QueryResult]] = field(default_factory=dict)
     main_sessions: dict[str, int] = field(default_factory=dict)
     """Every main-pass question and its session, in the order the main pass asks them."""
@@ -122,7 +158,7 @@ class TrajectoryAudit:
     ) -> QueryResult:
         """The query between two exports (a third when they differ)."""
         client, chunk = runner.client, runner.settings.max_chunk_bytes
-        entry: dict[str, Any] = {"instance_id": probe_id, "segment": segment.name}
+        entry: MutationEntry = {"instance_id": probe_id, "segment": segment.name}
         try:
             before = state_digest(client, chunk)
         except REFUSALS as e:  # the audit reports a refused export; it does not end the run
@@ -136,9 +172,11 @@ class TrajectoryAudit:
                 verdict = "unchanged"
                 if after != before:
                     verdict = "changed" if state_digest(client, chunk) == after else "export_varies"
-                entry.update(verdict=verdict, before_sha256=before, after_sha256=after)
+                entry.update({"verdict": verdict, "before_sha256": before, "after_sha256": after})
             except REFUSALS as e:
-                entry.update(verdict="export_failed", error=f"ExportState after the query: {e}")
+                entry.update(
+                    {"verdict": "export_failed", "error": f"ExportState after the query: {e}"}
+                )
         self.state_mutation.append(entry)
         return result
 
@@ -158,8 +196,13 @@ class TrajectoryAudit:
             try:
                 self.repeats.append(repeat(runner, index, ask, query, result, self.settings))
             except REFUSALS as e:  # a flag; the runner's next step restores the memory anyway
-                failed = {"instance_id": ask.instance_id, "session_index": index}
-                self.repeats.append({**failed, "flags": ["repeat_failed"], "error": str(e)})
+                failed: RepeatEntry = {
+                    "instance_id": ask.instance_id,
+                    "session_index": index,
+                    "flags": ["repeat_failed"],
+                    "error": str(e),
+                }
+                self.repeats.append(failed)
         self._confirm_later(index)
 
     def _confirm_later(self, index: int) -> None:
@@ -175,7 +218,7 @@ class TrajectoryAudit:
             self.caching.add(self.confirmer)
 
     def record(self) -> dict[str, Any]:
-        caching: dict[str, Any] = {"repeats": confirm_repeat_faster(self.repeats, self.settings)}
+        caching: Caching = {"repeats": confirm_repeat_faster(self.repeats, self.settings)}
         if self.caching_skipped:
             caching["skipped"] = self.caching_skipped
         return {

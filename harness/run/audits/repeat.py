@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from apmbench.adapters.sdk.types import Query, SessionStart, StreamItem
 from apmbench.harness.media.frames import FrameProducer
@@ -40,6 +40,24 @@ from apmbench.harness.run.audits.settings import AuditSettings
 from apmbench.harness.run.executor import TrajectoryRunner
 from apmbench.harness.run.plan import Ask
 from apmbench.harness.scoring.answers import parse_choice
+
+
+class RepeatEntry(TypedDict):
+    """One repeated question in the trajectory's audit record (`caching.repeats`)."""
+
+    instance_id: str
+    session_index: int
+    flags: list[str]
+    ids: NotRequired[dict[str, str]]
+    """The fresh trajectory and session ids the repeat ran under."""
+    seconds: NotRequired[dict[str, float]]
+    """Each ask's time to answer: the first ask, the fresh id's, the original id's."""
+    answers: NotRequired[dict[str, str | None]]
+    """The option each ask chose (None: no option read)."""
+    error: NotRequired[str]
+    """Why the repeat could not run (a refused call): flagged `repeat_failed`."""
+    repeat_faster_confirmed_by: NotRequired[list[str]]
+    repeat_faster_unconfirmed: NotRequired[str]
 
 
 def _option(query: Query, text: str) -> str | None:
@@ -51,7 +69,7 @@ def faster(slow_s: float, fast_s: float, settings: AuditSettings) -> bool:
     return slow_s >= settings.min_seconds and slow_s >= settings.speedup * max(fast_s, 1e-6)
 
 
-def first_faster(entry: dict[str, Any], settings: AuditSettings) -> bool:
+def first_faster(entry: RepeatEntry, settings: AuditSettings) -> bool:
     """Whether a repeat's fresh id came back a speed-up over the question's first ask."""
     seconds = entry.get("seconds", {})
     if "first" not in seconds or "fresh_query_id" not in seconds:
@@ -65,9 +83,7 @@ UNCONFIRMED = (
 )
 
 
-def confirm_repeat_faster(
-    repeats: list[dict[str, Any]], settings: AuditSettings
-) -> list[dict[str, Any]]:
+def confirm_repeat_faster(repeats: list[RepeatEntry], settings: AuditSettings) -> list[RepeatEntry]:
     """The trajectory's repeats, `repeat_faster` on each speed-up that another question's
     repeat confirms.
 
@@ -81,9 +97,9 @@ def confirm_repeat_faster(
     hundred on two questions (tests/unit/test_check_audit_parts.py). A speed-up alone is
     kept as `repeat_faster_unconfirmed`, which is not a flag."""
     candidates = {r["instance_id"] for r in repeats if first_faster(r, settings)}
-    out = []
+    out: list[RepeatEntry] = []
     for entry in repeats:
-        entry = dict(entry, flags=list(entry["flags"]))
+        entry = {**entry, "flags": list(entry["flags"])}
         if entry["instance_id"] in candidates:
             others = sorted(candidates - {entry["instance_id"]})
             if others:
@@ -102,7 +118,7 @@ def repeat(
     query: Query,
     first: QueryResult,
     settings: AuditSettings,
-) -> dict[str, Any]:
+) -> RepeatEntry:
     client = runner.client
     session = runner.trajectory.sessions[index]
     trajectory_id = f"audit-{uuid.uuid4().hex[:12]}"
@@ -134,7 +150,7 @@ def repeat(
         "fresh_query_id": fresh.total_s,
         "same_query_id": same.total_s,
     }
-    flags = []
+    flags: list[str] = []
     if faster(fresh.total_s, same.total_s, settings):
         # One slow fresh ask can be the machine (a loaded CI host stalls a process for
         # tens of milliseconds): a second fresh id must be as slow before the flag stands.

@@ -7,7 +7,7 @@ query; `clean` is true only when no audit flagged anything.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 # A first token this much earlier than the answer it leads to, and at most this share of the
 # time to answer, was not the answer's beginning but something sent to look fast.
@@ -15,9 +15,16 @@ BOUGHT_GAP_S = 1.0
 BOUGHT_SHARE = 0.25
 
 
-def bought_first_tokens(instances: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+class FirstTokenFlag(TypedDict):
+    """A query whose first token was not its answer's beginning."""
+
+    instance_id: str
+    problem: str
+
+
+def bought_first_tokens(instances: Sequence[Mapping[str, Any]]) -> list[FirstTokenFlag]:
     """Queries whose time to first token is far below their time to answer."""
-    flagged = []
+    flagged: list[FirstTokenFlag] = []
     for r in instances:
         ttft, tta = r.get("ttft_s"), r.get("time_to_answer_s")
         if ttft is None or tta is None:

@@ -25,8 +25,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, NotRequired, TypedDict, TypeVar
 
 import docker
 import docker.errors
@@ -37,9 +38,17 @@ from docker.types import DeviceRequest, Mount
 
 from apmbench.adapters.sdk import errors
 from apmbench.harness.errors import ConfigError, EngineError, RuntimeStartError
+from apmbench.harness.json_types import JSON, JsonObject
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes import procview, seccomp
-from apmbench.harness.runtimes.base import Launch, Runtime, tree_cpu_s, wait_serving
+from apmbench.harness.runtimes.base import (
+    Launch,
+    Runtime,
+    RuntimeConfig,
+    RuntimeRecord,
+    tree_cpu_s,
+    wait_serving,
+)
 from apmbench.harness.runtimes.docker import leftovers, masked, socketdir
 from apmbench.harness.runtimes.docker.canary import run_canary
 from apmbench.harness.runtimes.docker.engine import (
@@ -51,7 +60,7 @@ from apmbench.harness.runtimes.docker.engine import (
     image_facts,
 )
 from apmbench.harness.runtimes.docker.logstream import LogStream, log_config, tail
-from apmbench.harness.runtimes.docker.settings import ContainerSettings
+from apmbench.harness.runtimes.docker.settings import ContainerRecord, ContainerSettings
 from apmbench.harness.runtimes.docker.socketdir import SocketDir, SocketRefused
 from apmbench.harness.runtimes.inode_counters import scramble as scramble_inode_counters
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
@@ -117,24 +126,79 @@ def pause_retrying(container: Container) -> None:
             time.sleep(0.2 * 2**attempt)
 
 
+@dataclass(frozen=True)
+class DockerConfig(RuntimeConfig):
+    """`--image IMAGE` and how its container runs (the container options)."""
+
+    image: str
+    """The image as given (a tag or an id)."""
+    container: ContainerSettings = field(default_factory=ContainerSettings)
+    """Hardened defaults, each relaxation explicit."""
+
+    @property
+    def name(self) -> str:
+        return self.image
+
+    def spares_allowed(self) -> bool:
+        # A spare container on network none shares nothing with the serving one; on another
+        # network the serving one could hand its memory over; on a GPU both would read each
+        # other's use of the device.
+        return self.container.network == "none" and not self.container.gpus.wanted
+
+    def resume_identity(self, runtime: Runtime) -> str:
+        # By its id too: a rebuilt image under the same tag is a different system.
+        assert isinstance(runtime, DockerRuntime)
+        return f"{self.image} ({runtime.image_id})"
+
+
+class PageCacheRecord(TypedDict):
+    reset: bool
+    why_not: NotRequired[str]
+    rule: str
+
+
+class DockerSpares(TypedDict):
+    frozen_once_loaded: bool
+    how: str
+
+
+class ProcViewRecord(TypedDict):
+    frozen: list[str]
+    masked: list[str]
+    taken: JSON
+
+
+class DockerRecord(RuntimeRecord):
+    """manifest.json's `runtime` for a container."""
+
+    image: JsonObject
+    engine: JsonObject
+    container: ContainerRecord
+    socket_dir: JsonObject
+    proc_view: ProcViewRecord
+    image_volumes_as_tmpfs: list[str]
+    max_log_bytes: int | None
+    page_cache: PageCacheRecord
+    spares: DockerSpares
+
+
 class DockerRuntime(Runtime):
     """Runs `image` with the hardened defaults of `settings`; output goes to `log_path`."""
 
     kind = "docker"
+    config_type = DockerConfig
 
     @classmethod
     def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> DockerRuntime:
-        from apmbench.harness.runtimes import wants_spare
-
-        assert spec.image is not None
+        config = spec.config_as(DockerConfig)
         return cls(
-            spec.image,
+            config.image,
             launch.run_dir,
             launch.deadlines,
-            spec.container,
+            config.container,
             launch.startup_timeout_s,
             max_log_bytes=spec.max_log_bytes,
-            spare=wants_spare(spec),
+            spare=spec.wants_spare,
             spare_budget_bytes=spec.spare_budget,
         )
 
@@ -166,7 +230,7 @@ class DockerRuntime(Runtime):
         self._part = "start"
         self._engine: docker.DockerClient | None = None
         self._image: Image | None = None
-        self._facts: dict[str, Any] = {}
+        self._facts: JsonObject = {}
         self._proc: procview.ProcView | None = None
         self._dir: SocketDir | None = None
         self._volumes: list[str] = []
@@ -424,10 +488,11 @@ class DockerRuntime(Runtime):
         return tail(self._container, lines) if self._container is not None else ""
 
     @classmethod
-    def resume_facts(cls, recorded: Mapping[str, Any]) -> dict[str, Any]:
+    def resume_facts(cls, recorded: Mapping[str, object]) -> dict[str, object]:
         # The environment's names are the system's own settings, not its confinement: a
         # resume may drop a knob (a test's slow-down, say).
-        container = dict(recorded.get("container") or {})
+        given = recorded.get("container")
+        container = dict(given) if isinstance(given, Mapping) else {}
         container.pop("env_names", None)
         return {
             "kind": recorded.get("kind"),
@@ -436,7 +501,7 @@ class DockerRuntime(Runtime):
             "image_volumes_as_tmpfs": recorded.get("image_volumes_as_tmpfs"),
         }
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> DockerRecord:
         assert self._image is not None, "not started"
         container = self.settings.record()
         # What was applied, not what was asked for: the engine caps --cpus at what it has.
@@ -459,15 +524,18 @@ class DockerRuntime(Runtime):
             "proc_view": self._proc_facts(),
             "image_volumes_as_tmpfs": volumes,
             "max_log_bytes": self.max_log_bytes,
-            "page_cache": {
-                "reset": not self._page_cache_why,
-                **({"why_not": self._page_cache_why} if self._page_cache_why else {}),
-                "rule": "pages a start makes resident while it serves are evicted when it stops",
-            },
+            "page_cache": self._page_cache_facts(),
             "spares": {"frozen_once_loaded": self.spare, "how": "docker pause"},
         }
 
-    def _proc_facts(self) -> dict[str, Any]:
+    def _page_cache_facts(self) -> PageCacheRecord:
+        rule = "pages a start makes resident while it serves are evicted when it stops"
+        why = self._page_cache_why
+        if why:
+            return {"reset": False, "why_not": why, "rule": rule}
+        return {"reset": True, "rule": rule}
+
+    def _proc_facts(self) -> ProcViewRecord:
         assert self._proc is not None, "not started"
         return {
             "frozen": [path for _, path in self._proc.docker_binds()],
@@ -479,7 +547,8 @@ class DockerRuntime(Runtime):
         cpus = self.settings.cpus
         if cpus is None:
             return None
-        return min(cpus, float(self._facts.get("cpus") or cpus))
+        engine = self._facts.get("cpus")
+        return min(cpus, float(engine) if isinstance(engine, int | float) and engine else cpus)
 
     def _tmpfs_volumes(self) -> list[str]:
         """The image's VOLUMEs that get a bounded tmpfs (those under a --mount or /tmp have

@@ -12,7 +12,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from apmbench.harness.errors import ConfigError
 
@@ -49,6 +49,32 @@ def parse_count(text: str, option: str, *, integer: bool) -> float | None:
     if number <= 0:
         raise ConfigError(f"{option} {text!r}: must be positive, or 'none' for no limit")
     return number
+
+
+class ContainerRecord(TypedDict):
+    """manifest.json's `runtime.container`: how the container ran (`ContainerSettings.record`;
+    the Docker runtime adds what the engine applied)."""
+
+    network: str
+    ip_sockets: bool
+    read_only_root: bool
+    tmpfs: dict[str, int]
+    user: str
+    cap_drop: list[str]
+    cap_add: list[str]
+    no_new_privileges: bool
+    init: bool
+    memory_bytes: int | None
+    memswap_bytes: int | None
+    cpus: float | None
+    pids_limit: int | None
+    shm_bytes: int
+    gpus: str
+    env_names: list[str]
+    mounts: list[str]
+    relaxations: list[str]
+    cpus_requested: NotRequired[float | None]
+    log_driver: NotRequired[dict[str, str]]
 
 
 @dataclass(frozen=True)
@@ -234,7 +260,7 @@ class ContainerSettings:
                 out.append(f"no {name} limit")
         return out
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> ContainerRecord:
         return {
             "network": self.network,
             "ip_sockets": self.ip_sockets,

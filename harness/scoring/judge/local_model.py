@@ -10,7 +10,6 @@ the tokenizer and a chat template.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from apmbench.adapters.vlm.checkpoint import model_fingerprint
 from apmbench.harness.errors import ConfigError
@@ -39,8 +38,8 @@ class TransformersJudge:
             ) from e
         self._torch = torch
         path = config.path.resolve()
-        self.tokenizer: Any
-        self.model: Any
+        self.tokenizer: transformers.PreTrainedTokenizerBase
+        self.model: transformers.PreTrainedModel
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(
                 str(path), local_files_only=True

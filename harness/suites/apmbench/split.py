@@ -19,9 +19,9 @@ import hashlib
 import json
 import random
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from apmbench.harness.errors import DatasetError
 from apmbench.harness.suites import withheld
@@ -213,7 +213,32 @@ def split(root: Path, public: Path, private: Path) -> None:
     withheld.write_doc(private, doc)
 
 
-def instance_ids(public: Any, labelled: Any) -> dict[str, str]:
+# What `instance_ids` reads of a loaded dataset (dataset.Dataset), stated here: the loader
+# imports this module, so importing it back would make a cycle.
+class _Probe(Protocol):
+    @property
+    def probe_id(self) -> str: ...
+    @property
+    def time_ms(self) -> int: ...
+    @property
+    def interval_start_ms(self) -> int | None: ...
+
+
+class _Candidate(Protocol):
+    @property
+    def candidate_id(self) -> str: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def probes(self) -> Sequence[_Probe]: ...
+
+
+class _Dataset(Protocol):
+    @property
+    def candidates(self) -> Sequence[_Candidate]: ...
+
+
+def instance_ids(public: _Dataset, labelled: _Dataset) -> dict[str, str]:
     """Public probe id -> labelled probe id, where they differ: the same candidate's probes
     paired by time (and interval start); an ERA decoy maps to "" (`withheld.DECOY`)."""
     out: dict[str, str] = {}
@@ -223,7 +248,7 @@ def instance_ids(public: Any, labelled: Any) -> dict[str, str]:
         if twin is None or len(twin.probes) > len(c.probes):
             raise DatasetError(f"the split changed candidate {c.candidate_id}'s probes")
 
-        def order(p: Any) -> tuple[int, int]:
+        def order(p: _Probe) -> tuple[int, int]:
             return (p.time_ms, p.interval_start_ms or 0)
 
         theirs_at = {order(p): p for p in twin.probes}

@@ -7,43 +7,23 @@ the project's dataset.json), plan (main pass, forks, EA replays), metrics
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import ClassVar
 
-from rich.table import Table
-
-from apmbench.harness.json_types import JSON
 from apmbench.harness.media.timeline import Trajectory
-from apmbench.harness.reports.scores import ScoreRow
 from apmbench.harness.run.plan import Segment
-from apmbench.harness.run.records import SessionRecord
 from apmbench.harness.scoring.answers import FAILURE
-from apmbench.harness.scoring.judge.backend import ChatBackend
-from apmbench.harness.scoring.judge.judging import JudgeOutcome, JudgeRequest
-from apmbench.harness.suites.apmbench import (
-    compare,
-    metrics,
-    organisation,
-    report,
-    rubric,
-    summary,
-    tasks,
-)
+from apmbench.harness.suites.apmbench import compare, metrics, organisation, report, summary
 from apmbench.harness.suites.apmbench.dataset import Candidate, Dataset, Probe, load_dataset
 from apmbench.harness.suites.apmbench.metrics import Report
 from apmbench.harness.suites.apmbench.plan import plan_trajectory
 from apmbench.harness.suites.apmbench.synth.presets import PRESETS
 from apmbench.harness.suites.base import (
-    ComparedRun,
     DatasetFormat,
+    Grading,
     Headline,
-    MutableRow,
-    Row,
-    ScoringRecord,
+    ReportFormat,
     Suite,
-    ViewBars,
-    ViewTable,
     preset_writer,
 )
 
@@ -52,6 +32,22 @@ Item = tuple[Candidate, Probe]
 
 def _items(dataset: Dataset) -> dict[str, Item]:
     return {p.probe_id: (c, p) for c in dataset.candidates for p in c.probes}
+
+
+def _grade(item: Item, text: str) -> metrics.ChoiceGrade | metrics.DecisionGrade:
+    return metrics.grade_instance(item[0], item[1], text)
+
+
+def _answer_key(graded: Mapping[str, object]) -> object:
+    if graded.get("format") == FAILURE:
+        return None
+    return (graded.get("decision"), graded.get("answer"))
+
+
+def _headline(report_: Report) -> Headline:
+    return Headline.measured(
+        report_["overall"]["score"], "Overall", report_["latency"], report_["storage"]
+    )
 
 
 class APMBench(Suite[Dataset, Item, Report]):
@@ -63,7 +59,7 @@ class APMBench(Suite[Dataset, Item, Report]):
     variants: ClassVar[Mapping[str, str]] = organisation.VARIANTS
 
     def dataset_format(self) -> DatasetFormat[Dataset]:
-        from apmbench.harness.suites.apmbench.split import split
+        from apmbench.harness.suites.apmbench.split import instance_ids, split
         from apmbench.harness.suites.apmbench.synth.cache import synthetic_dataset
         from apmbench.harness.suites.apmbench.synth.writer import build
 
@@ -73,99 +69,29 @@ class APMBench(Suite[Dataset, Item, Report]):
             synthetic_dataset,
             preset_writer(PRESETS, build),
             organisation.load_organised,
+            blind_instance_ids=instance_ids,
         )
-
-    def blind_instance_ids(self, public: Dataset, labelled: Dataset) -> dict[str, str]:
-        from apmbench.harness.suites.apmbench.split import instance_ids
-
-        return instance_ids(public, labelled)
 
     def plan(self, dataset: Dataset, trajectory: Trajectory, can_import: bool) -> list[Segment]:
         return plan_trajectory(dataset, trajectory, can_import)
 
-    def grade(self, item: Item, text: str) -> metrics.ChoiceGrade | metrics.DecisionGrade:
-        return metrics.grade_instance(item[0], item[1], text)
-
-    def answer_key(self, graded: Mapping[str, object]) -> object:
-        if graded.get("format") == FAILURE:
-            return None
-        return (graded.get("decision"), graded.get("answer"))
-
-    def items(self, dataset: Dataset) -> dict[str, Item]:
-        return _items(dataset)
-
-    def judge_requests(
-        self, dataset: Dataset, instances: Sequence[MutableRow]
-    ) -> list[JudgeRequest]:
-        requests = []
-        for row in metrics.rows(instances):
-            if tasks.spec(row["task"]).metric is not tasks.Metric.GATED_JUDGE:
-                continue
-            row["judge_score"] = None
-            passed = bool(row["gate_passed"])
-            row["judge"] = {"status": metrics.NOT_CONFIGURED if passed else metrics.NOT_NEEDED}
-            if passed:
-                item = self.item_of(dataset, row["instance_id"])
-                assert item is not None, "scoring refuses instances not in the dataset"
-                candidate, probe = item
-                messages = rubric.request_messages(candidate, probe, row)
-                requests.append(
-                    JudgeRequest(row["instance_id"], messages, rubric.CORRECTION_TEMPLATE)
-                )
-        return requests
-
-    def apply_verdicts(
-        self, instances: Sequence[MutableRow], outcomes: Mapping[str, JudgeOutcome]
-    ) -> None:
-        for row in metrics.rows(instances):
-            outcome = outcomes.get(row["instance_id"])
-            if outcome is not None:
-                row["judge"] = outcome.as_dict()
-                row["judge_score"] = outcome.score
-
-    def reference_judge(self, dataset_root: Path) -> ChatBackend:
+    def grading(self) -> Grading[Dataset, Item]:
+        from apmbench.harness.suites.apmbench.judging import JUDGING
         from apmbench.harness.suites.apmbench.reference_judge import open_reference_judge
 
-        return open_reference_judge(dataset_root)
+        return Grading(_items, _grade, _answer_key, JUDGING, open_reference_judge)
 
-    def judge_templates_sha256(self) -> str:
-        return rubric.templates_sha256()
+    def report_format(self) -> ReportFormat[Report]:
+        from apmbench.harness.suites.apmbench import leaderboard, view
 
-    def score(
-        self, instances: Sequence[Row], sessions: Sequence[SessionRecord], scoring: ScoringRecord
-    ) -> Report:
-        return metrics.score(instances, sessions, scoring)
-
-    def headline(self, report: Report) -> Headline:
-        return Headline.measured(
-            report["overall"]["score"], "Overall", report["latency"], report["storage"]
+        return ReportFormat(
+            metrics.score,
+            _headline,
+            report.render_markdown,
+            summary.summary_tables,
+            compare.comparison,
+            compare.render_comparison,
+            leaderboard_rows=leaderboard.leaderboard_rows,
+            view_tables=view.view_tables,
+            view_bars=view.view_bars,
         )
-
-    def render(self, report_: Report, manifest: Mapping[str, JSON]) -> str:
-        return report.render_markdown(report_, manifest)
-
-    def summary_tables(self, reports: Sequence[Report], names: Sequence[str]) -> list[Table]:
-        return summary.summary_tables(reports, names)
-
-    def view_tables(self, runs: Sequence[ComparedRun[Report]]) -> list[ViewTable]:
-        from apmbench.harness.suites.apmbench import view
-
-        return view.view_tables(runs)
-
-    def view_bars(self, report_: Report) -> list[ViewBars]:
-        from apmbench.harness.suites.apmbench import view
-
-        return view.view_bars(report_)
-
-    def leaderboard_rows(self, report_: Report, manifest: Mapping[str, JSON]) -> list[ScoreRow]:
-        from apmbench.harness.suites.apmbench import leaderboard
-
-        return leaderboard.leaderboard_rows(report_, manifest)
-
-    def comparison(self, runs: Sequence[ComparedRun[Report]]) -> compare.Comparison:
-        return compare.comparison(runs)
-
-    def render_comparison(
-        self, runs: Sequence[ComparedRun[Report]], data: Mapping[str, object], plot: str | None
-    ) -> str:
-        return compare.render_comparison(runs, data, plot)

@@ -13,13 +13,15 @@ against the task's templated outcome; scoring reads it for matched pairs.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterator, Mapping, Sequence
 
 from apmbench.harness.errors import JudgeReplyError
 from apmbench.harness.scoring.judge.judging import SCORED, JudgeOutcome, JudgeRequest
-from apmbench.harness.suites.base import MutableRow
+from apmbench.harness.suites.base import Judging, MutableRow
 from apmbench.harness.suites.proactegomem import prompts
+from apmbench.harness.suites.proactegomem.dataset import Dataset
 from apmbench.harness.suites.proactegomem.metrics import (
     DEFAULT,
     Params,
@@ -98,3 +100,18 @@ def apply(instances: Sequence[MutableRow], outcomes: Mapping[str, JudgeOutcome])
             head.setdefault("closing", {})[f"{i},{j}"] = value
         else:
             head.setdefault("similarity", {})[f"{i},{j}"] = value
+
+
+def templates_sha256() -> str:
+    """Identifies the judge's wording: every template and reference it may be sent."""
+    text = "\n".join(
+        (prompts.JUDGE_TEMPLATE, prompts.JUDGE_INTERVENTION, prompts.JUDGE_NOTIFICATION,
+         *prompts.NOTIFICATION_REFERENCES.values(), CORRECTION,
+         prompts.JUDGE_CLOSING, *prompts.CLOSING_REFERENCES.values())
+    )  # fmt: skip
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+JUDGING: Judging[Dataset] = Judging(
+    lambda _dataset, instances: requests(instances), apply, templates_sha256
+)

@@ -491,7 +491,13 @@ def score_levels(
             if lv != level:
                 continue
             head = rows[0]
-            steps = [(r["step_index"], r["time_ms"] / 1000.0, r["raw_output"]) for r in rows]
+            # Live (`evaluate --live`): a step acts when its answer arrived, and a step
+            # dropped for a newer one made no call; offline both are the step's own time.
+            steps = [
+                (r["step_index"], r.get("effective_ms", r["time_ms"]) / 1000.0, r["raw_output"])
+                for r in rows
+                if not r.get("live_dropped")
+            ]
             preds, c = predictions(level, head["task"], steps, head["clip_end_s"])
             gts = truths(level, head["task"], head["ground_truth"])
             judged = head.get("similarity")

@@ -297,7 +297,7 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
                 **marked,
             }
             iid = step_instance(clip.clip_id, level, k)
-            asks.append(Ask(iid, 0, t, query, fields))
+            asks.append(Ask(iid, 0, t, query, fields, periodic=True))
         if dataset.per_step:
             segments += _per_step(level, asks, times, run.shared_step_state(level))
             continue
