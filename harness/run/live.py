@@ -134,6 +134,9 @@ class LiveFeed:
         try:
             for item in self._items:
                 if self._origin_ms is None:
+                    # The clock starts when the first item is in hand: what the session's
+                    # frame source took to produce it is not the harness's pacing error.
+                    self.start_s = time.monotonic()
                     self._origin_ms = _time_ms(item)
                 due = self.due_s(_time_ms(item))
                 while (wait := due - time.monotonic()) > 0:
