@@ -84,10 +84,6 @@ def labelled(runs: Sequence[Run], cell: Callable[[str], str]) -> list[Run]:
     ]
 
 
-def _played(speed: float | None) -> str:
-    return "replayed offline" if speed is None else f"played live at {speed:g}x"
-
-
 def mismatches(runs: Sequence[Run]) -> list[str]:
     """Every reason the runs are not comparable; empty when they are."""
     problems: list[str] = []
@@ -102,10 +98,9 @@ def mismatches(runs: Sequence[Run]) -> list[str]:
                 f"{run.root} was made on dataset {str(run.record.dataset_hash)[:12]}..., "
                 f"{first.root} on {str(first.record.dataset_hash)[:12]}..."
             )
-        if run.record.live_speed != first.record.live_speed:
+        if run.record.played != first.record.played:
             problems.append(
-                f"{run.root} was {_played(run.record.live_speed)}, "
-                f"{first.root} {_played(first.record.live_speed)}"
+                f"{run.root} was {run.record.played}, {first.root} {first.record.played}"
             )
         if run.signature != first.signature:
             problems.append(
@@ -133,7 +128,7 @@ class Difference:
 
 
 def score_differences(runs: Sequence[Run], suite: OpaqueSuite) -> list[Difference]:
-    """Every number of the headline tables (`Suite.leaderboard_rows`, the tables `compare`
+    """Every number of the headline tables (`suites.base.leaderboard_rows`, the tables `compare`
     and the leaderboard show) whose value is not the same in every run, latency aside: two
     runs never take the same time, so a latency cell would make no pair identical."""
     rows = [base.leaderboard_rows(suite, r.report, r.manifest) for r in runs]

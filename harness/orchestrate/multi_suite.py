@@ -6,7 +6,7 @@ module writes the page that puts the system's headline per suite side by side
 (OUT/report.md, OUT/compare.html and OUT/suites.json); the runs themselves are
 `evaluate`'s, one after another (commands/evaluate_suites.py).
 
-The headlines are the suites' own (`Suite.headline`): each is its suite's
+The headlines are the suites' own (`ReportFormat.headline`): each is its suite's
 measure on its own scale, so the page sets them beside each other and never
 adds or averages them.
 """

@@ -49,6 +49,8 @@ class ReportHeader(TypedDict):
     notes: list[str]
     live: NotRequired[float]
     """The speed of a live run (`evaluate --live`); absent: an offline replay."""
+    live_buffer_s: NotRequired[float]
+    """A live run's frame buffer (`--live-buffer`), seconds of video."""
 
 
 class RunFacts(TypedDict, total=False):
@@ -91,6 +93,8 @@ def header(report: Mapping[str, Any], manifest: ManifestLike) -> ReportHeader:
     }
     if record.live_speed is not None:
         head["live"] = record.live_speed
+    if record.live_buffer_s is not None:
+        head["live_buffer_s"] = record.live_buffer_s
     return head
 
 
@@ -105,7 +109,7 @@ def identity_line(manifest: ManifestLike) -> str:
     record = Manifest.of(manifest)
     played = f"; variant `{md_code(record.variant)}`" if record.variant is not None else ""
     if record.live_speed is not None:
-        played += f"; **live at {record.live_speed:g}x** (not comparable with offline replays)"
+        played += f"; **{record.played}** (compared only with runs played alike)"
     return (
         f"{dataset_line(manifest)}{played}; persistence `{md_code(persistence(manifest))}`; "
         f"judge {judge_label(manifest)}; answers `{answers_mode(manifest)}`."

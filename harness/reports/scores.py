@@ -30,7 +30,7 @@ class Score:
     value: Value
     field: str | None
     """JSON pointer of `value` in the run's files (`report.json#/overall/score`); None: the
-    suite computed it from several fields (`Suite.headline`)."""
+    suite computed it from several fields (`ReportFormat.headline`)."""
 
 
 @dataclass(frozen=True)

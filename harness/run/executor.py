@@ -509,6 +509,14 @@ class TrajectoryRunner:
                     for dropped in feed.dropped_asks:
                         self._record_dropped(segment, dropped, session.start_ms)
                     taken_frames = frames - frames_before
+                    if stop_at is None:
+                        # The session's end is on the clock too: what a system deferred
+                        # (frames taken at once, perceived later) shows as the time
+                        # EndSession takes past the session's last moment.
+                        end_s = self.client.end_session(
+                            SessionEnd(session.session_id, session.end_ms)
+                        )
+                        feed.session_ended(session.end_ms, end_s)
                     played = feed.record(segment.name, index, time.monotonic(), taken_frames)
                 self.live_sessions.append(played)
         else:
@@ -533,7 +541,8 @@ class TrajectoryRunner:
                     self._export_mid(index, at)
         if stop_at is not None:
             return
-        end_s = self.client.end_session(SessionEnd(session.session_id, session.end_ms))
+        if self.settings.live is None:
+            end_s = self.client.end_session(SessionEnd(session.session_id, session.end_ms))
         if segment.kind != "main":
             return
         snapshot, export_s = self._export(f"after_{index}")
@@ -649,23 +658,24 @@ class TrajectoryRunner:
     def _live_fields(
         self, segment: Segment, ask: Ask, sent_s: float, result: QueryResult
     ) -> dict[str, object]:
-        """A live question's timing from when it was due (the dialogue's first round's
-        time): how far behind the clock it was sent, its latency, and the video time its
-        answer took effect at."""
+        """A live question's timings from when it was due (the dialogue's first round's
+        time), as every latency column reads them: a backlog the question waited behind
+        is the system's latency too. `lag_s`: how far behind the clock it was sent;
+        `effective_ms`: the video time its answer took effect."""
         assert self.feed is not None and self.settings.live is not None
         lag = max(0.0, sent_s - self.feed.due_s(ask.time_ms))
-        total = lag + (result.total_s or 0.0)
+        total = lag + result.total_s
         effective_ms = ask.time_ms + round(total * self.settings.live.speed * 1000.0)
         fields: dict[str, object] = {
             "lag_s": round(lag, 6),
-            "live_ttft_s": None if result.ttft_s is None else round(lag + result.ttft_s, 6),
-            "live_total_s": round(total, 6),
+            "ttft_s": None if result.ttft_s is None else lag + result.ttft_s,
+            "total_s": total,
+            "arrivals_s": [lag + a for a in result.arrivals_s],
             "effective_ms": effective_ms,
         }
-        if ask.periodic:
+        if ask.period_ms is not None:
             # Late: the answer took effect after the next step was due.
-            later = [a.time_ms for a in segment.asks if a.periodic and a.time_ms > ask.time_ms]
-            fields["late"] = bool(later) and effective_ms > min(later)
+            fields["late"] = effective_ms > ask.time_ms + ask.period_ms
         return fields
 
     def _record_dropped(self, segment: Segment, ask: Ask, session_start_ms: int) -> None:

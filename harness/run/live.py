@@ -25,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from apmbench.adapters.sdk.types import Frame, StreamItem
 from apmbench.harness.errors import ConfigError
@@ -74,14 +74,22 @@ class LiveSession(TypedDict):
     segment: str
     session_index: int
     speed: float
+    buffer_s: float
     frames_offered: int
     frames_dropped: int
     questions_dropped: int
     wall_s: float
-    """From the first item's due time until the session's last push returned."""
+    """From the first item's due time until the session ended (EndSession returned; for a
+    segment that stops inside a session, its last call)."""
     achieved_fps: float
-    """Frames the system took per second of wall time."""
+    """Frames the system took per second of that wall time."""
     pacing: PacingStats
+    end_session_s: NotRequired[float]
+    """How long EndSession took (absent: the segment stopped inside the session)."""
+    ended_late_s: NotRequired[float]
+    """How long after the session's last moment (its end time on the clock) EndSession
+    returned: work a system deferred past the session, by taking frames at once and
+    perceiving them later, shows here."""
 
 
 Item = StreamItem | Ask | Cut
@@ -100,6 +108,7 @@ class LiveFeed:
         """The first item's time: the clock starts with it (a segment that starts late in a
         session, or keeps only some frames, waits for nothing before its first item)."""
         self._speed = settings.speed
+        self._buffer_s = settings.buffer_s
         self._max_frames = max_waiting_frames
         self._queue: deque[Item] = deque()
         self._waiting_frames = 0
@@ -112,6 +121,7 @@ class LiveFeed:
         self.dropped_asks: list[Ask] = []
         self.errors_ms: list[float] = []
         self.start_s = 0.0
+        self._ended: tuple[float, float] | None = None
         self._thread = threading.Thread(target=self._offer, name="live-feed", daemon=True)
 
     def __enter__(self) -> LiveFeed:
@@ -162,10 +172,10 @@ class LiveFeed:
             while self._waiting_frames > self._max_frames:
                 self._drop_oldest_frame()
             return
-        if isinstance(item, Ask) and item.periodic:
+        if isinstance(item, Ask) and item.period_ms is not None:
             # The newest periodic question replaces one still waiting.
             for queued in list(self._queue):
-                if isinstance(queued, Ask) and queued.periodic:
+                if isinstance(queued, Ask) and queued.period_ms is not None:
                     self._queue.remove(queued)
                     self.dropped_asks.append(queued)
         self._queue.append(item)
@@ -199,12 +209,17 @@ class LiveFeed:
                     break
             return taken
 
+    def session_ended(self, end_ms: int, took_s: float) -> None:
+        """EndSession returned now, having taken `took_s`; the session ended at `end_ms`."""
+        self._ended = (took_s, max(0.0, time.monotonic() - self.due_s(end_ms)))
+
     def record(self, segment: str, index: int, end_s: float, frames_taken: int) -> LiveSession:
         wall = max(end_s - self.start_s, 1e-9)
-        return {
+        played: LiveSession = {
             "segment": segment,
             "session_index": index,
             "speed": self._speed,
+            "buffer_s": self._buffer_s,
             "frames_offered": self.offered_frames,
             "frames_dropped": self.dropped_frames,
             "questions_dropped": len(self.dropped_asks),
@@ -212,6 +227,10 @@ class LiveFeed:
             "achieved_fps": round(frames_taken / wall, 3),
             "pacing": pacing_stats(self.errors_ms),
         }
+        if self._ended is not None:
+            played["end_session_s"] = round(self._ended[0], 6)
+            played["ended_late_s"] = round(self._ended[1], 6)
+        return played
 
 
 def pacing_stats(errors_ms: list[float]) -> PacingStats:
@@ -241,6 +260,7 @@ class LiveReport(TypedDict):
     """report.json's `live`: what a live run's records say of keeping up with the clock."""
 
     speed: float
+    buffer_s: float
     sessions: int
     frames_offered: int
     frames_dropped: int
@@ -255,6 +275,9 @@ class LiveReport(TypedDict):
     """How far behind the clock each question was sent (its backlog)."""
     latency_s: Spread
     """From the time each question was due to its answer's end."""
+    ended_late_s: Spread
+    """Per session that ended: how long after its last moment EndSession returned (work
+    deferred past the session)."""
     pacing_ms: PacingStats
     """The harness's lateness offering items: the median of the sessions' p50s, the worst
     session's p99 and the worst item."""
@@ -282,9 +305,11 @@ def summarize(
     dropped = sum(s["frames_dropped"] for s in sessions)
     asked = [r for r in instances if "lag_s" in r]
     lags = [float(r["lag_s"]) for r in asked if isinstance(r["lag_s"], int | float)]
-    totals = [float(t) for r in asked if isinstance(t := r.get("live_total_s"), int | float)]
+    totals = [float(t) for r in asked if isinstance(t := r.get("total_s"), int | float)]
+    ended = [s["ended_late_s"] for s in sessions if "ended_late_s" in s]
     return {
         "speed": sessions[0]["speed"],
+        "buffer_s": sessions[0].get("buffer_s", DEFAULT_BUFFER_S),
         "sessions": len(sessions),
         "frames_offered": offered,
         "frames_dropped": dropped,
@@ -295,6 +320,7 @@ def summarize(
         "late": sum(1 for r in asked if r.get("late") is True),
         "lag_s": _spread(lags),
         "latency_s": _spread(totals),
+        "ended_late_s": _spread(ended),
         "pacing_ms": {
             "items": sum(s["pacing"]["items"] for s in sessions),
             "p50_ms": round(statistics.median(s["pacing"]["p50_ms"] for s in sessions), 3),
@@ -306,7 +332,7 @@ def summarize(
 
 def markdown(live: LiveReport) -> str:
     """report.md's section on a live run, written by the harness for every suite."""
-    lag, lat, pace = live["lag_s"], live["latency_s"], live["pacing_ms"]
+    lag, lat, pace, end = live["lag_s"], live["latency_s"], live["pacing_ms"], live["ended_late_s"]
     share = live["frames_dropped_share"]
 
     def s(v: float | None) -> str:
@@ -314,11 +340,13 @@ def markdown(live: LiveReport) -> str:
 
     return "\n".join(
         [
-            f"## Live play at {live['speed']:g}x",
+            f"## Live play at {live['speed']:g}x, buffer {live['buffer_s']:g} s",
             "",
             "Each session was played on the video's clock: frames, turns and questions were "
-            "offered at their times whatever the system had finished (docs/live.md). Numbers "
-            "here compare only with live runs at the same speed.",
+            "offered at their times whatever the system had finished, and frames waiting "
+            f"beyond {live['buffer_s']:g} s of video were dropped (docs/live.md). Every latency "
+            "in this report runs from the time the question was due. Numbers here compare "
+            "only with live runs at the same speed and buffer.",
             "",
             "| measure | value |",
             "|---|---|",
@@ -333,6 +361,8 @@ def markdown(live: LiveReport) -> str:
             f"{s(lag['max'])} |",
             f"| latency from the question's time, s (mean / p50 / p99) | {s(lat['mean'])} / "
             f"{s(lat['p50'])} / {s(lat['p99'])} |",
+            f"| session end, s after its last moment (mean / max): work deferred past it | "
+            f"{s(end['mean'])} / {s(end['max'])} |",
             f"| harness pacing error, ms (p50 / p99 / max) | {pace['p50_ms']:.3f} / "
             f"{pace['p99_ms']:.3f} / {pace['max_ms']:.3f} |",
             "",

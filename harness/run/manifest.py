@@ -231,6 +231,21 @@ class Manifest:
         return float(speed) if isinstance(speed, int | float) else None
 
     @property
+    def live_buffer_s(self) -> float | None:
+        """A live run's frame buffer (`--live-buffer`), in seconds of video; None: offline."""
+        buffer = _object(self.settings.get("live")).get("buffer_s")
+        return float(buffer) if isinstance(buffer, int | float) else None
+
+    @property
+    def played(self) -> str:
+        """How the sessions were played, in words: runs are compared and ranked only with
+        runs played the same way."""
+        if self.live_speed is None:
+            return "replayed offline"
+        buffer = "" if self.live_buffer_s is None else f", buffer {self.live_buffer_s:g} s"
+        return f"played live at {self.live_speed:g}x{buffer}"
+
+    @property
     def spares_beside_live(self) -> bool:
         """Whether spare starts were loaded beside the live one (`restart` with spares, the
         default). A live start can hand memory to its loading spare through the page cache,

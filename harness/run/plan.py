@@ -42,7 +42,7 @@ class Ask:
     `query` is wire-ready (its `query_id` is replaced by a fresh one when asked);
     `fields` are copied into the instance record. An ask holds no label: the runner
     records raw answers and timings, and scoring grades each answer once, against the
-    suite's item of its `instance_id` (`Suite.items`).
+    suite's item of its `instance_id` (`Grading.items`).
     """
 
     instance_id: str
@@ -52,10 +52,11 @@ class Ask:
     fields: Mapping[str, JSON]
     follow_up: FollowUp | None = None
     """The next round of this ask's dialogue, asked right after it when its condition holds."""
-    periodic: bool = False
-    """A decision asked at every step (ProactEgoMem's): in a live run, one still waiting
-    when the next falls due is dropped in its favour, and an answer that arrives after the
-    next is due is late (`evaluate --live`)."""
+    period_ms: int | None = None
+    """A decision asked every `period_ms` of video (ProactEgoMem's steps); None: a one-off
+    question. In a live run (`evaluate --live`) a periodic question still waiting when the
+    next falls due is dropped in its favour, and one whose answer takes effect more than a
+    period after its time is late."""
 
     def __post_init__(self) -> None:
         if self.follow_up is not None and self.follow_up.ask.time_ms != self.time_ms:

@@ -47,12 +47,11 @@ InstanceRow = TypedDict(
         "piece_chars": NotRequired[list[int]],
         "arrivals_s": NotRequired[list[float]],
         "time_to_answer_s": NotRequired[float | None],
-        # `evaluate --live` (harness/run/live.py): the question's lag and latency from the
-        # time it was due, the video time its answer took effect, and for a periodic one
-        # whether it was late or dropped for a newer one.
+        # `evaluate --live` (harness/run/live.py), where ttft_s, total_s and arrivals_s run
+        # from the question's due time: how far behind the clock it was sent, the video
+        # time its answer took effect, and for a periodic one whether it was late or
+        # dropped for a newer one.
         "lag_s": NotRequired[float],
-        "live_ttft_s": NotRequired[float | None],
-        "live_total_s": NotRequired[float],
         "effective_ms": NotRequired[int],
         "late": NotRequired[bool],
         "live_dropped": NotRequired[bool],

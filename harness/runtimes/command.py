@@ -28,13 +28,9 @@ from typing import TYPE_CHECKING
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes.base import Launch, Runtime
+from apmbench.harness.runtimes.local_config import LocalConfig, LocalRecord, gpu_passthrough
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
-from apmbench.harness.runtimes.process import (
-    LocalConfig,
-    LocalRecord,
-    ProcessRuntime,
-    gpu_passthrough,
-)
+from apmbench.harness.runtimes.process import ProcessRuntime
 from apmbench.harness.runtimes.sandbox import (
     SYSTEM_DIRS,
     TMP,

@@ -1,11 +1,21 @@
-"""Where a system runs. The runner sees only the `Runtime` interface.
+"""`--system NAME|module:Class`: a registered system or a class, served as a child process
+of the harness (`ProcessRuntime`) on a Unix socket; it can restart it (for `restart`
+persistence).
 
-- `ProcessRuntime`: `apmbench-grpc serve SPEC` as a child process on a Unix
-  socket in a short temp dir; can restart it (for `restart` persistence).
-- `EndpointRuntime`: a server someone else started, at an address; cannot
-  restart.
-- `DockerRuntime` (apmbench.harness.runtimes.docker.runtime): an image in a hardened
-  container; can restart it.
+Each start runs `python -m apmbench.adapters SYSTEM --address unix:DIR/sock` in a fresh
+socket directory (socket_dirs.py): in a bubblewrap sandbox (sandbox.py) unless
+`--no-sandbox`, either in a fresh box or forked from the run's pre-imported template
+(`--start template`: template.py, template_facts.py), in its own cgroups where the harness
+may make them (start_cgroups.py). Its output is pumped into a bounded section of the
+system's log (log_pump.py, logcap.py); the runtime waits until it serves and talks to it
+only through a real socket. Spares, the next restarts' processes, are started while it
+serves, as many as `SparePlan` says (spare_plan.py), and frozen once loaded
+(spare_freezer.py).
+
+Here too are the `--system` settings and record (`ProcessConfig`, `ProcessRecord`) and
+`sandboxed_process`, which builds the runtime from the command line's options as `evaluate`
+and `check` do. What a `--command` process shares with it is in local_config.py; its
+runtime, `CommandRuntime` (command.py), extends `ProcessRuntime`.
 """
 
 from __future__ import annotations
@@ -13,8 +23,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import json
-import math
 import os
 import shutil
 import signal
@@ -24,10 +32,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, ClassVar, NotRequired, TypedDict
+from typing import TYPE_CHECKING, ClassVar
 
 import psutil
 
@@ -40,20 +48,28 @@ from apmbench.harness.runtimes.base import (
     Launch,
     Runtime,
     RuntimeConfig,
-    RuntimeRecord,
     ServerProcess,
     descendants,
     reap_group,
     tree_cpu_s,
-    usable_cores,
     wait_serving,
 )
 from apmbench.harness.runtimes.docker.settings import GpuRequest
 from apmbench.harness.runtimes.inode_counters import scramble as scramble_inode_counters
+from apmbench.harness.runtimes.local_config import (
+    LocalConfig,
+    LocalFacts,
+    LocalRecord,
+    gpu_passthrough,
+)
+from apmbench.harness.runtimes.log_pump import pump_log
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import UNCONFINED_NOTE, Sandbox, unconfined
+from apmbench.harness.runtimes.socket_dirs import DIR_BASE, DIR_PREFIX, remove_dead_dirs
 from apmbench.harness.runtimes.spare_freezer import spare_deadline_s
+from apmbench.harness.runtimes.spare_plan import STARTS_FILE, SparePlan
 from apmbench.harness.runtimes.start_cgroups import StartCgroups, StartGroup
+from apmbench.harness.runtimes.template_facts import TEMPLATE_FACTS, TEMPLATE_LOG
 from apmbench.harness.stopping import uninterrupted
 
 START_MODES = ("fresh", "template")
@@ -63,33 +79,7 @@ fork of the run's pre-imported template (harness/runtimes/template.py)."""
 
 if TYPE_CHECKING:
     from apmbench.harness.runtimes import RuntimeSpec
-    from apmbench.harness.runtimes.gpu import GpuPassthrough
     from apmbench.harness.runtimes.template import Template
-
-DIR_BASE = "/tmp"
-DIR_PREFIX = "apm-"
-
-
-@dataclass(frozen=True, kw_only=True)
-class LocalConfig(RuntimeConfig):
-    """What a process the harness starts on this host is run with (`--system` and
-    `--command` alike)."""
-
-    sandbox: bool = True
-    """Run it in a bubblewrap sandbox; False (`--no-sandbox`) runs it unconfined and every
-    report says its numbers are not comparable."""
-    sandbox_net: bool = False
-    """`--sandbox-net`: sandboxed, but on the host's network (a model endpoint)."""
-    env: tuple[str, ...] = ()
-    """`--env NAME[=VALUE]`: the only environment it gets besides its own `APMBENCH_VLM_*`
-    settings when sandboxed."""
-    gpus: GpuRequest = field(default_factory=GpuRequest)
-    """`--gpus`: the NVIDIA devices its box gets (gpu.py)."""
-
-    def spares_allowed(self) -> bool:
-        # On the host's network the serving process could hand its memory to a spare over
-        # a socket; on a GPU both would read each other's use of the device.
-        return not self.sandbox_net and not self.gpus.wanted
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,46 +111,11 @@ class ProcessConfig(LocalConfig):
         return self.system
 
 
-class SparesRecord(TypedDict):
-    frozen_once_loaded: bool
-    """Whether each spare is frozen once loaded (its cgroup's freezer)."""
-
-
-class LocalFacts(TypedDict):
-    """The facts of a process this harness starts, `--system` and `--command` alike."""
-
-    sandbox: dict[str, object]
-    """The sandbox's facts (`Sandbox.describe`), or that there was none."""
-    max_log_bytes: int | None
-    spare: bool
-    start: str
-    page_cache: NotRequired[dict[str, object]]
-    spares: NotRequired[SparesRecord]
-    template: NotRequired[dict[str, object]]
-
-
-class LocalRecord(RuntimeRecord, LocalFacts):
-    """manifest.json's `runtime` for a process this harness starts."""
-
-
 class ProcessRecord(LocalRecord):
     """A `--system` process's: it names its system and the interpreter."""
 
     system: str
     python: str
-
-
-def remove_dead_dirs(base: Path = Path(DIR_BASE)) -> list[Path]:
-    """Remove the socket directories of harnesses that were killed (SIGKILL) before they
-    could: only real directories (never a link), directly in `base`, owned by this user,
-    named by a harness (pid and start time) that no longer runs."""
-    removed = []
-    for entry, info in owned_dirs.dead_owner_dirs(base, DIR_PREFIX):
-        if info.st_uid != os.getuid():
-            continue
-        shutil.rmtree(entry, ignore_errors=True)
-        removed.append(entry)
-    return removed
 
 
 class ProcessRuntime(Runtime):
@@ -452,7 +407,7 @@ class ProcessRuntime(Runtime):
             self._made.append((directory, proc))
             assert proc.stdout is not None
             pump = threading.Thread(
-                target=_pump, args=(proc.stdout, log), name="system-log", daemon=True
+                target=pump_log, args=(proc.stdout, log), name="system-log", daemon=True
             )
             pump.start()
         return _Launch(self.starts, directory, proc, log, pump, time.monotonic(), group)
@@ -481,7 +436,7 @@ class ProcessRuntime(Runtime):
             proc = self._template.launch(cmd, directory, group.place if group else None)
             self._made.append((directory, proc))
             pump = threading.Thread(
-                target=_pump, args=(proc.stdout, log), name="system-log", daemon=True
+                target=pump_log, args=(proc.stdout, log), name="system-log", daemon=True
             )
             pump.start()
         return _Launch(self.starts, directory, proc, log, pump, time.monotonic(), group)
@@ -754,255 +709,6 @@ class _Launch:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-TEMPLATE_LOG = "template.log"
-"""Beside the system's log: the template's own output (never a start's: each has a pipe)."""
-TEMPLATE_FACTS: dict[str, object] = {
-    "kind": "fork of a pre-imported template (apmbench.adapters.template) in the same box",
-    "template_capabilities": "CAP_SYS_ADMIN and CAP_SETFCAP in its own user namespace; no "
-    "system code runs in it, and no start keeps them",
-    "per_start": {
-        "namespaces": ["user", "mount", "pid", "network", "ipc", "uts", "cgroup"],
-        "fresh": ["/proc", "/tmp", "/dev/shm", "/dev/pts", "socket directory"],
-        "read_only": ["/dev", "every other mount"],
-        "user_namespaces": "none further",
-        "capabilities": "none (bounding and ambient sets too)",
-        "no_new_privs": True,
-        "seccomp": "the fresh start's filter",
-        "descriptors": ["stdout and stderr: its log pipe (no stdin, as a fresh start)"],
-    },
-}
-STARTS_FILE = "starts.json"
-"""Beside the system's log: how many starts there were and how long each was waited for."""
-WAITED_S = 0.1
-"""A start the harness waited longer than this for counts as waited for (a promoted spare
-that was already serving answers its health check in milliseconds)."""
-
-
-class SparePlan:
-    """How many spares to keep, and what the starts cost: enough that the next restarts
-    find a process that finished its start-up during the previous segments (the measured
-    start time over the measured time between restarts, plus one), at most as many as
-    the memory budget holds (the measured memory of a serving process tree, the model
-    included), at most as many as the host's cores can start at once (`cpu_cap`), and
-    never more than MAX."""
-
-    MAX = 8
-    FIRST_GAP_S = 1.0
-    """The time between restarts assumed before two were seen: a run's first segments
-    are often short forks, and a spare started late is waited for."""
-
-    DECLARED = "spare_memory"
-    """The Describe detail in which a system declares what its spares may hold together
-    (a size: "24g", "0" for no spare). It can only lower the host's default, never raise
-    it, and the user's --spare-memory overrides both."""
-
-    def __init__(self, budget_bytes: int | None) -> None:
-        self.budget_bytes = budget_bytes
-        self.declared_bytes: int | None = None
-        self.declared_error: str | None = None
-        self.start_s: float | None = None
-        self.gap_s: float | None = None
-        self.per_start_bytes: int | None = None
-        self._last_restart: float | None = None
-        self._average_s: float | None = None
-        self.waits: list[float] = []
-        self.start_cpu_s: float | None = None
-        self.cpu_share: float | None = None
-        """The largest share of a cold start's wall time it spent on a core (its CPU
-        seconds over its start time): near 1 for an interpreter importing its code, near 0
-        for a start that waits on a device or a sleep."""
-
-    def budget(self) -> int:
-        if self.budget_bytes is not None:
-            return self.budget_bytes
-        # Half of what the host has free when the first start is measured: the rest is the
-        # serving process's and the harness's.
-        host = int(psutil.virtual_memory().available // 2)
-        return host if self.declared_bytes is None else min(host, self.declared_bytes)
-
-    @property
-    def budget_source(self) -> str:
-        if self.budget_bytes is not None:
-            return "--spare-memory"
-        return "host" if self.declared_bytes is None else f"system ({self.DECLARED})"
-
-    def declare(self, details: Mapping[str, str]) -> None:
-        """The budget the system declares in its Describe details, if any. A value that is
-        not a size is not a budget: it is ignored and the record says why (a system's
-        optional detail never stops a run)."""
-        from apmbench.harness.runtimes.docker.settings import parse_size
-
-        raw = details.get(self.DECLARED)
-        if raw is None:
-            return
-        if raw.strip() == "0":  # for --memory, "0" is no limit; here it is no room
-            self.declared_bytes = 0
-            return
-        try:
-            size = parse_size(raw, f"the system's {self.DECLARED} detail")
-        except ConfigError as e:
-            self.declared_error = str(e)
-            return
-        if size is None:  # it can only lower the host's budget: "none" says nothing
-            self.declared_error = f"{self.DECLARED} {raw!r}: give a size such as 24g, or 0"
-            return
-        self.declared_bytes = size
-
-    def served(
-        self, launched: float, asked: float, ready: float, cpu_s: Callable[[], float | None]
-    ) -> None:
-        """A start handed to the run: `launched` when it was started, `asked` when the run
-        asked for it, `ready` when it served; `cpu_s` reads what it used of the CPU, asked
-        only for a cold start."""
-        self.waits.append(ready - asked)
-        if launched < asked:
-            return
-        # A cold start: its whole start-up was waited for, and no spare was starting beside
-        # it (there was none left), so its CPU share is its own.
-        self.start_s = ready - launched
-        used = cpu_s()
-        if used is not None and self.start_s > 0:
-            self.start_cpu_s = used
-            share = used / self.start_s
-            # The largest seen: a start measured on a host busy with other work looks
-            # less CPU-bound than it is, and more spares would make that worse.
-            self.cpu_share = share if self.cpu_share is None else max(self.cpu_share, share)
-
-    def cpu_cap(self) -> int | None:
-        """Spares the host's cores can start at once: the cores left beside the harness and
-        the serving system, over the share of a core a start keeps busy. Spares past that
-        make no start finish sooner (the cores are the bound), slow every start and take
-        CPU from the system whose latency is being measured; on 2 cores a start that is
-        all CPU gets 1 spare, one that sleeps through a model's transfer gets up to MAX.
-        None before a cold start was measured."""
-        if self.cpu_share is None:
-            return None
-        spare_cores = max(usable_cores() - 1, 1)
-        return max(1, math.floor(spare_cores / max(self.cpu_share, 1 / self.MAX)))
-
-    def restarted(self, now: float) -> None:
-        if self._last_restart is not None:
-            gap = now - self._last_restart
-            # A moving average, but a run of short forks is answered at once: forks' short
-            # segments and the main pass's long ones mix.
-            average = gap if self._average_s is None else 0.7 * self._average_s + 0.3 * gap
-            self._average_s = average
-            self.gap_s = min(average, gap)
-        self._last_restart = now
-
-    def measure(self, pid: int, shared: bool = False) -> None:
-        """The serving process tree's resident memory (its model included); and, if it holds
-        a GPU, the cap its GPU memory sets (`gpu_cap`). `shared`: pages shared with other
-        processes count by their share (PSS), as a template start's are."""
-        try:
-            root = psutil.Process(pid)
-            tree = [root, *root.children(recursive=True)]
-            total = 0
-            for proc in tree:
-                with contextlib.suppress(psutil.Error):
-                    total += proc.memory_full_info().pss if shared else proc.memory_info().rss
-        except psutil.Error:
-            return
-        self.per_start_bytes = max(total, 1)
-        pids = {p.pid for p in tree}
-        if any(_holds_gpu(p) for p in pids):
-            self.gpu_cap = gpu_spares(pids, _nvidia_smi())
-
-    gpu_cap: int | None = None
-    """Spares the GPU holds beside the serving process (None: it holds no GPU). Without
-    nvidia-smi to say, 0: a second copy of a model could run the GPU out of memory, unless
-    the user gave a budget (`--spare-memory`), which then stands for the GPU's too."""
-
-    def wanted(self, minimum: int) -> int:
-        want = minimum
-        if self.start_s is not None:
-            gap = self.gap_s or self.FIRST_GAP_S
-            want = max(want, math.ceil(self.start_s / max(gap, 0.05)) + 1)
-        want = min(want, self.MAX)
-        cpu_cap = self.cpu_cap()
-        if cpu_cap is not None:
-            want = min(want, cpu_cap)
-        if self.gpu_cap is not None and self.budget_bytes is None:
-            want = min(want, self.gpu_cap)
-        if self.per_start_bytes is not None:
-            want = min(want, self.budget() // self.per_start_bytes)
-        return max(want, 0)
-
-    def record(self, starts: int) -> dict[str, object]:
-        return {
-            "starts": starts,
-            "served": len(self.waits),
-            "waited": sum(1 for w in self.waits if w > WAITED_S),
-            "waited_s": round(sum(self.waits), 3),
-            "cold_start_s": None if self.start_s is None else round(self.start_s, 3),
-            "cold_start_cpu_s": None if self.start_cpu_s is None else round(self.start_cpu_s, 3),
-            "cpu_share": None if self.cpu_share is None else round(self.cpu_share, 3),
-            "cpu_cap": self.cpu_cap(),
-            "per_start_bytes": self.per_start_bytes,
-            "gpu_cap": self.gpu_cap,
-            "budget_from": self.budget_source,
-            **({"declared_error": self.declared_error} if self.declared_error else {}),
-        }
-
-    def write(self, path: Path, starts: int) -> None:
-        with contextlib.suppress(OSError):
-            path.write_text(json.dumps(self.record(starts)) + "\n")
-
-
-def _holds_gpu(pid: int) -> bool:
-    """Whether the process has an NVIDIA device open (a CUDA context)."""
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/dev/nvidia"):
-                return True
-    return False
-
-
-def _nvidia_smi() -> tuple[str, str] | None:
-    """nvidia-smi's compute apps (pid, MiB used) and free memory per GPU (MiB), as CSV."""
-    try:
-        apps = subprocess.run(
-            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout  # fmt: skip
-        free = subprocess.run(
-            ["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return apps, free
-
-
-def gpu_spares(pids: set[int], smi: tuple[str, str] | None) -> int:
-    """How many more copies of what `pids` hold on the GPU fit in its free memory (the least
-    free GPU counts: which one a spare lands on is the system's choice); 0 when unknown."""
-    if smi is None:
-        return 0
-    apps, free = smi
-    used = 0
-    for line in apps.splitlines():
-        pid, _, mib = (x.strip() for x in line.partition(","))
-        if pid.isdigit() and int(pid) in pids and mib.isdigit():
-            used += int(mib)
-    frees = [int(x) for x in free.split() if x.strip().isdigit()]
-    if used <= 0 or not frees:
-        return 0
-    return min(frees) // used
-
-
-def _pump(stream: IO[bytes], section: LogSection) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]
-            section.write(chunk)
-    with contextlib.suppress(OSError):
-        stream.close()
-
-
 def served_target(system: str) -> str:
     """What the process is told to serve: a built-in name or a "module:Class" as given, a
     plugin's registered name as its "module:Class". The sandbox binds the plugin's package
@@ -1012,29 +718,6 @@ def served_target(system: str) -> str:
     if ":" in system or system in SYSTEMS:
         return system
     return SYSTEM_REGISTRY.entry(system).target
-
-
-def gpu_passthrough(
-    gpus: GpuRequest | None, sandbox: bool, start: str = "fresh"
-) -> GpuPassthrough | None:
-    """What `--gpus` gives a sandboxed process's box (gpu.py), found before anything starts:
-    a ConfigError (exit 2) names a device node this host lacks, or an option it does not go
-    with."""
-    from apmbench.harness.runtimes.gpu import GpuPassthrough
-
-    if gpus is None or not gpus.wanted:
-        return None
-    if not sandbox:
-        raise ConfigError(
-            f"--gpus {gpus.describe()}: an unconfined process (--no-sandbox) already sees every "
-            "GPU of the host; drop --gpus, or drop --no-sandbox to run it confined with that GPU"
-        )
-    if start == "template":
-        raise ConfigError(
-            f"--gpus {gpus.describe()}: not with --start template (its starts share one box's "
-            "/dev); use --start fresh"
-        )
-    return GpuPassthrough.find(gpus)
 
 
 def sandboxed_process(

@@ -123,7 +123,7 @@ class Plotted(ComparisonHead):
 
 
 def plotted(data: Mapping[str, object]) -> Plotted:
-    """A suite's comparison as the shared machinery reads it: `Suite.comparison` must hold
+    """A suite's comparison as the shared machinery reads it: `ReportFormat.comparison` must hold
     these keys."""
     return cast(Plotted, data)
 

@@ -29,16 +29,20 @@ from apmbench.harness.cli import main
 # forks and replays) that is 4.5 minutes a run. The APM-Bench runs here go at 32x; the
 # ProactEgoMem ones (3 minutes of video) at 4x.
 FAST = "32"
+TESTS = Path(__file__).resolve().parents[1]
 NODE_TEMPLATE = Path(__file__).resolve().parents[2] / "containers" / "template-node"
 
 
-def _start(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def _start(
+    args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "apmbench.harness.cli", "evaluate", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, **(env or {})},
+        cwd=cwd,
     )
 
 
@@ -84,6 +88,14 @@ def test_apmbench_live_keeps_the_scores_of_systems_that_keep_up_and_not_of_one_t
         ],
         slow_env,
     )
+    # Red team 13's cheater takes every frame at once and perceives it later, at 60 ms a
+    # frame (twice the clock's 31): its drops and lag look real-time, the work it deferred
+    # shows when its sessions end.
+    runs["deferred"] = _start(
+        [*common, "--system", "helpers.deferred_perception:DeferredPerception",
+         "--out", str(tmp_path / "deferred")],
+        {"APMBENCH_SIM_FRAME_MS": "60"}, cwd=TESTS,
+    )  # fmt: skip
     # A server in another language, started by --command, plays live the same way.
     runs["node"] = _start(
         [*common, "--command", "node server.js {address}", "--live-buffer", "120",
@@ -110,7 +122,7 @@ def test_apmbench_live_keeps_the_scores_of_systems_that_keep_up_and_not_of_one_t
         header = live[name]["header"]
         assert isinstance(header, dict) and header["live"] == 32.0
         head = (tmp_path / name / "report.md").read_text().splitlines()[2]
-        assert "**live at 32x**" in head, head
+        assert "**played live at 32x, buffer 120 s**" in head, head
 
     slow, text_log = live["model-sim"], offline("text-log")
     played = slow["live"]
@@ -120,6 +132,21 @@ def test_apmbench_live_keeps_the_scores_of_systems_that_keep_up_and_not_of_one_t
         slow["overall"],
         text_log["overall"],
     )
+    # An honest slow system ends each session within about a frame of its end; the
+    # deferring one a second or more after it.
+    deferred = live["deferred"]["live"]
+    assert isinstance(deferred, dict)
+    assert deferred["ended_late_s"]["mean"] > 1.0, deferred
+    assert deferred["ended_late_s"]["mean"] > 2 * played["ended_late_s"]["mean"], (
+        deferred["ended_late_s"],
+        played["ended_late_s"],
+    )
+    # Latencies run from each question's due time (a backlog is the system's latency).
+    slow_rows = [
+        json.loads(line)
+        for line in (tmp_path / "model-sim" / "instances.jsonl").read_text().splitlines()
+    ]
+    assert all(r["total_s"] >= r["lag_s"] for r in slow_rows)
     section = (tmp_path / "model-sim" / "report.md").read_text().split("## Live play at 32x")[1]
     assert f"| frames offered / dropped | 1085 / {played['frames_dropped']}" in section
 
@@ -134,7 +161,8 @@ def test_apmbench_live_keeps_the_scores_of_systems_that_keep_up_and_not_of_one_t
             str(tmp_path / "cmp"),
         ],
     )
-    assert mixed.exit_code != 0 and "played live at 32x" in mixed.output, mixed.output
+    said = " ".join(mixed.output.split())
+    assert mixed.exit_code != 0 and "played live at 32x" in said, mixed.output
     assert "Traceback" not in mixed.output
     both_live = CliRunner().invoke(
         main,
@@ -147,6 +175,12 @@ def test_apmbench_live_keeps_the_scores_of_systems_that_keep_up_and_not_of_one_t
         ],
     )
     assert both_live.exit_code == 0, both_live.output
+    # Nor at another buffer: a bigger one buys frames a default run would drop.
+    buffers = CliRunner().invoke(
+        main, ["compare", str(tmp_path / "null"), str(tmp_path / "model-sim"),
+               "--out", str(tmp_path / "cmp-buffer")],
+    )  # fmt: skip
+    assert buffers.exit_code != 0 and "buffer 1 s" in " ".join(buffers.output.split())
     # `score` keeps the live figures: they come from the records.
     rescored = CliRunner().invoke(main, ["score", str(tmp_path / "model-sim")])
     assert rescored.exit_code == 0, rescored.output

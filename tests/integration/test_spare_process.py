@@ -14,15 +14,10 @@ import pytest
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes import runtime_spec, wants_spare
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
-from apmbench.harness.runtimes.process import (
-    STARTS_FILE,
-    ProcessRuntime,
-    SparePlan,
-    _Launch,
-    gpu_spares,
-    sandboxed_process,
-)
+from apmbench.harness.runtimes.gpu_memory import gpu_spares
+from apmbench.harness.runtimes.process import ProcessRuntime, _Launch, sandboxed_process
 from apmbench.harness.runtimes.sandbox import find_bwrap
+from apmbench.harness.runtimes.spare_plan import STARTS_FILE, SparePlan
 
 
 def spare_of(rt: ProcessRuntime) -> _Launch | None:
@@ -153,9 +148,9 @@ def test_the_spare_count_follows_start_time_gaps_and_the_memory_budget() -> None
 def test_spares_starting_at_once_are_capped_by_the_cores_a_start_keeps_busy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import apmbench.harness.runtimes.process as process
+    import apmbench.harness.runtimes.spare_plan as spare_plan
 
-    monkeypatch.setattr(process, "usable_cores", lambda: 2)
+    monkeypatch.setattr(spare_plan, "usable_cores", lambda: 2)
     plan = SparePlan(budget_bytes=None)
     plan.restarted(0.0)
     plan.restarted(0.2)  # forks back to back: 0.2 s segments

@@ -23,7 +23,7 @@ from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.runtimes.docker import leftovers, socketdir
 from apmbench.harness.runtimes.docker.settings import BindMount, ContainerSettings
 from apmbench.harness.runtimes.logcap import LogSection
-from apmbench.harness.runtimes.process import remove_dead_dirs
+from apmbench.harness.runtimes.socket_dirs import remove_dead_dirs
 
 HOSTILE = "[/bogus] \x1b]0;pwned\x07\x1b[2J\x1b[31mred\x1b[0m\r\x9b2J\x1bP+q\x1b\\ok"
 DEAD_PID = 4_123_456  # above any pid_max: no such process

@@ -1,6 +1,6 @@
 """The leaderboard's page model and its files, over reports the suites' own scorers write.
 
-Each report is what `Suite.score` makes of no records (every number n/c), with the few
+Each report is what a suite's `ReportFormat.score` makes of no records (every number n/c), with the few
 numbers a test needs set at the fields the suite's leaderboard says it reads them from;
 the manifests carry what the model reads of a real one. The end-to-end test over real
 runs is tests/integration/test_leaderboard.py.
@@ -119,6 +119,32 @@ def test_runs_scored_by_different_judges_are_separate_rankings() -> None:
     judged.report["scoring"] = {"signature": {"judge": {"kind": "http", "model": "m"}}}
     board = build_board([entry("egoprobe", "plain", values={SINGLE_TURN: 20.0}), judged])
     assert [[r.label for r in g.runs] for g in board.groups] == [["plain"], ["judged"]]
+
+
+def test_live_runs_rank_only_with_runs_played_the_same_way() -> None:
+    # Red team 13 put two live runs and an offline replay in one ranking.
+    def live(system: str, speed: float, buffer_s: float, utility: float) -> Entry:
+        made = entry("egoprobe", system, values={SINGLE_TURN: utility})
+        made.manifest["settings"] = {
+            "persistence": "restart",
+            "live": {"speed": speed, "buffer_s": buffer_s},
+        }
+        return made
+
+    board = build_board(
+        [
+            entry("egoprobe", "offline", values={SINGLE_TURN: 90.0}),
+            live("at-4", 4.0, 1.0, 20.0),
+            live("at-4-too", 4.0, 1.0, 30.0),
+            live("big-buffer", 4.0, 100000.0, 80.0),
+        ]
+    )
+    assert [[r.label for r in g.runs] for g in board.groups] == [
+        ["offline"],
+        ["at-4-too", "at-4"],
+        ["big-buffer"],
+    ]
+    assert board.groups[1].notes[0].startswith("Every run here was played live at 4x, buffer 1 s")
 
 
 def test_every_run_of_a_method_is_shown_and_told_apart_by_its_source() -> None:

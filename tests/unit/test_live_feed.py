@@ -27,7 +27,7 @@ def _frame(ms: int) -> Frame:
 
 def _ask(ms: int, periodic: bool = False) -> Ask:
     query = Query(f"q{ms}", ms, QueryKind.DECISION, "", "")
-    return Ask(f"i{ms}", 0, ms, query, {}, periodic=periodic)
+    return Ask(f"i{ms}", 0, ms, query, {}, period_ms=100 if periodic else None)
 
 
 def _drain(feed: LiveFeed, busy_s: float = 0.0) -> list[object]:
@@ -48,7 +48,9 @@ def test_a_consumer_that_keeps_up_gets_every_item_on_time() -> None:
     assert feed.dropped_frames == 0 and feed.offered_frames == 20
     # 950 ms of video at 4x: the last frame is due 0.2375 s after the start, not before.
     assert took >= 0.23
-    assert len(feed.errors_ms) == 20 and max(feed.errors_ms) < 250
+    # One lateness per item, never negative (an item is offered at its time or after);
+    # how small it is is make bench's to measure, not a test's on a shared machine.
+    assert len(feed.errors_ms) == 20 and min(feed.errors_ms) >= 0
 
 
 def test_a_busy_consumer_loses_the_oldest_frames_never_a_turn_or_a_question() -> None:
@@ -121,8 +123,8 @@ def test_the_summary_pools_sessions_and_questions() -> None:
         for i, d in enumerate((0, 2))
     ]
     rows = [
-        {"lag_s": 0.0, "live_total_s": 0.5},
-        {"lag_s": 1.5, "live_total_s": 2.0, "late": True},
+        {"lag_s": 0.0, "total_s": 0.5},
+        {"lag_s": 1.5, "total_s": 2.0, "late": True},
         {"live_dropped": True},
     ]
     live = summarize(sessions, rows)  # type: ignore[arg-type]

@@ -4,7 +4,7 @@ Everything is inlined (styles, the filter script, SVG charts, JPEG
 thumbnails as data URIs), so the file opens from `file://` with no server and
 no network. Jinja2 renders it with autoescaping on: a system's raw output is
 shown as text, never interpreted as HTML. The tables and bar charts come from
-the runs' suite (`Suite.view_tables`, `Suite.view_bars`), so this module
+the runs' suite (its `ReportFormat.view_tables` and `view_bars`), so this module
 names no task.
 """
 

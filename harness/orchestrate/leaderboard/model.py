@@ -6,9 +6,9 @@ settings and wording, the scoring schema): numbers from different datasets
 or judges are never ranked together, each such group gets its own tables
 and plot. Every run is a row of its own, also several runs of one method (two
 persistence modes, a rerun): none is picked silently. The tables are the
-suite's own (`Suite.leaderboard_rows`, the paper's headline tables as its
+suite's own (`suites.base.leaderboard_rows`, the paper's headline tables as its
 compare shows them); the ranking and the trade-off plot's utility axis are
-the ones `compare` uses (`Suite.comparison`'s `plot_y`).
+the ones `compare` uses (`ReportFormat.comparison`'s `plot_y`).
 
 Text a system supplied (its name and version) is made plain and cut here;
 the HTML template escapes it (Jinja's autoescape) and the JSON writer keeps
@@ -182,11 +182,13 @@ class _Loaded:
         return scoring.get("signature") if isinstance(scoring, Mapping) else None
 
     @property
-    def key(self) -> tuple[str, str, str]:
+    def key(self) -> tuple[str, str, str, str]:
         return (
             self.benchmark,
             str(self.record.dataset_hash),
             json.dumps(self.signature, sort_keys=True),
+            # Live runs rank only with runs played at the same speed and buffer.
+            self.record.played,
         )
 
 
@@ -282,6 +284,9 @@ def _group(anchor: str, members: Sequence[_Loaded]) -> Group:
     order = sorted(range(len(runs)), key=lambda i: (runs[i].rank is None, runs[i].rank or 0, i))
     ranked = tuple(runs[i] for i in order)
     notes = list(data["notes"])
+    if members[0].record.live_speed is not None:
+        played = members[0].record.played
+        notes.insert(0, f"Every run here was {played}: latencies run from each question's due time")
     points = []
     for run in ranked:
         if run.utility is None:
@@ -343,14 +348,16 @@ def build_board(entries: Sequence[Entry]) -> Board:
             problems.append(str(e))
     if problems:
         raise RunDirError(listed(problems))
-    groups: dict[tuple[str, str, str], list[_Loaded]] = {}
+    groups: dict[tuple[str, str, str, str], list[_Loaded]] = {}
     for item in loaded:
         groups.setdefault(item.key, []).append(item)
     order = {name: i for i, name in enumerate(SUITE_REGISTRY.names())}
 
-    def sort_key(key: tuple[str, str, str]) -> tuple[int, str, str, str, str]:
+    def sort_key(key: tuple[str, str, str, str]) -> tuple[int, str, str, str, str, bool, str]:
         first = groups[key][0].record
-        return (order.get(key[0], len(order)), key[0], first.dataset_name or "", *key[1:])
+        # Offline replays before live runs, each as the other keys order them.
+        offline_first = (*key[1:3], first.live_speed is not None, key[3])
+        return (order.get(key[0], len(order)), key[0], first.dataset_name or "", *offline_first)
 
     return Board(
         groups=tuple(

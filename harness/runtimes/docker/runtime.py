@@ -214,7 +214,7 @@ class DockerRuntime(Runtime):
         spare: bool = False,
         spare_budget_bytes: int | None = None,
     ) -> None:
-        from apmbench.harness.runtimes.process import SparePlan
+        from apmbench.harness.runtimes.spare_plan import SparePlan
 
         self.max_log_bytes = max_log_bytes
         self.image_ref = image
@@ -477,7 +477,7 @@ class DockerRuntime(Runtime):
                 if future.exception() is None:
                     self._discard(future.result())
         if self.starts:
-            from apmbench.harness.runtimes.process import STARTS_FILE
+            from apmbench.harness.runtimes.spare_plan import STARTS_FILE
 
             self.spares.write(self.log_path.parent / STARTS_FILE, self.starts)
         if self._engine is not None:

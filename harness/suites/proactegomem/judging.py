@@ -27,6 +27,7 @@ from apmbench.harness.suites.proactegomem.metrics import (
     Params,
     Row,
     Span,
+    acted_steps,
     clip_groups,
     gated,
     predictions,
@@ -57,8 +58,7 @@ def _pairs(instances: Sequence[Row], params: Params) -> Iterator[tuple[str, Row,
     """(request id, the group's first row, level, truth, prediction) for every gated pair."""
     for (level, clip), group in clip_groups(instances).items():
         head = group[0]
-        steps = [(r["step_index"], r["time_ms"] / 1000.0, r["raw_output"]) for r in group]
-        preds, _ = predictions(level, head["task"], steps, head["clip_end_s"])
+        preds, _ = predictions(level, head["task"], acted_steps(group), head["clip_end_s"])
         gts = truths(level, head["task"], head["ground_truth"])
         for i, p in enumerate(preds):
             for j, t in enumerate(gts):

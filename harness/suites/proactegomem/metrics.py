@@ -393,6 +393,17 @@ def grade_qa(choices: Sequence[tuple[str, str]], answer: str, text: str) -> Choi
 # -- scoring --------------------------------------------------------------------------------
 
 
+def acted_steps(rows: Sequence[Row]) -> list[tuple[int, float, str]]:
+    """A clip's steps as (index, time acted in seconds, raw answer), for replaying its tool
+    calls. Live (`evaluate --live`), a step acts when its answer arrived (`effective_ms`)
+    and one dropped for a newer step made no call; offline, each acts at its own time."""
+    return [
+        (r["step_index"], r.get("effective_ms", r["time_ms"]) / 1000.0, r["raw_output"])
+        for r in rows
+        if not r.get("live_dropped")
+    ]
+
+
 def predictions(
     level: str, task: str, steps: Iterable[tuple[int, float, str]], end_s: float
 ) -> tuple[list[Span], ToolCounts]:
@@ -491,13 +502,7 @@ def score_levels(
             if lv != level:
                 continue
             head = rows[0]
-            # Live (`evaluate --live`): a step acts when its answer arrived, and a step
-            # dropped for a newer one made no call; offline both are the step's own time.
-            steps = [
-                (r["step_index"], r.get("effective_ms", r["time_ms"]) / 1000.0, r["raw_output"])
-                for r in rows
-                if not r.get("live_dropped")
-            ]
+            steps = acted_steps(rows)
             preds, c = predictions(level, head["task"], steps, head["clip_end_s"])
             gts = truths(level, head["task"], head["ground_truth"])
             judged = head.get("similarity")

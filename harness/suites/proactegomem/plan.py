@@ -45,6 +45,8 @@ from apmbench.harness.suites.proactegomem.tools import (
 )
 
 NO_MEMORY_FRAMES = 40
+STEP_MS = 1000
+"""Section 5.2: a step every second of video (the plan's frame times at 1 fps)."""
 
 
 @dataclass(frozen=True)
@@ -273,7 +275,7 @@ def qa_instance(question_id: str, condition: str) -> str:
 def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
     clip = dataset.clip(trajectory.trajectory_id)
     session = trajectory.sessions[0]
-    times = frame_times(session, 1.0)
+    times = frame_times(session, 1000 / STEP_MS)
     run = ClipRun(clip, [t / 1000.0 for t in times])
     # Survives `score --labels`, which replaces only the fields the labelled plan has.
     marked: JsonObject = {"labels_withheld": True} if dataset.labels_withheld else {}
@@ -297,7 +299,7 @@ def plan_clip(dataset: Dataset, trajectory: Trajectory) -> list[Segment]:
                 **marked,
             }
             iid = step_instance(clip.clip_id, level, k)
-            asks.append(Ask(iid, 0, t, query, fields, periodic=True))
+            asks.append(Ask(iid, 0, t, query, fields, period_ms=STEP_MS))
         if dataset.per_step:
             segments += _per_step(level, asks, times, run.shared_step_state(level))
             continue
