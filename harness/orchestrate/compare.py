@@ -98,7 +98,12 @@ def mismatches(runs: Sequence[Run]) -> list[str]:
                 f"{run.root} was made on dataset {str(run.record.dataset_hash)[:12]}..., "
                 f"{first.root} on {str(first.record.dataset_hash)[:12]}..."
             )
-        if run.record.played != first.record.played:
+        if run.record.fps != first.record.fps:
+            problems.append(
+                f"{run.root} was sent {run.record.fps:g} frames per second, "
+                f"{first.root} {first.record.fps:g}"
+            )
+        if run.record.play != first.record.play:
             problems.append(
                 f"{run.root} was {run.record.played}, {first.root} {first.record.played}"
             )

@@ -517,6 +517,7 @@ class TrajectoryRunner:
                             SessionEnd(session.session_id, session.end_ms)
                         )
                         feed.session_ended(session.end_ms, end_s)
+                        end_due_s = feed.due_s(session.end_ms)
                     played = feed.record(segment.name, index, time.monotonic(), taken_frames)
                 self.live_sessions.append(played)
         else:
@@ -546,6 +547,10 @@ class TrajectoryRunner:
         if segment.kind != "main":
             return
         snapshot, export_s = self._export(f"after_{index}")
+        if self.settings.live is not None:
+            # Work a system defers past the session can also hide in its export (red team
+            # 14): the session is settled once its memory is handed over.
+            self.live_sessions[-1]["settled_late_s"] = round(time.monotonic() - end_due_s, 6)
         self.snapshots[index] = snapshot
         if self.auditor is not None:
             self.auditor.session_done(self, segment, index)
@@ -675,6 +680,7 @@ class TrajectoryRunner:
         }
         if ask.period_ms is not None:
             # Late: the answer took effect after the next step was due.
+            fields["period_ms"] = ask.period_ms
             fields["late"] = effective_ms > ask.time_ms + ask.period_ms
         return fields
 

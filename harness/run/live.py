@@ -90,6 +90,9 @@ class LiveSession(TypedDict):
     """How long after the session's last moment (its end time on the clock) EndSession
     returned: work a system deferred past the session, by taking frames at once and
     perceiving them later, shows here."""
+    settled_late_s: NotRequired[float]
+    """For a main-pass session: how long after its last moment its memory was exported
+    (EndSession and ExportState both done): deferred work hidden in the export shows here."""
 
 
 Item = StreamItem | Ask | Cut
@@ -278,6 +281,8 @@ class LiveReport(TypedDict):
     ended_late_s: Spread
     """Per session that ended: how long after its last moment EndSession returned (work
     deferred past the session)."""
+    settled_late_s: Spread
+    """Per main-pass session: how long after its last moment its memory was exported."""
     pacing_ms: PacingStats
     """The harness's lateness offering items: the median of the sessions' p50s, the worst
     session's p99 and the worst item."""
@@ -307,6 +312,7 @@ def summarize(
     lags = [float(r["lag_s"]) for r in asked if isinstance(r["lag_s"], int | float)]
     totals = [float(t) for r in asked if isinstance(t := r.get("total_s"), int | float)]
     ended = [s["ended_late_s"] for s in sessions if "ended_late_s" in s]
+    settled = [s["settled_late_s"] for s in sessions if "settled_late_s" in s]
     return {
         "speed": sessions[0]["speed"],
         "buffer_s": sessions[0].get("buffer_s", DEFAULT_BUFFER_S),
@@ -321,6 +327,7 @@ def summarize(
         "lag_s": _spread(lags),
         "latency_s": _spread(totals),
         "ended_late_s": _spread(ended),
+        "settled_late_s": _spread(settled),
         "pacing_ms": {
             "items": sum(s["pacing"]["items"] for s in sessions),
             "p50_ms": round(statistics.median(s["pacing"]["p50_ms"] for s in sessions), 3),
@@ -332,7 +339,8 @@ def summarize(
 
 def markdown(live: LiveReport) -> str:
     """report.md's section on a live run, written by the harness for every suite."""
-    lag, lat, pace, end = live["lag_s"], live["latency_s"], live["pacing_ms"], live["ended_late_s"]
+    lag, lat, pace = live["lag_s"], live["latency_s"], live["pacing_ms"]
+    end, settled = live["ended_late_s"], live["settled_late_s"]
     share = live["frames_dropped_share"]
 
     def s(v: float | None) -> str:
@@ -361,8 +369,10 @@ def markdown(live: LiveReport) -> str:
             f"{s(lag['max'])} |",
             f"| latency from the question's time, s (mean / p50 / p99) | {s(lat['mean'])} / "
             f"{s(lat['p50'])} / {s(lat['p99'])} |",
-            f"| session end, s after its last moment (mean / max): work deferred past it | "
+            f"| session ended, s after its last moment (mean / max) | "
             f"{s(end['mean'])} / {s(end['max'])} |",
+            f"| session settled (memory exported), s after its last moment (mean / max): "
+            f"work deferred past the session | {s(settled['mean'])} / {s(settled['max'])} |",
             f"| harness pacing error, ms (p50 / p99 / max) | {pace['p50_ms']:.3f} / "
             f"{pace['p99_ms']:.3f} / {pace['max_ms']:.3f} |",
             "",

@@ -246,6 +246,12 @@ class Manifest:
         return f"played live at {self.live_speed:g}x{buffer}"
 
     @property
+    def play(self) -> tuple[float | None, float | None]:
+        """How the sessions were played, exactly (`played` rounds for reading): the live
+        speed and buffer, both None for an offline replay."""
+        return (self.live_speed, self.live_buffer_s)
+
+    @property
     def spares_beside_live(self) -> bool:
         """Whether spare starts were loaded beside the live one (`restart` with spares, the
         default). A live start can hand memory to its loading spare through the page cache,

@@ -53,6 +53,7 @@ InstanceRow = TypedDict(
         # dropped for a newer one.
         "lag_s": NotRequired[float],
         "effective_ms": NotRequired[int],
+        "period_ms": NotRequired[int],
         "late": NotRequired[bool],
         "live_dropped": NotRequired[bool],
     },

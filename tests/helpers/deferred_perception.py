@@ -89,3 +89,13 @@ class DeferredPerception(MemorySystem):
     def import_state(self, state: ExportedState) -> None:
         with self.lock:
             self.inner.import_state(state)
+
+
+class DeferredToExport(DeferredPerception):
+    """Red team 14's turn of it: EndSession returns at once and the backlog is perceived
+    inside ExportState, which no live clock times. It shows as the time the session took
+    to settle (`live.settled_late_s`: its memory exported) past its last moment."""
+
+    def end_session(self, end: SessionEnd) -> None:
+        with self.lock:
+            self.inner.end_session(end)

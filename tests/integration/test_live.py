@@ -90,10 +90,20 @@ def test_apmbench_live_keeps_the_scores_of_systems_that_keep_up_and_not_of_one_t
     )
     # Red team 13's cheater takes every frame at once and perceives it later, at 60 ms a
     # frame (twice the clock's 31): its drops and lag look real-time, the work it deferred
-    # shows when its sessions end.
+    # shows when its sessions end. Beside it, model-sim at the same price, honest.
+    runs["honest-60"] = _start(
+        [*common, "--system", "model-sim", "--env", f"APMBENCH_VLM_MODEL={weights}",
+         "--out", str(tmp_path / "honest-60")],
+        {**slow_env, "APMBENCH_SIM_FRAME_MS": "60"},
+    )  # fmt: skip
     runs["deferred"] = _start(
         [*common, "--system", "helpers.deferred_perception:DeferredPerception",
          "--out", str(tmp_path / "deferred")],
+        {"APMBENCH_SIM_FRAME_MS": "60"}, cwd=TESTS,
+    )  # fmt: skip
+    runs["to-export"] = _start(
+        [*common, "--system", "helpers.deferred_perception:DeferredToExport",
+         "--out", str(tmp_path / "to-export")],
         {"APMBENCH_SIM_FRAME_MS": "60"}, cwd=TESTS,
     )  # fmt: skip
     # A server in another language, started by --command, plays live the same way.
@@ -132,14 +142,24 @@ def test_apmbench_live_keeps_the_scores_of_systems_that_keep_up_and_not_of_one_t
         slow["overall"],
         text_log["overall"],
     )
-    # An honest slow system ends each session within about a frame of its end; the
-    # deferring one a second or more after it.
+    # An honest system ends each session within a frame or two of its end (what it was
+    # perceiving and what waited); the deferring one, at the same price, with its backlog
+    # of dozens of frames.
+    honest = live["honest-60"]["live"]
     deferred = live["deferred"]["live"]
-    assert isinstance(deferred, dict)
+    assert isinstance(honest, dict) and isinstance(deferred, dict)
     assert deferred["ended_late_s"]["mean"] > 1.0, deferred
-    assert deferred["ended_late_s"]["mean"] > 2 * played["ended_late_s"]["mean"], (
+    assert deferred["ended_late_s"]["mean"] > 4 * honest["ended_late_s"]["mean"], (
         deferred["ended_late_s"],
-        played["ended_late_s"],
+        honest["ended_late_s"],
+    )
+    # Red team 14 hid the backlog in ExportState instead: the session settles late.
+    to_export = live["to-export"]["live"]
+    assert isinstance(to_export, dict)
+    assert to_export["settled_late_s"]["mean"] > 1.0, to_export
+    assert to_export["settled_late_s"]["mean"] > 4 * honest["settled_late_s"]["mean"], (
+        to_export["settled_late_s"],
+        honest["settled_late_s"],
     )
     # Latencies run from each question's due time (a backlog is the system's latency).
     slow_rows = [
@@ -237,10 +257,11 @@ def test_proactegomem_live_steps_of_a_slow_system_come_late_and_score_less(
     # a few hundredths of a second of video later (its latency times the speed), which a
     # loaded machine can push past Start@0.2's bound.
     assert fast["f1"] == offline["f1"], (fast, offline)
-    assert reports["live"]["live"]["late"] == 0  # type: ignore[index]
     played = reports["slowed"]["live"]
     assert isinstance(played, dict)
     assert played["late"] > 0 and played["questions_dropped"] > 0, played
+    # A loaded machine can make a few of the fast system's steps late too, never as many.
+    assert reports["live"]["live"]["late"] < played["late"]  # type: ignore[index]
     assert slowed["f1"] < fast["f1"] and slowed["start"] < fast["start"], (slowed, fast)
     # Every step has a record: the dropped ones say so and made no call.
     rows = [

@@ -81,3 +81,31 @@ def test_records_name_each_flagged_answer_and_session() -> None:
     assert (found.answers, found.sessions) == (2, 1)
     assert [f.where for f in found.flags] == ["T001/main/T001-CT-002", "T001/session S001"]
     assert found.fastest_s == pytest.approx(1e-5)
+
+
+def _live_step(**changes: object) -> dict[str, object]:
+    """A ProactEgoMem step of a run played live at 4x, answered 0.7 s after it was due
+    (0.5 s of it waiting behind earlier items): it acted 2.8 s of video later, late."""
+    step: dict[str, object] = {
+        "time_ms": 4000, "lag_s": 0.5, "ttft_s": 0.6, "time_to_answer_s": 0.6, "total_s": 0.7,
+        "effective_ms": 6800, "period_ms": 1000, "late": True,
+    }  # fmt: skip
+    return answer(**{**step, **changes})
+
+
+def test_a_live_answer_must_agree_with_its_own_timings() -> None:
+    assert answer_flags(_live_step(), 4.0) == []
+    # A dropped step was never asked: no answer, no time, nothing to flag.
+    dropped = {"raw_output": "", "chunks": 0, "total_s": None, "ttft_s": None}
+    assert answer_flags(answer(live_dropped=True, **dropped), 4.0) == []
+    assert answer_flags(answer(live_dropped=True), 4.0) == ["a dropped question with an answer"]
+    # Red team 14 moved a slow system's steps to their due time and cleared `late`:
+    # Intervention F1 40.0 -> 100.0, and `verify` passed.
+    forged = answer_flags(_live_step(effective_ms=4050, late=False), 4.0)
+    assert any("effective_ms 4050 is not its time 4000" in f for f in forged), forged
+    cleared = answer_flags(_live_step(late=False), 4.0)
+    assert any("late False contradicts acting at 6800 ms" in f for f in cleared), cleared
+    assert any("within its latency" in f for f in answer_flags(_live_step(lag_s=0.9), 4.0))
+    assert answer_flags(answer(), 4.0) == [
+        "a live answer without its lag_s, total_s, time_ms and effective_ms"
+    ]

@@ -375,7 +375,8 @@ def check_timing(bundle: Bundle) -> RuleResult:
     source = PREDICTIONS_NAME if bundle.blind else "trajectories/"
     if not recs:
         return failed(TIMING, TIMING_TITLE, [f"{source}: no trajectory record to check"])
-    found = timing.check_timings(recs)
+    recorded = manifest_of(bundle)
+    found = timing.check_timings(recs, None if recorded is None else recorded.live_speed)
     if found.flags:
         problems = [f"{source} {f.where}: {f.problem}" for f in found.flags]
         return failed(

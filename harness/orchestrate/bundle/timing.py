@@ -50,8 +50,36 @@ def _number(value: object) -> float | None:
     return math.nan
 
 
-def answer_flags(row: Mapping[str, object]) -> list[str]:
-    """What is implausible about one answer's timings ([] when nothing is)."""
+def live_flags(row: Mapping[str, object], speed: float) -> list[str]:
+    """What a live run's answer records that its own timings contradict: the lag within
+    the latency (both from the question's due time), the video time it acted at its time
+    plus its latency times the speed, and `late` past its period (harness/run/live.py)."""
+    total, lag = _number(row.get("total_s")), _number(row.get("lag_s"))
+    at, acted = row.get("time_ms"), row.get("effective_ms")
+    if total is None or lag is None or not isinstance(at, int) or not isinstance(acted, int):
+        return ["a live answer without its lag_s, total_s, time_ms and effective_ms"]
+    out = []
+    if not 0 <= lag <= total:
+        out.append(f"lag_s {lag:g} s is not within its latency from the due time ({total:g} s)")
+    expected = at + round(total * speed * 1000.0)
+    if abs(acted - expected) > 1:
+        out.append(
+            f"effective_ms {acted} is not its time {at} plus its latency {total:g} s at "
+            f"{speed:g}x ({expected})"
+        )
+    period = row.get("period_ms")
+    if isinstance(period, int) and row.get("late") is not (acted > at + period):
+        out.append(f"late {row.get('late')!r} contradicts acting at {acted} ms, period {period} ms")
+    return out
+
+
+def answer_flags(row: Mapping[str, object], speed: float | None = None) -> list[str]:
+    """What is implausible about one answer's timings ([] when nothing is); `speed`: the
+    run was played live at it."""
+    if row.get("live_dropped") is True:
+        # A periodic question the live feed dropped for a newer one: never asked.
+        asked = row.get("raw_output") != "" or row.get("total_s") is not None
+        return ["a dropped question with an answer"] if asked else []
     ttft, answer, total = (_number(row.get(k)) for k in ("ttft_s", "time_to_answer_s", "total_s"))
     out: list[str] = []
     named = (("ttft_s", ttft), ("time_to_answer_s", answer), ("total_s", total))
@@ -93,6 +121,8 @@ def answer_flags(row: Mapping[str, object]) -> list[str]:
                     f"{chunks - 1} chunks after the first in {span:g} s: faster than "
                     f"{MAX_CHUNKS_PER_S:,} chunks per second"
                 )
+    if speed is not None:
+        out += live_flags(row, speed)
     return out
 
 
@@ -114,9 +144,12 @@ class TimingCheck:
     """The shortest first-token (else total) time of any answer."""
 
 
-def check_timings(records: Iterable[Mapping[str, object]]) -> TimingCheck:
+def check_timings(
+    records: Iterable[Mapping[str, object]], live_speed: float | None = None
+) -> TimingCheck:
     """Every answer and session of `records` (trajectory records: `trajectory_id`,
-    `instances`, `sessions`) checked against the relations and bounds above."""
+    `instances`, `sessions`) checked against the relations and bounds above; a live run's
+    (played at `live_speed`) against its live fields too."""
     flags: list[Flag] = []
     answers = sessions = 0
     fastest: float | None = None
@@ -128,7 +161,7 @@ def check_timings(records: Iterable[Mapping[str, object]]) -> TimingCheck:
                 continue
             answers += 1
             where = f"{tid}/{row.get('segment')}/{row.get('instance_id')}"
-            flags += [Flag(where, p) for p in answer_flags(row)]
+            flags += [Flag(where, p) for p in answer_flags(row, live_speed)]
             first = _number(row.get("ttft_s"))
             first = first if first is not None else _number(row.get("total_s"))
             if first is not None and math.isfinite(first):

@@ -188,7 +188,7 @@ class _Loaded:
             str(self.record.dataset_hash),
             json.dumps(self.signature, sort_keys=True),
             # Live runs rank only with runs played at the same speed and buffer.
-            self.record.played,
+            f"{self.record.played} {self.record.play!r}",
         )
 
 

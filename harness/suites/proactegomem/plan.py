@@ -204,8 +204,10 @@ class _Steps:
 
     def update(self, ask: Ask, record: dict[str, object]) -> None:
         step, raw = ask.fields["step_index"], record["raw_output"]
-        assert isinstance(step, int) and isinstance(raw, str)
-        record["actions"] = self.state.apply(step, ask.time_ms / 1000.0, raw)
+        # Live (`evaluate --live`), the call acts when its answer arrived, as scoring has it.
+        acted = record.get("effective_ms", ask.time_ms)
+        assert isinstance(step, int) and isinstance(raw, str) and isinstance(acted, int)
+        record["actions"] = self.state.apply(step, acted / 1000.0, raw)
 
 
 class _Questions:
