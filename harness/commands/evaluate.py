@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import secrets
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,12 +40,10 @@ from apmbench.harness.commands.judge_options import (
     AUTO,
     EXIT_JUDGE_UNREACHABLE,
     JUDGE_SECTION,
-    has_reference_judge,
     judge_config,
     judge_options,
     judge_unreachable,
     judge_warnings,
-    resolve_auto,
 )
 from apmbench.harness.commands.limits import (
     CAP_OPTIONS,
@@ -57,30 +55,31 @@ from apmbench.harness.commands.limits import (
 from apmbench.harness.commands.out_paths import OutputPath
 from apmbench.harness.errors import ConfigError, DatasetError, RunDirError
 from apmbench.harness.media.frames import FrameSettings
+from apmbench.harness.orchestrate.settings import (
+    AUTO_JUDGE,
+    DEFAULT_PRESET,
+    SEED_LIMIT,
+    EvaluateOptions,
+    SyntheticRequest,
+)
 from apmbench.harness.protocol.client import Deadlines
 from apmbench.harness.reports.confinement import persistence, storage_verified
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.run.live import DEFAULT_BUFFER_S, LiveSettings
-from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.docker.cli_options import container_options
 from apmbench.harness.runtimes.docker.settings import ContainerSettings
 from apmbench.harness.suites import (
     BUILTIN,
-    DEFAULT,
-    datasets,
-    get_suite,
-    suite_of_dataset,
     withheld,
 )
 from apmbench.harness.wording import counted
 
-SEED_LIMIT = 2**63
-"""Seeds drawn for --synthetic lie below this: too many to try one by one against a run."""
-
 if TYPE_CHECKING:
-    from apmbench.harness.orchestrate.evaluate import EvaluateOptions, Evaluation, SyntheticOrigin
-    from apmbench.harness.suites.base import Headline, OpaqueSuite
+    from apmbench.harness.orchestrate.evaluate import Evaluation
+    from apmbench.harness.orchestrate.resolve import Resolved
+    from apmbench.harness.scoring.judge import JudgeConfig
+    from apmbench.harness.suites.base import Headline
 
 
 @command()
@@ -488,71 +487,57 @@ def settings_of(
     except ConfigError as e:
         console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
-    return EvaluateSettings(
+    judge_optional = bool(judge.pop("judge_optional", False))
+    evaluation = EvaluateOptions(
         dataset=dataset,
-        benchmark=benchmark,
-        synthetic=synthetic,
-        seed=seed,
-        runtimes=specs,
-        embedded=embedded,
-        persistence=Persistence(persistence) if persistence else None,
         out=out,
+        runtime=specs[0],
+        benchmark=benchmark,
+        persistence=Persistence(persistence) if persistence else None,
         resume=resume,
         frames=FrameSettings(fps=fps, max_side=max_side, encoding=FrameEncoding(encoding)),
         deadlines=deadlines,
-        caps=caps,
         startup_timeout_s=startup_timeout,
+        judge=_judge(judge),
         audit=AuditSettings(audit_queries, audit_queries, audit_trajectories) if audit else None,
         shard=part,
-        ray=(ray_address, ray_gpus) if backend == "ray" else None,
-        judge_optional=bool(judge.pop("judge_optional", False)),
-        judge=judge,
-        fork_snapshots=fork_snapshots,
+        max_state_bytes=caps.max_state_bytes,
+        max_work_bytes=caps.max_work_bytes,
         variant=variant,
         live=played,
+        resume_forks=fork_snapshots,
+        generate=None
+        if dataset is not None
+        else SyntheticRequest(synthetic or DEFAULT_PRESET, seed),
+    )
+    return EvaluateSettings(
+        options=evaluation,
+        runtimes=specs,
+        embedded=embedded,
+        ray=(ray_address, ray_gpus) if backend == "ray" else None,
+        judge_optional=judge_optional,
     )
 
 
-def _given_seed(dataset: Path) -> SyntheticOrigin | None:
-    """A dataset `synth --seed N` wrote, evaluated with its labels: its report says the seed is
-    known, as a `--synthetic --seed N` run's does (anyone can rebuild its labels). A drawn
-    seed is not recorded in the run: the run may be published."""
-    from apmbench.harness.orchestrate.blind import known_seed
-    from apmbench.harness.orchestrate.evaluate import SyntheticOrigin
-
-    known = known_seed(dataset).get("synthetic")
-    if not isinstance(known, dict):
-        return None
-    return SyntheticOrigin(str(known.get("preset") or "?"), int(known["seed"]), False)
+def _judge(given: dict[str, Any]) -> JudgeConfig:
+    """The judge options as one JudgeConfig; `--judge auto` is left for the resolve stage,
+    which knows whether the dataset has a reference judge."""
+    if given["judge"] != AUTO:
+        return judge_config(**given)
+    return replace(judge_config(**{**given, "judge": None}), kind=AUTO_JUDGE)
 
 
 def run_settings(s: EvaluateSettings) -> None:
     """One evaluation, or with no system named every compared system and their comparison.
-    The suite is resolved here, once, and every evaluation is given its name."""
-    from apmbench.harness.orchestrate.evaluate import EvaluateOptions, SyntheticOrigin
+    The dataset, suite and judge are resolved here, once, for every evaluation."""
+    from apmbench.harness.orchestrate.resolve import default_out
 
-    origin = None
-    if s.dataset is None:
-        preset = s.synthetic or "small"
-        chosen, drawn = _seed(s.seed, s.resume, s.out)
-        origin = SyntheticOrigin(preset, chosen, drawn)
-        suite, dataset = _synthetic(s.benchmark, preset, chosen)
-    else:
-        dataset = s.dataset
-        suite = _suite(dataset, s.benchmark)
-        origin = _given_seed(dataset)
-    if s.variant is not None and s.variant not in suite.variants:
-        known = ", ".join(suite.variants) or "none"
-        raise click.BadParameter(
-            f"{suite.title} has no variant {s.variant!r} (its variants: {known})",
-            param_hint="--variant",
-        )
+    resolved = _resolve(s.options)
+    suite, dataset = resolved.suite, resolved.options.dataset
+    assert dataset is not None
     if s.embedded and withheld.is_public(dataset):
         raise click.UsageError("a public part is evaluated one system at a time: give --system")
-    base = s.out or Path("runs") / dataset.name
-    judge = dict(s.judge)
-    judge["judge"] = resolve_auto(judge["judge"], lambda: has_reference_judge(suite, dataset))
-    judge_settings = judge_config(**judge)
+    given = s.options.out
     results = []
     demo = _DemoLog(len(s.runtimes)) if s.embedded else None
     if demo is not None:
@@ -560,26 +545,11 @@ def run_settings(s: EvaluateSettings) -> None:
     for number, spec in enumerate(s.runtimes, 1):
         if demo is not None:
             demo.started(spec.name, number)
-        opts = EvaluateOptions(
-            dataset=dataset,
-            out=(base / spec.label) if s.embedded or s.out is None else s.out,
-            runtime=spec,
-            benchmark=suite.name,
-            persistence=s.persistence,
-            resume=s.resume,
-            frames=s.frames,
-            deadlines=s.deadlines,
-            max_state_bytes=s.caps.max_state_bytes,
-            max_work_bytes=s.caps.max_work_bytes,
-            startup_timeout_s=s.startup_timeout_s,
-            judge=judge_settings,
-            audit=s.audit,
-            shard=s.shard,
-            synthetic=origin,
-            resume_forks=s.fork_snapshots,
-            variant=s.variant,
-            live=s.live,
-        )
+        if given is None:
+            out = default_out(dataset, spec)
+        else:
+            out = given / spec.label if s.embedded else given
+        opts = replace(resolved.options, runtime=spec, out=out)
         results.append(_run(opts, quiet=s.embedded, judge_optional=s.judge_optional, ray=s.ray))
         if demo is not None:
             demo.finished(spec.name, number, suite.report_format().headline(results[-1].report))
@@ -591,7 +561,26 @@ def run_settings(s: EvaluateSettings) -> None:
             wide.print(table)
         click.echo("run directories: " + ", ".join(str(r.run_dir) for r in results))
         click.echo("reports: " + ", ".join(str(r.run_dir / "report.html") for r in results))
+        base = given or Path("runs") / dataset.name
         click.echo(f"comparison: {_comparison_view([r.run_dir for r in results], base)}")
+
+
+def _resolve(opts: EvaluateOptions) -> Resolved:
+    """The resolve stage, with a status line while a synthetic benchmark is generated;
+    exit 2 with the reason when the settings do not resolve."""
+    from apmbench.harness.orchestrate.resolve import resolve
+
+    try:
+        return resolve(opts, _preparing)
+    except (ConfigError, DatasetError) as e:
+        console.print(f"[red]error:[/red] {shown.markup(e)}")
+        sys.exit(EXIT_USAGE)
+
+
+def _preparing(what: str) -> contextlib.AbstractContextManager[object]:
+    if not console.is_terminal:  # a terminal shows the status line instead
+        logs.get("evaluate").info(what)
+    return console.status(what)
 
 
 class _DemoLog:
@@ -652,62 +641,6 @@ def _rounded(value: float | None) -> float | str:
     return "n/c" if value is None else round(value, 2)
 
 
-def _suite(dataset: Path, benchmark: str | None) -> OpaqueSuite:
-    try:
-        return suite_of_dataset(dataset, benchmark)
-    except ConfigError as e:
-        console.print(f"[red]error:[/red] {shown.markup(e)}")
-        sys.exit(EXIT_USAGE)
-
-
-def _seed(seed: int | None, resume: bool, out: Path | None) -> tuple[int, bool]:
-    """The synthetic dataset's seed, and whether it was drawn here: the user's, else on
-    --resume the one the run recorded, else a fresh one nobody could have guessed."""
-    if seed is not None:
-        if resume and out is not None:  # refused before the other seed's dataset is made
-            from apmbench.harness.run.records import another_seed
-
-            with contextlib.suppress(OSError, RunDirError):
-                refused = another_seed(out, load_manifest(out / "manifest.json").synthetic, seed)
-                if refused is not None:
-                    raise click.UsageError(refused)
-        return seed, False
-    if not resume:
-        return secrets.randbelow(SEED_LIMIT), True
-    for manifest in (out / "manifest.json", *sorted(out.glob("*/manifest.json"))) if out else ():
-        with contextlib.suppress(OSError, RunDirError):
-            recorded = load_manifest(manifest).synthetic
-            if recorded is not None:
-                return recorded.seed, recorded.seed_drawn
-    raise click.UsageError(
-        "--resume of a --synthetic run needs its seed: give --out of that run (its "
-        "manifest.json records the seed), or --seed S (its dataset directory is named "
-        "PRESET-seedS-...)"
-    )
-
-
-def _synthetic(benchmark: str | None, preset: str, seed: int) -> tuple[OpaqueSuite, Path]:
-    try:
-        suite = get_suite(benchmark or DEFAULT)
-        datasets.check_preset(suite, preset)
-        log = logs.get("evaluate")
-        began = time.monotonic()
-        if not console.is_terminal:  # a terminal shows the status line instead
-            log.info("preparing the synthetic benchmark", benchmark=suite.name, preset=preset)
-        with console.status(f"preparing the synthetic {preset} benchmark (seed {seed})"):
-            dataset = datasets.synthetic(suite, preset, seed)
-        log.info(
-            "synthetic benchmark ready",
-            benchmark=suite.name,
-            preset=preset,
-            took_s=round(time.monotonic() - began, 1),
-        )
-        return suite, dataset
-    except ConfigError as e:
-        console.print(f"[red]error:[/red] {shown.markup(e)}")
-        sys.exit(EXIT_USAGE)
-
-
 def _what_works(out: Path) -> str:
     """After a failure: what is kept in `out`, and exactly which rerun continues it."""
     from apmbench.harness.run.records import RunDir
@@ -750,6 +683,7 @@ def _run(
     """
     run_evaluation = _runner(ray)
     out = opts.out
+    assert out is not None  # run_settings names it
     try:
         if console.is_terminal:
             result = _run_with_bar(opts, run_evaluation)

@@ -32,6 +32,7 @@ from apmbench.harness.commands.common import (
 from apmbench.harness.commands.evaluate_settings import EvaluateSettings
 from apmbench.harness.commands.judge_options import EXIT_JUDGE_UNREACHABLE
 from apmbench.harness.errors import ConfigError, RunDirError
+from apmbench.harness.orchestrate.settings import SyntheticRequest
 from apmbench.harness.run.records import RunDir
 from apmbench.harness.suites import BUILTIN, SUITE_REGISTRY, datasets, get_suite
 
@@ -83,7 +84,7 @@ def checked_benchmarks(ctx: click.Context, param: click.Parameter, value: str | 
 
 
 def several_suites(s: EvaluateSettings) -> bool:
-    return names_several(s.benchmark)
+    return names_several(s.options.benchmark)
 
 
 def _interrupted(code: int) -> bool:
@@ -96,13 +97,13 @@ def worst_exit(codes: Sequence[int]) -> int:
 
 
 def default_out(s: EvaluateSettings) -> Path:
-    return s.out or Path("runs") / f"suites-{s.runtime.label}"
+    return s.options.out or Path("runs") / f"suites-{s.runtime.label}"
 
 
 def _refuse_what_differs(s: EvaluateSettings, names: Sequence[str], out: Path) -> None:
     """Exit 2, before anything starts, for what cannot run on every suite named."""
-    given = f"--benchmark {s.benchmark}"
-    if s.dataset is not None:
+    given = f"--benchmark {s.options.benchmark}"
+    if s.options.dataset is not None:
         raise click.UsageError(
             f"--dataset with {given}: a dataset is one suite's. Use --synthetic SIZE (each "
             "suite gets its own synthetic benchmark), or run the suites one by one with "
@@ -114,7 +115,7 @@ def _refuse_what_differs(s: EvaluateSettings, names: Sequence[str], out: Path) -
             "--image IMAGE, --endpoint ADDRESS or --runtime NAME (the comparison of every "
             "reference system runs one suite at a time: --benchmark NAME)"
         )
-    if s.shard is not None:
+    if s.options.shard is not None:
         raise click.UsageError(
             f"--shard with {given}: a shard is scored only after `merge`, suite by suite; "
             "run each suite's shards with --benchmark NAME"
@@ -123,11 +124,11 @@ def _refuse_what_differs(s: EvaluateSettings, names: Sequence[str], out: Path) -
         s.runtime.check_system()
     except ConfigError as e:
         raise click.UsageError(str(e)) from e
-    preset = s.synthetic or "small"
+    preset = (s.options.generate or SyntheticRequest()).preset
     for name in names:
         suite = get_suite(name)
         try:
-            datasets.check_fps(suite, s.frames.fps)
+            datasets.check_fps(suite, s.options.frames.fps)
         except ConfigError as e:
             raise click.UsageError(f"--fps does not suit {name}: {e}") from e
         try:
@@ -141,7 +142,7 @@ def _refuse_what_differs(s: EvaluateSettings, names: Sequence[str], out: Path) -
         )
     for name in names:
         try:
-            RunDir(out / name).check_usable(s.resume)
+            RunDir(out / name).check_usable(s.options.resume)
         except RunDirError as e:
             raise click.UsageError(str(e)) from e
 
@@ -164,21 +165,24 @@ def _exit_code(run_one: Callable[[EvaluateSettings], None], s: EvaluateSettings)
 
 
 def run_suites(s: EvaluateSettings, run_one: Callable[[EvaluateSettings], None]) -> None:
-    """Each suite of `s.benchmark` in turn through `run_one` (evaluate's own run), each into
+    """Each suite of `--benchmark` in turn through `run_one` (evaluate's own run), each into
     OUT/<suite>; then the page across suites; exits with the worst suite's code."""
     from apmbench.harness.orchestrate.multi_suite import REPORT_NAME, SuiteRun, write_suites_page
 
-    assert s.benchmark is not None
-    names = suite_names(s.benchmark)
+    assert s.options.benchmark is not None
+    names = suite_names(s.options.benchmark)
     out = default_out(s)
     _refuse_what_differs(s, names, out)
     done: list[SuiteRun] = []
     for number, name in enumerate(names, 1):
         run_dir = out / name
         # --resume continues each suite that has a run, and starts the others afresh.
-        resume = s.resume and RunDir(run_dir).holds_run()
+        resume = s.options.resume and RunDir(run_dir).holds_run()
         console.print(f"suite {number}/{len(names)}: {name} -> {shown.markup(run_dir)}")
-        code = _exit_code(run_one, replace(s, benchmark=name, out=run_dir, resume=resume))
+        code = _exit_code(
+            run_one,
+            replace(s, options=replace(s.options, benchmark=name, out=run_dir, resume=resume)),
+        )
         done.append(SuiteRun(name, run_dir, code))
         if _interrupted(code):
             break

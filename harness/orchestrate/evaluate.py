@@ -1,13 +1,24 @@
-"""`apmbench-grpc evaluate`: a dataset, a system, a run directory, a report.
+"""`apmbench-grpc evaluate` as one pipeline of typed stages.
 
-In three steps, so that a backend that places trajectories elsewhere (shards,
-Ray) can run the middle one on its own:
+    resolve -> start -> play (each trajectory) -> score -> report
 
-- `prepare`: load the suite and dataset, start the system, check the
-  settings, create (or check, when resuming) the run directory;
-- `run_trajectory`: plan one trajectory, run its segments, save its record
-  atomically;
-- `finish`: score the finished records, complete the manifest, write report.html.
+- `resolve(EvaluateOptions) -> Resolved` (orchestrate/resolve.py): the dataset, suite,
+  variant, judge and run directory decided, the dataset loaded;
+- `start(Resolved) -> Started`, a context manager (the system stops on leaving): the
+  judge opened, the system started and described, the run's settings fixed and checked
+  against it, the run directory created (or checked, when resuming);
+- `play(Started, Trajectory) -> TrajectoryRecord`: one trajectory's segments, its record
+  saved atomically. A backend that places trajectories elsewhere (shards, Ray) runs this
+  stage on its own;
+- `score(Started) -> Scored`: the finished records graded once, judged, report.json and
+  report.md written (a shard: nothing, scored by `merge`; a public part: predictions);
+- `report(Started, Scored) -> Evaluation`: the manifest finished, report.html written.
+
+Each stage takes and returns a typed record. The manifest is written by the stage that
+owns each part of it: start its identity (system, runtime, dataset, settings, host),
+score the isolation the records show and the scoring entry, report the end. No stage
+reads another's part back from it; scoring reads the run directory because
+`apmbench-grpc score RUN_DIR` must give the same report from the directory alone.
 """
 
 from __future__ import annotations
@@ -19,7 +30,7 @@ import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +41,11 @@ from apmbench.harness import __version__, logs
 from apmbench.harness.media.frame_cache import Produce
 from apmbench.harness.media.frame_worker import FrameWorkers
 from apmbench.harness.media.frame_worker import enabled as frame_workers_enabled
-from apmbench.harness.media.frames import FrameSettings
 from apmbench.harness.media.timeline import Trajectory
+from apmbench.harness.orchestrate.resolve import Resolved, resolve
 from apmbench.harness.orchestrate.scoring import score_run, scoring_record
-from apmbench.harness.orchestrate.shards import Shard, ShardRunDir, selected
-from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.orchestrate.settings import EvaluateOptions, SyntheticOrigin
+from apmbench.harness.orchestrate.shards import ShardRunDir, selected
 from apmbench.harness.protocol.describe import describe_info
 from apmbench.harness.reports.head import RunFacts
 from apmbench.harness.run import records
@@ -44,101 +55,61 @@ from apmbench.harness.run.audits.persistence import (
     sampled_trajectories,
 )
 from apmbench.harness.run.audits.queries import TrajectoryAudit
-from apmbench.harness.run.audits.settings import AuditSettings
 from apmbench.harness.run.audits.summary import audit_headline
 from apmbench.harness.run.connection import Connection
 from apmbench.harness.run.executor import (
-    DEFAULT_MAX_STATE_BYTES,
-    DEFAULT_MAX_WORK_BYTES,
     Persistence,
     RunSettings,
     TrajectoryRunner,
     check_settings,
     forks_resume,
 )
-from apmbench.harness.run.live import LiveSettings
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.progress_log import Progress
-from apmbench.harness.run.push_cuts import PushCuts
-from apmbench.harness.runtimes import Runtime, RuntimeSpec, make_runtime, resume_facts
-from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig, open_judge
-from apmbench.harness.suites import base, datasets, suite_of_dataset, withheld
+from apmbench.harness.runtimes import Runtime, make_runtime, resume_facts
+from apmbench.harness.scoring.judge import ChatBackend, open_judge
+from apmbench.harness.suites import base, withheld
 from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
-
-
-@dataclass(frozen=True)
-class EvaluateOptions:
-    dataset: Path
-    out: Path
-    runtime: RuntimeSpec
-    """Which system, and how it runs."""
-    benchmark: str | None = None
-    """The suite; None: the one the dataset names, else APM-Bench."""
-    persistence: Persistence | None = None
-    """None: `restart` where the runtime can restart the system, else `reset`."""
-    resume: bool = False
-    frames: FrameSettings = field(default_factory=FrameSettings)
-    deadlines: Deadlines = field(default_factory=Deadlines)
-    startup_timeout_s: float = 120.0
-    judge: JudgeConfig = field(default_factory=JudgeConfig)
-    """The LLM judge of the judged tasks; `none` leaves judge-dependent numbers uncomputed."""
-    audit: AuditSettings | None = None
-    """Audit a sample of queries and trajectories (`--audit`); None: no audits."""
-    shard: Shard | None = None
-    """Run only this part's trajectories (`--shard i/N`), unscored until `merge`."""
-    max_state_bytes: int | None = DEFAULT_MAX_STATE_BYTES
-    """Exported state per snapshot at most (`--max-state-size`); None: no cap."""
-    max_work_bytes: int | None = DEFAULT_MAX_WORK_BYTES
-    """A trajectory's snapshots on disk at once at most (`--max-work-size`); None: no cap."""
-    push: PushCuts = field(default_factory=PushCuts)
-    """Where push calls end besides questions (random by default: sizes announce nothing)."""
-    synthetic: SyntheticOrigin | None = None
-    """The built-in generator's preset and seed, when the dataset is synthetic."""
-    variant: str | None = None
-    """One of the suite's `variants` to play the dataset in; None: the suite's own."""
-    live: LiveSettings | None = None
-    """`--live`: play each session on the video's clock; None: an offline replay."""
-    resume_forks: bool = False
-    """Forks from mid-session snapshots where the system allows (R14, `--fork-snapshots`);
-    False (the default): replays, whose timing announces no question (see RunSettings)."""
-
-
-@dataclass(frozen=True)
-class SyntheticOrigin:
-    """Where a synthetic dataset came from, for the manifest and the report."""
-
-    preset: str
-    seed: int
-    seed_drawn: bool
-    """True: drawn at random for this run, so no system could know the labels it implies;
-    False: the user's --seed, which a system may have been tuned on."""
 
 
 @dataclass(frozen=True)
 class Evaluation:
     run_dir: Path
     report: RunFacts
-    """report.json; empty for a run on a public part (its labels are elsewhere)."""
+    """report.json; empty for a shard and for a run on a public part (its labels are
+    elsewhere)."""
     manifest: Manifest
     """manifest.json as the run finished it, for whoever presents the result."""
 
 
 @dataclass
-class Prepared:
-    """An evaluation whose system is running and whose run directory is ready."""
+class Started:
+    """The start stage's result: the system running, the run directory ready."""
 
-    opts: EvaluateOptions
-    suite: OpaqueSuite
-    dataset: SuiteDataset
+    resolved: Resolved
     run: records.RunDir
     system: Connection
     """The runtime and its current start (a restart replaces the client there)."""
     settings: RunSettings
+    """What the play stage runs by: the options' playing part, with the persistence the
+    runtime allows."""
     judge: ChatBackend | None
     rerun: frozenset[str]
     """Trajectories the audit reruns in restart mode."""
     start_s: float = 0.0
     """The first start's time, launch to SERVING (the projected cost uses it)."""
+
+    @property
+    def options(self) -> EvaluateOptions:
+        return self.resolved.options
+
+    @property
+    def suite(self) -> OpaqueSuite:
+        return self.resolved.suite
+
+    @property
+    def dataset(self) -> SuiteDataset:
+        return self.resolved.dataset
 
     @property
     def runtime(self) -> Runtime:
@@ -157,6 +128,16 @@ class Prepared:
         ]
 
 
+@dataclass(frozen=True)
+class Scored:
+    """The score stage's result."""
+
+    report: RunFacts
+    """report.json; empty when this run is not scored here (a shard, a public part)."""
+    predictions: Path | None = None
+    """A public part's predictions.json, to be scored where the labels are."""
+
+
 def _host() -> dict[str, Any]:
     return {
         "hostname": socket.gethostname(),
@@ -167,8 +148,9 @@ def _host() -> dict[str, Any]:
     }
 
 
-def _manifest(p: Prepared) -> dict[str, Any]:
-    opts, dataset = p.opts, p.dataset
+def _manifest(p: Started) -> dict[str, Any]:
+    """The manifest's identity part, which the start stage owns."""
+    opts, dataset = p.options, p.dataset
     runtime = p.runtime.describe()
     return {
         "harness_version": __version__,
@@ -194,35 +176,54 @@ def _manifest(p: Prepared) -> dict[str, Any]:
         "settings": {**p.settings.as_dict(), "deadlines_s": asdict(opts.deadlines)},
         "scoring": scoring_record(p.suite, opts.judge, p.judge, opts.variant),
         "host": _host(),
-        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "started_at": _now(),
         **_shard_entry(p),
     }
 
 
-def _shard_entry(p: Prepared) -> dict[str, Any]:
-    if p.opts.shard is None:
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _shard_entry(p: Started) -> dict[str, Any]:
+    if p.options.shard is None:
         return {}
     owned = [t.trajectory_id for t in p.dataset.trajectories if p.run.owns(t.trajectory_id)]
-    return {"shard": {**p.opts.shard.as_dict(), "trajectories": owned}}
+    return {"shard": {**p.options.shard.as_dict(), "trajectories": owned}}
+
+
+def _run_settings(opts: EvaluateOptions, persistence: Persistence) -> RunSettings:
+    """What the play stage needs of the options, with the persistence now decided."""
+    return RunSettings(
+        persistence=persistence,
+        frames=opts.frames,
+        audit=asdict(opts.audit) if opts.audit is not None else None,
+        max_state_bytes=opts.max_state_bytes,
+        max_work_bytes=opts.max_work_bytes,
+        push=opts.push,
+        resume_forks=opts.resume_forks,
+        live=opts.live,
+    )
+
+
+def _run_dir(r: Resolved) -> records.RunDir:
+    shard = r.options.shard
+    if shard is None:
+        return records.RunDir(r.out)
+    owned = selected(shard, r.dataset.content_hash, r.dataset.trajectories)
+    return ShardRunDir(r.out, shard, owned)
 
 
 @contextmanager
-def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
+def start(r: Resolved) -> Iterator[Started]:
     """Start the system and ready the run directory; the system stops on leaving."""
-    suite = suite_of_dataset(opts.dataset, opts.benchmark)
-    datasets.check_fps(suite, opts.frames.fps)
-    dataset = datasets.load(suite, opts.dataset, opts.variant)
-    run = (
-        records.RunDir(opts.out)
-        if opts.shard is None
-        else ShardRunDir(
-            opts.out, opts.shard, selected(opts.shard, dataset.content_hash, dataset.trajectories)
-        )
-    )
+    opts = r.options
+    run = _run_dir(r)
     run.check_usable(opts.resume)
     # Opened before the system starts, so a judge that cannot work stops the run at once.
-    judge = open_judge(opts.judge, lambda: base.reference_judge(suite, dataset.root))
+    judge = open_judge(opts.judge, lambda: base.reference_judge(r.suite, r.dataset.root))
     try:
+        assert opts.dataset is not None  # resolved
         runtime = make_runtime(
             opts.runtime,
             run.runtime_dir,
@@ -238,36 +239,26 @@ def prepare(opts: EvaluateOptions) -> Iterator[Prepared]:
             persistence = opts.persistence or (
                 Persistence.RESTART if rt.can_restart else Persistence.RESET
             )
-            settings = RunSettings(
-                persistence=persistence,
-                frames=opts.frames,
-                audit=asdict(opts.audit) if opts.audit is not None else None,
-                max_state_bytes=opts.max_state_bytes,
-                max_work_bytes=opts.max_work_bytes,
-                push=opts.push,
-                resume_forks=opts.resume_forks,
-                live=opts.live,
-            )
+            settings = _run_settings(opts, persistence)
             check_settings(settings, info, rt)
             if persistence is Persistence.RESTART:
                 rt.system_described(info.details)
                 rt.expect_restarts()
-            ids = [t.trajectory_id for t in dataset.trajectories]
+            ids = [t.trajectory_id for t in r.dataset.trajectories]
             rerun = sampled_trajectories(opts.audit, ids) if opts.audit is not None else set()
-            prepared = Prepared(
-                opts, suite, dataset, run, Connection(rt, client, info), settings, judge,
-                frozenset(rerun), start_s,
-            )  # fmt: skip
-            run.prepare(_manifest(prepared), opts.resume)
-            yield prepared
+            p = Started(
+                r, run, Connection(rt, client, info), settings, judge, frozenset(rerun), start_s
+            )
+            run.prepare(_manifest(p), opts.resume)
+            yield p
     except BaseException:
         if judge is not None:
             judge.close()
         raise
 
 
-def run_trajectory(
-    p: Prepared, trajectory: Trajectory, progress: Progress, produce: Produce | None = None
+def play(
+    p: Started, trajectory: Trajectory, progress: Progress, produce: Produce | None = None
 ) -> records.TrajectoryRecord:
     """Run every segment of one trajectory and save its record atomically."""
     tid = trajectory.trajectory_id
@@ -275,9 +266,9 @@ def run_trajectory(
     segments = p.suite.plan(p.dataset, trajectory, p.info.capabilities.supports_import)
     progress.trajectory_started(tid, len(segments))
     audit = None
-    if p.opts.audit is not None:
+    if p.options.audit is not None:
         why_not = caching_obstacle(p.settings, p.info)
-        audit = TrajectoryAudit.plan(p.opts.audit, tid, segments, why_not)
+        audit = TrajectoryAudit.plan(p.options.audit, tid, segments, why_not)
     runner = TrajectoryRunner(
         p.system,
         trajectory,
@@ -304,7 +295,7 @@ def run_trajectory(
     return record
 
 
-def isolation(p: Prepared) -> dict[str, Any]:
+def isolation(p: Started) -> dict[str, Any]:
     """What kept later data away from each answer, and how far past its question a process
     had been shown at worst (0 in restart mode: every segment starts a fresh process)."""
     worst = max(
@@ -328,51 +319,49 @@ def isolation(p: Prepared) -> dict[str, Any]:
     }
 
 
-def finish(p: Prepared, progress: Progress) -> Evaluation:
-    """Score the finished records and complete the manifest."""
-    p.run.finish()
-    p.run.update_manifest(isolation=isolation(p))
-    if p.opts.shard is not None:  # scored once, by `merge`, from all the parts
-        if p.judge is not None:
-            p.judge.close()
-        done = p.run.update_manifest(
-            finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        )
-        return Evaluation(p.run.root, {}, done)
-    if withheld.is_public(p.dataset.root):  # no labels here: predictions, scored elsewhere
-        from apmbench.harness.orchestrate.blind import write_predictions
-
-        if p.judge is not None:
-            p.judge.close()
-        write_predictions(p.run, p.suite, p.dataset)
-        done = p.run.update_manifest(
-            finished_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        )
-        return Evaluation(p.run.root, {}, done)
+def score(p: Started, progress: Progress) -> Scored:
+    """Close the run's records, write what they show of isolation, and grade them once
+    (judging where the suite judges); the judge is closed on leaving."""
     try:
-        report = score_run(p.run, p.suite, p.dataset, p.opts.judge, p.judge, progress.judged)
+        p.run.finish()
+        p.run.update_manifest(isolation=isolation(p))
+        if p.options.shard is not None:  # scored once, by `merge`, from all the parts
+            return Scored({})
+        if withheld.is_public(p.dataset.root):  # no labels here: scored elsewhere
+            from apmbench.harness.orchestrate.blind import write_predictions
+
+            return Scored({}, write_predictions(p.run, p.suite, p.dataset))
+        return Scored(
+            score_run(p.run, p.suite, p.dataset, p.options.judge, p.judge, progress.judged)
+        )
     finally:
         if p.judge is not None:
             p.judge.close()
-    finished = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    if "audit" in report:
-        done = p.run.update_manifest(finished_at=finished, audit=audit_headline(report["audit"]))
+
+
+def report(p: Started, scored: Scored) -> Evaluation:
+    """Finish the manifest and, for a scored run, write report.html."""
+    if not scored.report:
+        return Evaluation(p.run.root, {}, p.run.update_manifest(finished_at=_now()))
+    if "audit" in scored.report:
+        audit = audit_headline(scored.report["audit"])
+        done = p.run.update_manifest(finished_at=_now(), audit=audit)
     else:
-        done = p.run.update_manifest(finished_at=finished)
+        done = p.run.update_manifest(finished_at=_now())
     from apmbench.harness.orchestrate.html.view import VIEW_NAME, write_view
 
     write_view([p.run.root], p.run.root / VIEW_NAME)
-    return Evaluation(p.run.root, report, done)
+    return Evaluation(p.run.root, scored.report, done)
 
 
-def _say_cost(p: Prepared, todo: list[Trajectory]) -> None:
+def _say_cost(p: Started, todo: list[Trajectory]) -> None:
     """The projected cost, before the first trajectory (stderr's progress log), with the
     settings that would cut it."""
     from apmbench.harness.orchestrate.cost import project
 
     cost = project(
         p.suite, p.dataset, todo, p.settings.persistence,
-        p.info.capabilities.supports_import, p.opts.frames.fps, p.start_s,
+        p.info.capabilities.supports_import, p.options.frames.fps, p.start_s,
         bool(getattr(p.runtime, "spare", False)), p.settings.push.decoys,
     )  # fmt: skip
     log = logs.get("evaluate")
@@ -391,8 +380,10 @@ def _say_cost(p: Prepared, todo: list[Trajectory]) -> None:
 
 
 def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluation:
+    """The whole pipeline: resolve, start, play every trajectory left, score, report."""
     progress = progress or Progress()
-    with prepare(opts) as p:
+    resolved = resolve(opts)
+    with start(resolved) as p:
         todo = p.todo()
         total = len(p.dataset.trajectories)
         _say_cost(p, todo)
@@ -402,5 +393,22 @@ def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluat
         with FrameWorkers() as workers:
             produce = workers.produce if frame_workers_enabled() else None
             for trajectory in todo:
-                run_trajectory(p, trajectory, progress, produce)
-    return finish(p, progress)
+                play(p, trajectory, progress, produce)
+    # The system has stopped (its memory and GPU free) before the judge works.
+    return report(p, score(p, progress))
+
+
+__all__ = [
+    "EvaluateOptions",
+    "Evaluation",
+    "Resolved",
+    "Scored",
+    "Started",
+    "SyntheticOrigin",
+    "evaluate",
+    "play",
+    "report",
+    "resolve",
+    "score",
+    "start",
+]

@@ -22,13 +22,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from apmbench.harness.errors import ConfigError, RunDirError
-from apmbench.harness.orchestrate.evaluate import EvaluateOptions, Evaluation, evaluate
+from apmbench.harness.orchestrate.evaluate import Evaluation, evaluate
 from apmbench.harness.orchestrate.merge import merge
+from apmbench.harness.orchestrate.resolve import resolve
+from apmbench.harness.orchestrate.settings import EvaluateOptions
 from apmbench.harness.orchestrate.shards import Shard
 from apmbench.harness.run import records
 from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.run.progress_log import Progress
-from apmbench.harness.suites import datasets, suite_of_dataset
 
 ATTEMPT_FILE = Path("logs") / "attempt.json"
 """In each part directory: the worker (host, pid) running the current attempt."""
@@ -39,7 +40,9 @@ def parts_dir(out: Path) -> Path:
 
 
 def run_one(opts: EvaluateOptions, trajectory_id: str, index: int, count: int) -> str:
-    """The body of one Ray task: the trajectory from scratch into its part directory."""
+    """The body of one Ray task: the trajectory from scratch into its part directory
+    (`opts` resolved by `evaluate_ray`)."""
+    assert opts.out is not None
     part = parts_dir(opts.out) / trajectory_id
     attempts = 0
     previous = part / ATTEMPT_FILE
@@ -79,17 +82,17 @@ def evaluate_ray(
         ) from e
     progress = progress or Progress()
     check_ray_options(opts.shard)
-    if opts.out.exists() and any(opts.out.iterdir()):
-        raise RunDirError(f"{opts.out} exists and is not empty: choose another --out")
-    parts = parts_dir(opts.out)
+    # Resolved once here: every task gets the same dataset, seed and judge.
+    resolved = resolve(opts)
+    opts, out, dataset = resolved.options, resolved.out, resolved.dataset
+    if out.exists() and any(out.iterdir()):
+        raise RunDirError(f"{out} exists and is not empty: choose another --out")
+    parts = parts_dir(out)
     if parts.exists() and not opts.resume:
         raise RunDirError(
             f"{parts} holds the parts of an earlier Ray run: pass --resume to keep its "
             "finished trajectories, or remove it"
         )
-    dataset = datasets.load(
-        suite_of_dataset(opts.dataset, opts.benchmark), opts.dataset, opts.variant
-    )
     ids = [t.trajectory_id for t in dataset.trajectories]
     done = {tid for tid in ids if (parts / tid / "shards").is_dir() and _finished(parts / tid)}
     progress.trajectories(len(ids), len(done))
@@ -109,14 +112,12 @@ def evaluate_ray(
                 progress.trajectory_done(pending.pop(ref))
     finally:
         ray.shutdown()
-    report = merge([parts / tid for tid in ids], opts.out)
+    report = merge([parts / tid for tid in ids], out)
     # Which attempt of each task finished, where: a retried trajectory shows attempt > 1.
     tasks = {tid: json.loads((parts / tid / ATTEMPT_FILE).read_text()) for tid in ids}
-    finished = records.RunDir(opts.out).update_manifest(
-        ray={"tasks": tasks, "max_retries": max_retries}
-    )
+    finished = records.RunDir(out).update_manifest(ray={"tasks": tasks, "max_retries": max_retries})
     shutil.rmtree(parts, ignore_errors=True)
-    return Evaluation(opts.out, report, finished)
+    return Evaluation(out, report, finished)
 
 
 def _finished(part: Path) -> bool:

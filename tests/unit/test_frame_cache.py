@@ -14,7 +14,7 @@ from apmbench.harness.media import frames as frames_module
 from apmbench.harness.media.frame_cache import SessionFrames
 from apmbench.harness.media.frames import FrameSettings, decode_session
 from apmbench.harness.media.timeline import Session
-from apmbench.harness.orchestrate.evaluate import EvaluateOptions, prepare, run_trajectory
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, play, resolve, start
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.run.progress_log import Progress
 from apmbench.harness.runtimes import runtime_spec
@@ -72,7 +72,7 @@ def test_a_trajectory_run_produces_each_session_once(
         runtime=runtime_spec(system="null", sandbox=False),
         persistence=Persistence.RESET,
     )
-    with prepare(opts) as p:
+    with start(resolve(opts)) as p:
         trajectory = p.dataset.trajectories[0]
         segments = p.suite.plan(p.dataset, trajectory, p.info.capabilities.supports_import)
         replays = collections.Counter(
@@ -81,6 +81,6 @@ def test_a_trajectory_run_produces_each_session_once(
             for i in range(s.first_session, s.last_session + 1)
         )
         assert max(replays.values()) > 1, "the fixture no longer replays any session"
-        record = run_trajectory(p, trajectory, Progress())
+        record = play(p, trajectory, Progress())
     assert record["instances"]
     assert produced == collections.Counter({s.session_id: 1 for s in trajectory.sessions})
