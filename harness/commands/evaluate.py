@@ -63,7 +63,7 @@ from apmbench.harness.orchestrate.settings import (
     SyntheticRequest,
 )
 from apmbench.harness.protocol.client import Deadlines
-from apmbench.harness.reports.confinement import persistence, storage_verified
+from apmbench.harness.reports import confinement
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.run.live import DEFAULT_BUFFER_S, LiveSettings
 from apmbench.harness.runtimes import runtime_spec
@@ -78,6 +78,7 @@ from apmbench.harness.wording import counted
 if TYPE_CHECKING:
     from apmbench.harness.orchestrate.evaluate import Evaluation
     from apmbench.harness.orchestrate.resolve import Resolved
+    from apmbench.harness.run.progress_log import Progress as RunProgress
     from apmbench.harness.scoring.judge import JudgeConfig
     from apmbench.harness.suites.base import Headline
 
@@ -210,7 +211,7 @@ if TYPE_CHECKING:
     "--out",
     type=OutputPath(),
     default=None,
-    help="Run directory. Default: runs/<dataset>-<system>.",
+    help="Run directory. Default: runs/<dataset>/<system>.",
 )
 @click.option(
     "--resume", is_flag=True, help="Continue a run directory, skipping finished trajectories."
@@ -362,9 +363,9 @@ def evaluate(**given: Any) -> None:
     """
     settings = settings_of(**given)
     if several_suites(settings):
-        run_suites(settings, run_settings)
+        run_suites(settings, run_suite)
     else:
-        run_settings(settings)
+        run_suite(settings)
 
 
 def settings_of(
@@ -434,8 +435,8 @@ def settings_of(
             check_ray_options(part)
         except ConfigError as e:
             raise click.UsageError(str(e)) from e
-    if ray_address is not None and backend != "ray":
-        raise click.UsageError("--ray-address: only with --backend ray")
+    if backend != "ray" and (ray_address is not None or ray_gpus):
+        raise click.UsageError("--ray-address and --ray-gpus: only with --backend ray")
     if fps <= 0:
         raise click.BadParameter("must be positive", param_hint="--fps")
     if not live and (speed is not None or live_buffer is not None):
@@ -460,7 +461,19 @@ def settings_of(
             "--live plays every session from its start on the clock: drop --fork-snapshots"
         )
     embedded = all(x is None for x in (system, endpoint, image, command, runtime))
-    options = _key_values(runtime_option)
+    if embedded and part is not None:
+        raise click.UsageError(
+            "--shard runs part of one system's evaluation: give --system NAME, --command CMD, "
+            "--image IMAGE, --endpoint ADDRESS or --runtime NAME"
+        )
+    if dataset is None and part is not None and seed is None:
+        raise click.UsageError(
+            "--shard of a synthetic benchmark needs --seed S: every shard must play the same "
+            "dataset (a seed drawn per shard would give each another)"
+        )
+    if dataset is not None and seed is not None:
+        raise click.UsageError("--seed is the seed of --synthetic: drop it with --dataset DIR")
+    runtime_options = _key_values(runtime_option)
     budget = _spare_budget(spare_memory)
     try:
         # The runtimes package maps the options to a runtime: with none named, each
@@ -472,7 +485,7 @@ def settings_of(
                 image=image,
                 command=command,
                 runtime=runtime,
-                runtime_options=options,
+                runtime_options=runtime_options,
                 container=container,
                 sandbox=sandbox,
                 sandbox_net=sandbox_net,
@@ -499,7 +512,13 @@ def settings_of(
         deadlines=deadlines,
         startup_timeout_s=startup_timeout,
         judge=_judge(judge),
-        audit=AuditSettings(audit_queries, audit_queries, audit_trajectories) if audit else None,
+        audit=AuditSettings(
+            mutation_queries=audit_queries,
+            caching_queries=audit_queries,
+            persistence_trajectories=audit_trajectories,
+        )
+        if audit
+        else None,
         shard=part,
         max_state_bytes=caps.max_state_bytes,
         max_work_bytes=caps.max_work_bytes,
@@ -527,10 +546,10 @@ def _judge(given: dict[str, Any]) -> JudgeConfig:
     return replace(judge_config(**{**given, "judge": None}), kind=AUTO_JUDGE)
 
 
-def run_settings(s: EvaluateSettings) -> None:
-    """One evaluation, or with no system named every compared system and their comparison.
-    The dataset, suite and judge are resolved here, once, for every evaluation."""
-    from apmbench.harness.orchestrate.resolve import default_out
+def run_suite(s: EvaluateSettings) -> None:
+    """One suite's evaluation, or with no system named every compared system's and their
+    comparison: resolved here, once, then the rest of the pipeline per system."""
+    from apmbench.harness.orchestrate.resolve import default_out, runs_of
 
     resolved = _resolve(s.options)
     suite, dataset = resolved.suite, resolved.options.dataset
@@ -549,8 +568,8 @@ def run_settings(s: EvaluateSettings) -> None:
             out = default_out(dataset, spec)
         else:
             out = given / spec.label if s.embedded else given
-        opts = replace(resolved.options, runtime=spec, out=out)
-        results.append(_run(opts, quiet=s.embedded, judge_optional=s.judge_optional, ray=s.ray))
+        one = replace(resolved, options=replace(resolved.options, runtime=spec, out=out))
+        results.append(_run(one, quiet=s.embedded, judge_optional=s.judge_optional, ray=s.ray))
         if demo is not None:
             demo.finished(spec.name, number, suite.report_format().headline(results[-1].report))
     if s.embedded:
@@ -561,7 +580,7 @@ def run_settings(s: EvaluateSettings) -> None:
             wide.print(table)
         click.echo("run directories: " + ", ".join(str(r.run_dir) for r in results))
         click.echo("reports: " + ", ".join(str(r.run_dir / "report.html") for r in results))
-        base = given or Path("runs") / dataset.name
+        base = given or runs_of(dataset)
         click.echo(f"comparison: {_comparison_view([r.run_dir for r in results], base)}")
 
 
@@ -641,10 +660,20 @@ def _rounded(value: float | None) -> float | str:
     return "n/c" if value is None else round(value, 2)
 
 
-def _what_works(out: Path) -> str:
+def _what_works(out: Path, ray: bool = False) -> str:
     """After a failure: what is kept in `out`, and exactly which rerun continues it."""
     from apmbench.harness.run.records import RunDir
 
+    if ray:
+        from apmbench.harness.orchestrate.ray_backend import finished_parts, parts_dir
+
+        done = finished_parts(out)
+        if done is not None:
+            return (
+                f"{counted(done, 'finished trajectory')} {'is' if done == 1 else 'are'} kept "
+                f"in {parts_dir(out)}; rerun with --resume (the command otherwise unchanged) "
+                "to continue"
+            )
     run = RunDir(out)
     if not run.holds_run():
         return (
@@ -658,20 +687,25 @@ def _what_works(out: Path) -> str:
     )
 
 
-def _runner(ray: tuple[str | None, float] | None) -> Callable[..., Evaluation]:
-    """`evaluate(opts, progress)` here, or with every trajectory a task on a Ray cluster."""
-    if ray is None:
-        from apmbench.harness.orchestrate.evaluate import evaluate as run_evaluation
+Pipeline = Callable[["Resolved", "RunProgress"], "Evaluation"]
+"""The pipeline after the resolve stage, with its progress callbacks."""
 
-        return run_evaluation
+
+def _pipeline(ray: tuple[str | None, float] | None) -> Pipeline:
+    """The pipeline after the resolve stage, here or with every trajectory a task on a Ray
+    cluster."""
+    if ray is None:
+        from apmbench.harness.orchestrate.evaluate import run
+
+        return run
     from apmbench.harness.orchestrate.ray_backend import evaluate_ray
 
     address, gpus = ray
-    return lambda opts, progress: evaluate_ray(opts, address, progress, gpus_per_task=gpus)
+    return lambda r, progress: evaluate_ray(r, address, progress, gpus_per_task=gpus)
 
 
 def _run(
-    opts: EvaluateOptions,
+    resolved: Resolved,
     quiet: bool,
     judge_optional: bool = False,
     ray: tuple[str | None, float] | None = None,
@@ -681,28 +715,27 @@ def _run(
     On a terminal, rich progress bars; otherwise (CI logs, nohup, a pipe) log lines,
     at least one a minute.
     """
-    run_evaluation = _runner(ray)
-    out = opts.out
-    assert out is not None  # run_settings names it
+    pipeline = _pipeline(ray)
+    opts, out = resolved.options, resolved.out
     try:
         if console.is_terminal:
-            result = _run_with_bar(opts, run_evaluation)
+            result = _run_with_bar(resolved, pipeline)
         else:
             from apmbench.harness.run.progress_log import LogProgress
 
             with LogProgress(opts.runtime.label) as lines:
-                result = run_evaluation(opts, lines.callbacks())
+                result = pipeline(resolved, lines.callbacks())
     except (DatasetError, ConfigError, RunDirError) as e:
         console.print(f"[red]error:[/red] {shown.markup(e)}")
         sys.exit(EXIT_USAGE)
     except ApmbenchError as e:
         kind = "system error" if isinstance(e, ProtocolError) else "error"
         console.print(f"[red]{kind}:[/red] {shown.markup(e)}")
-        console.print(shown.markup(_what_works(out)))
+        console.print(shown.markup(_what_works(out, ray is not None)))
         sys.exit(EXIT_SYSTEM)
     except KeyboardInterrupt as e:
         code, what = interrupted_exit(e)
-        console.print(shown.markup(f"{what}: {_what_works(out)}"))
+        console.print(shown.markup(f"{what}: {_what_works(out, ray is not None)}"))
         sys.exit(code)
     if opts.shard is not None:
         click.echo(
@@ -710,8 +743,8 @@ def _run(
             "every shard is done: apmbench-grpc merge DIR... --out MERGED"
         )
         return result
-    predictions = result.run_dir / "predictions.json"
-    if not result.report and predictions.is_file():  # a public part: labels are elsewhere
+    predictions = result.predictions
+    if predictions is not None:  # a public part: labels are elsewhere
         click.echo(
             f"labels withheld: predictions written to {predictions}; score them where the "
             f"labels are: apmbench-grpc score {predictions} --labels PRIVATE --out DIR"
@@ -721,10 +754,10 @@ def _run(
         click.echo(shown.plain((result.run_dir / "report.md").read_text()))
         click.echo(f"run directory: {result.run_dir}")
     manifest = result.manifest
-    if not storage_verified(manifest):
+    if not confinement.storage_verified(manifest):
         console.print(
             f"[yellow]warning:[/yellow] Storage/hr is unverified under persistence "
-            f"{persistence(manifest)}: memory kept in RAM across sessions is not "
+            f"{confinement.persistence(manifest)}: memory kept in RAM across sessions is not "
             "counted; only restart measures the whole memory"
         )
     if "audit" in result.report:
@@ -743,7 +776,7 @@ def _run(
     return result
 
 
-def _run_with_bar(opts: EvaluateOptions, run_evaluation: Callable[..., Evaluation]) -> Evaluation:
+def _run_with_bar(resolved: Resolved, pipeline: Pipeline) -> Evaluation:
     """The rich progress display, for a terminal."""
     from apmbench.harness.run.progress_log import Progress as RunProgress
 
@@ -775,7 +808,7 @@ def _run_with_bar(opts: EvaluateOptions, run_evaluation: Callable[..., Evaluatio
                 current, description="judging", completed=done, total=total, visible=True
             ),
         )
-        result = run_evaluation(opts, callbacks)
+        result = pipeline(resolved, callbacks)
     return result
 
 

@@ -96,7 +96,8 @@ def worst_exit(codes: Sequence[int]) -> int:
     return max(codes, key=lambda c: 10 + c if _interrupted(c) else _RANK.get(c, 3), default=0)
 
 
-def default_out(s: EvaluateSettings) -> Path:
+def suites_out(s: EvaluateSettings) -> Path:
+    """Where the suites' run directories go: --out, else runs/suites-<system>/."""
     return s.options.out or Path("runs") / f"suites-{s.runtime.label}"
 
 
@@ -125,8 +126,15 @@ def _refuse_what_differs(s: EvaluateSettings, names: Sequence[str], out: Path) -
     except ConfigError as e:
         raise click.UsageError(str(e)) from e
     preset = (s.options.generate or SyntheticRequest()).preset
+    variant = s.options.variant
     for name in names:
         suite = get_suite(name)
+        if variant is not None and variant not in suite.variants:
+            known = ", ".join(suite.variants) or "none"
+            raise click.UsageError(
+                f"--variant {variant} does not suit {name} (its variants: {known}): a variant "
+                "is one suite's condition, run it with --benchmark NAME"
+            )
         try:
             datasets.check_fps(suite, s.options.frames.fps)
         except ConfigError as e:
@@ -171,7 +179,7 @@ def run_suites(s: EvaluateSettings, run_one: Callable[[EvaluateSettings], None])
 
     assert s.options.benchmark is not None
     names = suite_names(s.options.benchmark)
-    out = default_out(s)
+    out = suites_out(s)
     _refuse_what_differs(s, names, out)
     done: list[SuiteRun] = []
     for number, name in enumerate(names, 1):

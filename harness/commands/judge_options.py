@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from apmbench.harness.errors import ConfigError, DatasetError
+from apmbench.harness.errors import ConfigError
+from apmbench.harness.orchestrate.settings import AUTO_JUDGE
 from apmbench.harness.scoring.judge.config import JudgeConfig, parse_judge_spec
-from apmbench.harness.suites import base
 from apmbench.harness.wording import counted
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ JUDGE_SECTION = (
     JUDGE_OPTIONS,
 )
 
-AUTO = "auto"
+AUTO = AUTO_JUDGE
 AUTO_HELP = "auto (synthetic on the built-in synthetic benchmark, else none). "
 
 
@@ -186,13 +186,11 @@ def resolve_auto(spec: str | None, reference_available: Callable[[], bool]) -> s
 
 
 def has_reference_judge(suite: OpaqueSuite, dataset: Path) -> bool:
-    """Whether `suite` has a synthetic reference judge for `dataset` (its own built-in
-    synthetic benchmark, or the private part of one)."""
-    try:
-        base.reference_judge(suite, dataset).close()
-    except (ConfigError, DatasetError):
-        return False
-    return True
+    """Whether `suite` has a synthetic reference judge for `dataset`: the resolve stage's
+    rule for `--judge auto` (orchestrate/resolve.py), which `score` follows too."""
+    from apmbench.harness.orchestrate.resolve import auto_judge
+
+    return auto_judge(suite, dataset) == "synthetic"
 
 
 def _at(value: object, *keys: str) -> Mapping[str, object]:

@@ -5,20 +5,23 @@
 - `resolve(EvaluateOptions) -> Resolved` (orchestrate/resolve.py): the dataset, suite,
   variant, judge and run directory decided, the dataset loaded;
 - `start(Resolved) -> Started`, a context manager (the system stops on leaving): the
-  judge opened, the system started and described, the run's settings fixed and checked
-  against it, the run directory created (or checked, when resuming);
-- `play(Started, Trajectory) -> TrajectoryRecord`: one trajectory's segments, its record
-  saved atomically. A backend that places trajectories elsewhere (shards, Ray) runs this
-  stage on its own;
-- `score(Started) -> Scored`: the finished records graded once, judged, report.json and
-  report.md written (a shard: nothing, scored by `merge`; a public part: predictions);
+  judge opened, the system started and described, the play stage's settings fixed and
+  checked against it, the run directory created (or checked, when resuming);
+- `play(Started, Trajectory, Progress) -> TrajectoryRecord`: one trajectory's segments,
+  its record saved atomically. A backend that places trajectories elsewhere (shards,
+  Ray) runs a shard of the pipeline per part;
+- `score(Started, Progress) -> Scored`: the isolation the records show written, every
+  answer graded once, judged, report.json and report.md written (a shard: nothing,
+  scored by `merge`; a public part: predictions.json);
 - `report(Started, Scored) -> Evaluation`: the manifest finished, report.html written.
 
-Each stage takes and returns a typed record. The manifest is written by the stage that
-owns each part of it: start its identity (system, runtime, dataset, settings, host),
-score the isolation the records show and the scoring entry, report the end. No stage
-reads another's part back from it; scoring reads the run directory because
-`apmbench-grpc score RUN_DIR` must give the same report from the directory alone.
+`evaluate(options)` runs them all; `run(resolved)` all but the first. Each stage takes
+and returns a typed record. The manifest is written by the stage that owns each part of
+it: start the run's identity (system, runtime, dataset, settings, host, and the judge it
+was asked for, which `merge` and `score RUN_DIR` judge with), score the isolation the
+records show and the scoring entry with what judging cost, report the end. Scoring reads
+the run directory rather than the records in memory because `apmbench-grpc score
+RUN_DIR` must give the same report from the directory alone.
 """
 
 from __future__ import annotations
@@ -80,6 +83,8 @@ class Evaluation:
     elsewhere)."""
     manifest: Manifest
     """manifest.json as the run finished it, for whoever presents the result."""
+    predictions: Path | None = None
+    """A run on a public part: its predictions.json, to be scored where the labels are."""
 
 
 @dataclass
@@ -192,8 +197,9 @@ def _shard_entry(p: Started) -> dict[str, Any]:
     return {"shard": {**p.options.shard.as_dict(), "trajectories": owned}}
 
 
-def _run_settings(opts: EvaluateOptions, persistence: Persistence) -> RunSettings:
-    """What the play stage needs of the options, with the persistence now decided."""
+def _play_settings(opts: EvaluateOptions, persistence: Persistence) -> RunSettings:
+    """The play stage's part of the options, with the persistence the runtime allows: the
+    runner's own record (harness/run/ is below orchestrate/ and cannot read the options)."""
     return RunSettings(
         persistence=persistence,
         frames=opts.frames,
@@ -239,7 +245,7 @@ def start(r: Resolved) -> Iterator[Started]:
             persistence = opts.persistence or (
                 Persistence.RESTART if rt.can_restart else Persistence.RESET
             )
-            settings = _run_settings(opts, persistence)
+            settings = _play_settings(opts, persistence)
             check_settings(settings, info, rt)
             if persistence is Persistence.RESTART:
                 rt.system_described(info.details)
@@ -342,7 +348,8 @@ def score(p: Started, progress: Progress) -> Scored:
 def report(p: Started, scored: Scored) -> Evaluation:
     """Finish the manifest and, for a scored run, write report.html."""
     if not scored.report:
-        return Evaluation(p.run.root, {}, p.run.update_manifest(finished_at=_now()))
+        done = p.run.update_manifest(finished_at=_now())
+        return Evaluation(p.run.root, {}, done, scored.predictions)
     if "audit" in scored.report:
         audit = audit_headline(scored.report["audit"])
         done = p.run.update_manifest(finished_at=_now(), audit=audit)
@@ -381,8 +388,12 @@ def _say_cost(p: Started, todo: list[Trajectory]) -> None:
 
 def evaluate(opts: EvaluateOptions, progress: Progress | None = None) -> Evaluation:
     """The whole pipeline: resolve, start, play every trajectory left, score, report."""
+    return run(resolve(opts), progress)
+
+
+def run(resolved: Resolved, progress: Progress | None = None) -> Evaluation:
+    """The pipeline after the resolve stage (the command resolves once for every system)."""
     progress = progress or Progress()
-    resolved = resolve(opts)
     with start(resolved) as p:
         todo = p.todo()
         total = len(p.dataset.trajectories)
@@ -409,6 +420,7 @@ __all__ = [
     "play",
     "report",
     "resolve",
+    "run",
     "score",
     "start",
 ]

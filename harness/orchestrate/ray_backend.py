@@ -14,6 +14,7 @@ as `apmbench-grpc merge` does.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -24,7 +25,7 @@ from pathlib import Path
 from apmbench.harness.errors import ConfigError, RunDirError
 from apmbench.harness.orchestrate.evaluate import Evaluation, evaluate
 from apmbench.harness.orchestrate.merge import merge
-from apmbench.harness.orchestrate.resolve import resolve
+from apmbench.harness.orchestrate.resolve import Resolved, resolve
 from apmbench.harness.orchestrate.settings import EvaluateOptions
 from apmbench.harness.orchestrate.shards import Shard
 from apmbench.harness.run import records
@@ -60,30 +61,31 @@ def run_one(opts: EvaluateOptions, trajectory_id: str, index: int, count: int) -
 
 
 def check_ray_options(shard: Shard | None) -> None:
-    """The one rule between the Ray backend and `--shard` (the command checks it before
-    preparing a dataset, `evaluate_ray` for callers that skip the command)."""
+    """What `--backend ray` needs: Ray installed, and no `--shard` (the command checks it
+    before preparing a dataset, `evaluate_ray` for callers that skip the command)."""
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError(
+            "--backend ray needs Ray: pip install 'apmbench-grpc[ray]' (or pip install ray)"
+        )
     if shard is not None:
         raise ConfigError("--backend ray places every trajectory itself: drop --shard")
 
 
 def evaluate_ray(
-    opts: EvaluateOptions,
+    target: EvaluateOptions | Resolved,
     address: str | None,
     progress: Progress | None = None,
     gpus_per_task: float = 0.0,
     max_retries: int = 3,
 ) -> Evaluation:
     """Run every trajectory as a Ray task on the cluster at `address` (None: a local one)."""
-    try:
-        import ray
-    except ImportError as e:
-        raise ConfigError(
-            "--backend ray needs Ray: pip install 'apmbench-grpc[ray]' (or pip install ray)"
-        ) from e
+    check_ray_options(target.options.shard if isinstance(target, Resolved) else target.shard)
+    import ray
+
     progress = progress or Progress()
-    check_ray_options(opts.shard)
-    # Resolved once here: every task gets the same dataset, seed and judge.
-    resolved = resolve(opts)
+    # Resolved once here (or by the caller): every task gets the same dataset, seed and
+    # judge, and loads the dataset in its own process.
+    resolved = target if isinstance(target, Resolved) else resolve(target)
     opts, out, dataset = resolved.options, resolved.out, resolved.dataset
     if out.exists() and any(out.iterdir()):
         raise RunDirError(f"{out} exists and is not empty: choose another --out")
@@ -123,3 +125,12 @@ def evaluate_ray(
 def _finished(part: Path) -> bool:
     manifests = list((part / "shards").glob("*.json"))
     return bool(manifests) and all(load_manifest(m).records("finished_at") for m in manifests)
+
+
+def finished_parts(out: Path) -> int | None:
+    """How many trajectories an earlier Ray run into `out` finished (kept in its parts
+    directory for --resume); None: no Ray run left parts there."""
+    parts = parts_dir(out)
+    if not parts.is_dir():
+        return None
+    return sum(1 for part in parts.iterdir() if (part / "shards").is_dir() and _finished(part))

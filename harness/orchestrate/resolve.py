@@ -62,24 +62,21 @@ def resolve(opts: EvaluateOptions, preparing: Preparing | None = None) -> Resolv
     """`opts` with the dataset, suite, variant, judge and run directory decided."""
     if opts.dataset is None:
         request = opts.generate or SyntheticRequest()
-        seed, drawn = _seed(request.seed, opts.resume, opts.out)
         suite = get_suite(opts.benchmark or DEFAULT)
+        _check(suite, opts)  # before minutes of generating
+        datasets.check_preset(suite, request.preset)
+        seed, drawn = _seed(request.seed, opts.resume, opts.out)
         root = _generate(suite, request.preset, seed, preparing or _quiet)
         origin: SyntheticOrigin | None = SyntheticOrigin(request.preset, seed, drawn)
     else:
         root = opts.dataset
         suite = suite_of_dataset(root, opts.benchmark)
+        _check(suite, opts)
         origin = opts.synthetic or given_seed(root)
-    if opts.variant is not None and opts.variant not in suite.variants:
-        known = ", ".join(suite.variants) or "none"
-        raise ConfigError(
-            f"--variant: {suite.title} has no variant {opts.variant!r} (its variants: {known})"
-        )
-    datasets.check_fps(suite, opts.frames.fps)
     dataset = datasets.load(suite, root, opts.variant)
     judge = opts.judge
     if judge.kind == AUTO_JUDGE:
-        judge = replace(judge, kind="synthetic" if _has_reference_judge(suite, root) else "none")
+        judge = replace(judge, kind=auto_judge(suite, root))
     out = opts.out or default_out(root, opts.runtime)
     options = replace(
         opts,
@@ -93,9 +90,14 @@ def resolve(opts: EvaluateOptions, preparing: Preparing | None = None) -> Resolv
     return Resolved(options, suite, dataset)
 
 
+def runs_of(dataset: Path) -> Path:
+    """Where a dataset's runs go when no --out is given: runs/<dataset>/."""
+    return Path("runs") / dataset.name
+
+
 def default_out(dataset: Path, runtime: RuntimeSpec) -> Path:
     """The run directory when none is given: runs/<dataset>/<system>."""
-    return Path("runs") / dataset.name / runtime.label
+    return runs_of(dataset) / runtime.label
 
 
 def given_seed(dataset: Path) -> SyntheticOrigin | None:
@@ -108,12 +110,24 @@ def given_seed(dataset: Path) -> SyntheticOrigin | None:
     return SyntheticOrigin(str(known.get("preset") or "?"), int(known["seed"]), False)
 
 
-def _has_reference_judge(suite: OpaqueSuite, dataset: Path) -> bool:
+def auto_judge(suite: OpaqueSuite, dataset: Path) -> str:
+    """What `--judge auto` means on `dataset`: "synthetic" where the suite has a reference
+    judge for it (its own synthetic benchmark, or the private part of one), else "none"."""
     try:
         base.reference_judge(suite, dataset).close()
     except (ConfigError, DatasetError):
-        return False
-    return True
+        return "none"
+    return "synthetic"
+
+
+def _check(suite: OpaqueSuite, opts: EvaluateOptions) -> None:
+    """What the settings ask of the suite that it may not offer."""
+    if opts.variant is not None and opts.variant not in suite.variants:
+        known = ", ".join(suite.variants) or "none"
+        raise ConfigError(
+            f"--variant: {suite.title} has no variant {opts.variant!r} (its variants: {known})"
+        )
+    datasets.check_fps(suite, opts.frames.fps)
 
 
 def _quiet(_: str) -> AbstractContextManager[object]:
@@ -145,7 +159,6 @@ def _seed(seed: int | None, resume: bool, out: Path | None) -> tuple[int, bool]:
 
 
 def _generate(suite: OpaqueSuite, preset: str, seed: int, preparing: Preparing) -> Path:
-    datasets.check_preset(suite, preset)
     began = time.monotonic()
     with preparing(f"preparing the synthetic {preset} benchmark (seed {seed})"):
         root = datasets.synthetic(suite, preset, seed)

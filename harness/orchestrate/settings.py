@@ -1,11 +1,14 @@
 """One evaluation's settings: the record every stage of `evaluate` reads.
 
 It is built once, where the settings are given (the command line's `settings_of`, a
-test, a Ray task's copy), and never rebuilt field by field. What the command line
-cannot know before the resolve stage has run (the synthetic dataset's path and seed,
-the suite a dataset names, what `--judge auto` means for it) is left open here and
-filled by `orchestrate/resolve.py`, which returns the same record with those fields
-set; the stages after it take only a resolved record.
+test), and never rebuilt field by field: a copy differs only where a stage decides
+something (`dataclasses.replace`). What the command line cannot know before the resolve
+stage has run (the synthetic dataset's path and seed, the suite a dataset names, what
+`--judge auto` means for it, the default run directory) is left open here and filled by
+`orchestrate/resolve.py`, which returns the same record with those fields set; the
+stages after it take only a resolved record. The runner's own `RunSettings` is the one
+record derived from it, once, by the start stage (it needs the persistence the started
+runtime allows).
 """
 
 from __future__ import annotations
@@ -67,7 +70,8 @@ class EvaluateOptions:
     runtime: RuntimeSpec
     """Which system, and how it runs."""
     benchmark: str | None = None
-    """The suite; None: the one the dataset names, else APM-Bench."""
+    """The suite; None: the one the dataset names, else APM-Bench. (The command's
+    `--benchmark all` or a comma list is here only until it runs each suite in turn.)"""
     persistence: Persistence | None = None
     """None: `restart` where the runtime can restart the system, else `reset`."""
     resume: bool = False
@@ -94,8 +98,9 @@ class EvaluateOptions:
     live: LiveSettings | None = None
     """`--live`: play each session on the video's clock; None: an offline replay."""
     resume_forks: bool = False
-    """Forks from mid-session snapshots where the system allows (R14, `--fork-snapshots`);
-    False (the default): replays, whose timing announces no question (see RunSettings)."""
+    """`--fork-snapshots` (not --resume): forks start from mid-session snapshots where the
+    system allows (R14); False (the default): replays, whose timing announces no question
+    (see RunSettings)."""
     generate: SyntheticRequest | None = None
     """With no dataset: the synthetic benchmark to generate (None: DEFAULT_PRESET, a seed
     drawn). The resolve stage turns it into `dataset` and `synthetic`."""
