@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -34,6 +35,7 @@ from apmbench.harness.commands.evaluate_suites import (
     checked_benchmarks,
     run_suites,
     several_suites,
+    worst_exit,
 )
 from apmbench.harness.commands.help_format import command, sections
 from apmbench.harness.commands.judge_options import (
@@ -417,6 +419,8 @@ def settings_of(
 
     if min(audit_queries, audit_trajectories) < 0:
         raise click.BadParameter("must not be negative", param_hint="--audit-queries/-trajectories")
+    if not audit and _given("audit_queries", "audit_trajectories"):
+        raise click.UsageError("--audit-queries and --audit-trajectories: only with --audit")
     if dataset is not None and synthetic is not None:
         raise click.UsageError("give --dataset DIR or --synthetic PRESET, not both")
     if sum(x is not None for x in (system, endpoint, image, command, runtime)) > 1:
@@ -552,36 +556,58 @@ def run_suite(s: EvaluateSettings) -> None:
     from apmbench.harness.orchestrate.resolve import default_out, runs_of
 
     resolved = _resolve(s.options)
-    suite, dataset = resolved.suite, resolved.options.dataset
+    dataset = resolved.options.dataset
     assert dataset is not None
     if s.embedded and withheld.is_public(dataset):
         raise click.UsageError("a public part is evaluated one system at a time: give --system")
     given = s.options.out
-    results = []
-    demo = _DemoLog(len(s.runtimes)) if s.embedded else None
-    if demo is not None:
-        demo.left_out(suite.name)
+    if not s.embedded:
+        out = given or default_out(dataset, s.runtime)
+        one = replace(resolved.options, out=out)
+        _run(replace(resolved, options=one), False, s.judge_optional, s.ray)
+        return
+    _compare_systems(s, resolved, given or runs_of(dataset))
+
+
+def _compare_systems(s: EvaluateSettings, resolved: Resolved, base: Path) -> None:
+    """Every compared system on the resolved dataset, each into BASE/<system>, then their
+    table and comparison page. A system that fails is reported and the others still run;
+    the command then exits with the worst code (an interrupt stops it at once)."""
+    suite = resolved.suite
+    demo = _DemoLog(len(s.runtimes))
+    demo.left_out(suite.name)
+    results: list[tuple[str, Evaluation]] = []
+    failed: list[tuple[str, int]] = []
     for number, spec in enumerate(s.runtimes, 1):
-        if demo is not None:
-            demo.started(spec.name, number)
-        if given is None:
-            out = default_out(dataset, spec)
-        else:
-            out = given / spec.label if s.embedded else given
-        one = replace(resolved, options=replace(resolved.options, runtime=spec, out=out))
-        results.append(_run(one, quiet=s.embedded, judge_optional=s.judge_optional, ray=s.ray))
-        if demo is not None:
-            demo.finished(spec.name, number, suite.report_format().headline(results[-1].report))
-    if s.embedded:
+        demo.started(spec.name, number)
+        one = replace(resolved.options, runtime=spec, out=base / spec.label)
+        try:
+            result = _run(replace(resolved, options=one), True, s.judge_optional, s.ray)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+            if code >= 128:  # interrupted: stop here, as the message above said
+                raise
+            failed.append((spec.name, code))
+            demo.failed(spec.name, number, code)
+            continue
+        results.append((spec.name, result))
+        demo.finished(spec.name, number, suite.report_format().headline(result.report))
+    if results:
         wide = Console(width=120)
         for table in suite.report_format().summary_tables(
-            [r.report for r in results], [spec.name for spec in s.runtimes]
+            [r.report for _, r in results], [name for name, _ in results]
         ):
             wide.print(table)
-        click.echo("run directories: " + ", ".join(str(r.run_dir) for r in results))
-        click.echo("reports: " + ", ".join(str(r.run_dir / "report.html") for r in results))
-        base = given or runs_of(dataset)
-        click.echo(f"comparison: {_comparison_view([r.run_dir for r in results], base)}")
+        click.echo("run directories: " + ", ".join(str(r.run_dir) for _, r in results))
+        click.echo("reports: " + ", ".join(str(r.run_dir / "report.html") for _, r in results))
+        click.echo(f"comparison: {_comparison_view([r.run_dir for _, r in results], base)}")
+    if failed:
+        what = ", ".join(f"{name} (exit {code})" for name, code in failed)
+        console.print(
+            f"[red]not every system finished:[/red] {shown.markup(what)}. The messages above "
+            f"say why; each run directory is kept under {shown.markup(base)}"
+        )
+        sys.exit(worst_exit([code for _, code in failed]))
 
 
 def _resolve(opts: EvaluateOptions) -> Resolved:
@@ -622,6 +648,16 @@ class _DemoLog:
         self.system_began = time.monotonic()
         self.log.info("system started", system=name, system_number=f"{number}/{self.total}")
 
+    def failed(self, name: str, number: int, code: int) -> None:
+        now = time.monotonic()
+        self.log.info(
+            "system failed",
+            system=name,
+            system_number=f"{number}/{self.total}",
+            exit_code=code,
+            took_s=round(now - self.system_began, 1),
+        )
+
     def finished(self, name: str, number: int, headline: Headline) -> None:
         from apmbench.harness.run.progress_log import eta_s
 
@@ -636,6 +672,15 @@ class _DemoLog:
             eta_s=round(eta_s(number, self.total, elapsed) or 0, 1),
             **{headline.utility_label: _rounded(headline.utility)},
         )
+
+
+def _given(*names: str) -> bool:
+    """Whether any of these options was given on the command line (not left at its
+    default), for an option that means nothing without another."""
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and any(
+        ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE for name in names
+    )
 
 
 def _key_values(given: tuple[str, ...]) -> tuple[tuple[str, str], ...]:

@@ -27,6 +27,7 @@ MINI = Path(__file__).parents[1] / "fixtures" / "mini"
         (["--synthetic", "tiny", "--system", "null", "--shard", "0/2"], "needs --seed S"),
         (["--dataset", str(MINI), "--system", "null", "--seed", "3"], "drop it with --dataset"),
         (["--dataset", str(MINI), "--system", "null", "--ray-gpus", "1"], "only with --backend"),
+        (["--dataset", str(MINI), "--system", "null", "--audit-queries", "5"], "only with --audit"),
         (["--benchmark", "all", "--synthetic", "tiny", "--seed", "0", "--system", "null",
           "--variant", "oracle"], "--variant oracle does not suit egoprobe"),
     ],
