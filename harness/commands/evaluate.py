@@ -156,7 +156,7 @@ if TYPE_CHECKING:
     "--synthetic",
     default=None,
     help="Use the suite's built-in synthetic benchmark of this size (tiny, small or paper; "
-    "generated once, then cached).",
+    "generated once per preset and seed, then cached).",
 )
 @click.option(
     "--seed",
@@ -207,13 +207,17 @@ if TYPE_CHECKING:
     "--persistence",
     type=click.Choice([p.value for p in Persistence]),
     default=None,
-    help="What crosses a session gap. Default: restart (reset for --endpoint).",
+    help="What crosses a session gap. Default: restart where the runtime can restart "
+    "the system, else reset (an --endpoint, a --runtime that cannot restart).",
 )
 @click.option(
     "--out",
     type=OutputPath(),
     default=None,
-    help="Run directory. Default: runs/<dataset>/<system>.",
+    help="Run directory. Default: runs/<dataset>/<system>. With no system named: the "
+    "directory each system's run goes under (OUT/<system>); with --benchmark all: each "
+    "suite's (OUT/<suite>, default runs/suites-<system>); --backend ray also writes "
+    "OUT.parts until the parts are merged.",
 )
 @click.option(
     "--resume", is_flag=True, help="Continue a run directory, skipping finished trajectories."
@@ -439,6 +443,8 @@ def settings_of(
             check_ray_options(part)
         except ConfigError as e:
             raise click.UsageError(str(e)) from e
+    if ray_gpus < 0:
+        raise click.BadParameter("must not be negative", param_hint="--ray-gpus")
     if backend != "ray" and (ray_address is not None or ray_gpus):
         raise click.UsageError("--ray-address and --ray-gpus: only with --backend ray")
     if fps <= 0:
@@ -547,13 +553,20 @@ def _judge(given: dict[str, Any]) -> JudgeConfig:
     which knows whether the dataset has a reference judge."""
     if given["judge"] != AUTO:
         return judge_config(**given)
+    model_options = ("judge_model", "judge_base_url", "judge_api_key_env")
+    if _given(*model_options):
+        raise click.UsageError(
+            "--judge-model, --judge-base-url and --judge-api-key-env choose an LLM judge's "
+            "model: give --judge openai (or another judge by name) with them; --judge auto "
+            "picks the synthetic reference judge or none, which take no model"
+        )
     return replace(judge_config(**{**given, "judge": None}), kind=AUTO_JUDGE)
 
 
 def run_suite(s: EvaluateSettings) -> None:
     """One suite's evaluation, or with no system named every compared system's and their
     comparison: resolved here, once, then the rest of the pipeline per system."""
-    from apmbench.harness.orchestrate.resolve import default_out, runs_of
+    from apmbench.harness.orchestrate.resolve import runs_of
 
     resolved = _resolve(s.options)
     dataset = resolved.options.dataset
@@ -562,9 +575,9 @@ def run_suite(s: EvaluateSettings) -> None:
         raise click.UsageError("a public part is evaluated one system at a time: give --system")
     given = s.options.out
     if not s.embedded:
-        out = given or default_out(dataset, s.runtime)
-        one = replace(resolved.options, out=out)
-        _run(replace(resolved, options=one), False, s.judge_optional, s.ray)
+        _, code = _run(resolved, quiet=False, judge_optional=s.judge_optional, ray=s.ray)
+        if code:
+            sys.exit(code)
         return
     _compare_systems(s, resolved, given or runs_of(dataset))
 
@@ -582,14 +595,16 @@ def _compare_systems(s: EvaluateSettings, resolved: Resolved, base: Path) -> Non
         demo.started(spec.name, number)
         one = replace(resolved.options, runtime=spec, out=base / spec.label)
         try:
-            result = _run(replace(resolved, options=one), True, s.judge_optional, s.ray)
+            result, code = _run(replace(resolved, options=one), True, s.judge_optional, s.ray)
         except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             if code >= 128:  # interrupted: stop here, as the message above said
                 raise
             failed.append((spec.name, code))
             demo.failed(spec.name, number, code)
             continue
+        if code:  # finished and reported, without the judge's numbers: compared all the same
+            failed.append((spec.name, code))
         results.append((spec.name, result))
         demo.finished(spec.name, number, suite.report_format().headline(result.report))
     if results:
@@ -710,14 +725,15 @@ def _what_works(out: Path, ray: bool = False) -> str:
     from apmbench.harness.run.records import RunDir
 
     if ray:
-        from apmbench.harness.orchestrate.ray_backend import finished_parts, parts_dir
+        from apmbench.harness.orchestrate.ray_backend import finished_parts
+        from apmbench.harness.orchestrate.shards import parts_dir
 
         done = finished_parts(out)
         if done is not None:
             return (
                 f"{counted(done, 'finished trajectory')} {'is' if done == 1 else 'are'} kept "
-                f"in {parts_dir(out)}; rerun with --resume (the command otherwise unchanged) "
-                "to continue"
+                f"in {parts_dir(out)}; rerun with --resume --out {out} (the command otherwise "
+                "unchanged) to continue"
             )
     run = RunDir(out)
     if not run.holds_run():
@@ -728,7 +744,7 @@ def _what_works(out: Path, ray: bool = False) -> str:
     done = run.finished_count()
     return (
         f"{counted(done, 'finished trajectory')} {'is' if done == 1 else 'are'} kept in {out}; "
-        "rerun with --resume (the command otherwise unchanged) to continue"
+        f"rerun with --resume --out {out} (the command otherwise unchanged) to continue"
     )
 
 
@@ -754,8 +770,10 @@ def _run(
     quiet: bool,
     judge_optional: bool = False,
     ray: tuple[str | None, float] | None = None,
-) -> Evaluation:
-    """One evaluation with a progress display; exits with a code a person can act on.
+) -> tuple[Evaluation, int]:
+    """One evaluation with a progress display, and the code the command exits with for it
+    (0, or 4 when its judge could not be reached); a run that fails exits here with a
+    code a person can act on.
 
     On a terminal, rich progress bars; otherwise (CI logs, nohup, a pipe) log lines,
     at least one a minute.
@@ -782,19 +800,24 @@ def _run(
         code, what = interrupted_exit(e)
         console.print(shown.markup(f"{what}: {_what_works(out, ray is not None)}"))
         sys.exit(code)
+    return result, _present(result, opts, quiet, judge_optional)
+
+
+def _present(result: Evaluation, opts: EvaluateOptions, quiet: bool, judge_optional: bool) -> int:
+    """What a finished evaluation says, and its exit code (0, or 4: judge unreachable)."""
     if opts.shard is not None:
         click.echo(
             f"shard {opts.shard.name}: its trajectories are recorded in {result.run_dir}; when "
             "every shard is done: apmbench-grpc merge DIR... --out MERGED"
         )
-        return result
+        return 0
     predictions = result.predictions
     if predictions is not None:  # a public part: labels are elsewhere
         click.echo(
             f"labels withheld: predictions written to {predictions}; score them where the "
             f"labels are: apmbench-grpc score {predictions} --labels PRIVATE --out DIR"
         )
-        return result
+        return 0
     if not quiet:
         click.echo(shown.plain((result.run_dir / "report.md").read_text()))
         click.echo(f"run directory: {result.run_dir}")
@@ -817,8 +840,8 @@ def _run(
     if unreachable is not None and not judge_optional:
         console.print(f"[red]error:[/red] {shown.markup(unreachable)}")
         console.print(f"run directory: {result.run_dir}")
-        sys.exit(EXIT_JUDGE_UNREACHABLE)
-    return result
+        return EXIT_JUDGE_UNREACHABLE
+    return 0
 
 
 def _run_with_bar(resolved: Resolved, pipeline: Pipeline) -> Evaluation:
@@ -862,5 +885,8 @@ def _spare_budget(text: str | None) -> int | None:
 
     if text is None:
         return None
-    size = parse_size(text, "--spare-memory")
+    try:
+        size = parse_size(text, "--spare-memory")
+    except ConfigError as e:
+        raise click.BadParameter(str(e), param_hint="--spare-memory") from e
     return 1 << 62 if size is None else size  # 'none': no bound

@@ -405,7 +405,8 @@ def run(resolved: Resolved, progress: Progress | None = None) -> Evaluation:
             produce = workers.produce if frame_workers_enabled() else None
             for trajectory in todo:
                 play(p, trajectory, progress, produce)
-    # The system has stopped (its memory and GPU free) before the judge works.
+    # The system has stopped (its memory and the GPU it used free) before the judge works
+    # (a local judge model was loaded at start, to fail early, and waits on its device).
     return report(p, score(p, progress))
 
 

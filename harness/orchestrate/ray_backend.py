@@ -27,17 +27,13 @@ from apmbench.harness.orchestrate.evaluate import Evaluation, evaluate
 from apmbench.harness.orchestrate.merge import merge
 from apmbench.harness.orchestrate.resolve import Resolved, resolve
 from apmbench.harness.orchestrate.settings import EvaluateOptions
-from apmbench.harness.orchestrate.shards import Shard
+from apmbench.harness.orchestrate.shards import Shard, parts_dir
 from apmbench.harness.run import records
 from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.run.progress_log import Progress
 
 ATTEMPT_FILE = Path("logs") / "attempt.json"
 """In each part directory: the worker (host, pid) running the current attempt."""
-
-
-def parts_dir(out: Path) -> Path:
-    return out.with_name(out.name + ".parts")
 
 
 def run_one(opts: EvaluateOptions, trajectory_id: str, index: int, count: int) -> str:
@@ -119,7 +115,8 @@ def evaluate_ray(
     tasks = {tid: json.loads((parts / tid / ATTEMPT_FILE).read_text()) for tid in ids}
     finished = records.RunDir(out).update_manifest(ray={"tasks": tasks, "max_retries": max_retries})
     shutil.rmtree(parts, ignore_errors=True)
-    return Evaluation(out, report, finished)
+    predictions = out / "predictions.json"  # a public part's: merge wrote it, unscored
+    return Evaluation(out, report, finished, predictions if predictions.is_file() else None)
 
 
 def _finished(part: Path) -> bool:

@@ -33,6 +33,7 @@ from apmbench.harness.orchestrate.settings import (
     SyntheticOrigin,
     SyntheticRequest,
 )
+from apmbench.harness.orchestrate.shards import recorded_manifests
 from apmbench.harness.run.manifest import load as load_manifest
 from apmbench.harness.run.records import another_seed
 from apmbench.harness.runtimes import RuntimeSpec
@@ -103,7 +104,7 @@ def default_out(dataset: Path, runtime: RuntimeSpec) -> Path:
 def given_seed(dataset: Path) -> SyntheticOrigin | None:
     """A dataset `synth --seed N` wrote, evaluated with its labels: its report says the seed
     is known, as a `--synthetic --seed N` run's does (anyone can rebuild its labels). A
-    drawn seed is not recorded in the run: the run may be published."""
+    dataset `synth` made from a drawn seed does not hold it, so nothing is said."""
     known = known_seed(dataset).get("synthetic")
     if not isinstance(known, dict):
         return None
@@ -146,7 +147,7 @@ def _seed(seed: int | None, resume: bool, out: Path | None) -> tuple[int, bool]:
         return seed, False
     if not resume:
         return secrets.randbelow(SEED_LIMIT), True
-    for manifest in (out / "manifest.json", *sorted(out.glob("*/manifest.json"))) if out else ():
+    for manifest in recorded_manifests(out) if out else ():
         with contextlib.suppress(OSError, RunDirError):
             recorded = load_manifest(manifest).synthetic
             if recorded is not None:

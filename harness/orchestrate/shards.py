@@ -160,3 +160,20 @@ def copy_record(source: Path, target: Path) -> None:
     tmp = target.with_name(f".{target.name}.tmp")
     shutil.copyfile(source, tmp)
     tmp.replace(target)
+
+
+def parts_dir(out: Path) -> Path:
+    """Where `--backend ray` keeps each trajectory's part of the run `out` until they are
+    merged (and after a failure, for --resume)."""
+    return out.with_name(out.name + ".parts")
+
+
+def recorded_manifests(out: Path) -> list[Path]:
+    """Every manifest a run into `out` may have left: its own, its suites' (`--benchmark
+    all`), its shards' and a Ray run's parts' (each a one-trajectory shard)."""
+    return [
+        out / "manifest.json",
+        *sorted(out.glob("*/manifest.json")),
+        *sorted(out.glob("shards/*.json")),
+        *sorted(parts_dir(out).glob("*/shards/*.json")),
+    ]

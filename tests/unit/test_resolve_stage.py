@@ -72,3 +72,17 @@ def test_resume_reads_the_seed_the_run_recorded(tmp_path: Path, tiny: Path) -> N
     assert resolved.options.synthetic == SyntheticOrigin("tiny", 0, seed_drawn=True)
     with pytest.raises(ConfigError, match="--seed 0"):
         resolve(replace(opts, generate=SyntheticRequest("tiny", 7)))
+
+
+def test_resume_finds_the_seed_a_ray_runs_parts_recorded(tmp_path: Path, tiny: Path) -> None:
+    """A Ray run keeps its finished trajectories in OUT.parts/<trajectory>/ until merged:
+    `--resume --out OUT` must find the seed there (OUT itself is still empty)."""
+    out = tmp_path / "run"
+    part = tmp_path / "run.parts" / "t1" / "shards"
+    part.mkdir(parents=True)
+    manifest = {"dataset": {"synthetic": {"preset": "tiny", "seed": 0, "seed_drawn": True}}}
+    (part / "0-of-1.json").write_text(json.dumps(manifest))
+    opts = EvaluateOptions(
+        dataset=None, out=out, runtime=NULL, resume=True, generate=SyntheticRequest("tiny")
+    )
+    assert resolve(opts).options.synthetic == SyntheticOrigin("tiny", 0, seed_drawn=True)
