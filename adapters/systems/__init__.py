@@ -139,31 +139,44 @@ REFERENCE_SYSTEMS = ("recent-frames", "frame-archive", "text-log", "text-only")
 VLM_SYSTEMS = ("vlm-simplestream", "vlm-video-memory", "vlm-text-memory")
 # Specialised memories (a KV cache, an event tree); they need the model's weights themselves.
 SPECIALIZED_SYSTEMS = ("kv-memory", "event-memory")
+# Reference systems of one suite only, compared on that suite.
+SUITE_SYSTEMS = ("proact-rules",)
 
 
-def compared_systems(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+def compared_systems(
+    environ: Mapping[str, str] | None = None, benchmark: str | None = None
+) -> tuple[str, ...]:
     """What `evaluate` with no system runs: the reference systems, and the VLM systems
     too when APMBENCH_VLM_MODEL or APMBENCH_VLM_API_BASE names a model. Without one
     they stay out: no weights can be fetched, and the demo must finish on two CPU cores.
     The specialised memories join only with a local model (APMBENCH_VLM_MODEL and the
     transformers backend): they read its KV cache and vision features, which no
-    OpenAI-compatible endpoint exposes."""
+    OpenAI-compatible endpoint exposes.
+
+    On `benchmark`: those of them that answer it, and a suite's own reference systems
+    (SUITE_SYSTEMS: ProactEgoMem's rule reader), so no suite is compared on systems
+    that do not answer it. None: the APM-Bench comparison (the default suite's)."""
     env = os.environ if environ is None else environ
     local = env.get("APMBENCH_VLM_MODEL") and env.get("APMBENCH_VLM_BACKEND", "") in (
         "",
         "transformers",
     )
+    names: tuple[str, ...]
     if local:
-        return REFERENCE_SYSTEMS + VLM_SYSTEMS + SPECIALIZED_SYSTEMS
-    wanted = env.get("APMBENCH_VLM_API_BASE")
-    return REFERENCE_SYSTEMS + VLM_SYSTEMS if wanted else REFERENCE_SYSTEMS
+        names = REFERENCE_SYSTEMS + VLM_SYSTEMS + SPECIALIZED_SYSTEMS
+    else:
+        wanted = env.get("APMBENCH_VLM_API_BASE")
+        names = REFERENCE_SYSTEMS + VLM_SYSTEMS if wanted else REFERENCE_SYSTEMS
+    if benchmark is None:
+        return names
+    return tuple(n for n in names + SUITE_SYSTEMS if benchmark in SYSTEMS[n].benchmarks)
 
 
 def left_out(benchmark: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Every registered system the embedded comparison on `benchmark` does not run, and why
     (for a line each, so a user knows the comparison is not every system there is)."""
     env = os.environ if environ is None else environ
-    compared = compared_systems(env)
+    compared = compared_systems(env, benchmark)
     out: dict[str, str] = {}
     for name in SYSTEM_REGISTRY.names():
         if name in compared:

@@ -505,7 +505,7 @@ def settings_of(
                 spare=not no_spare,
                 spare_budget=budget,
             )
-            for name in (compared_systems() if embedded else [system])
+            for name in (_candidates() if embedded else [system])
         )
     except ConfigError as e:
         console.print(f"[red]error:[/red] {shown.markup(e)}")
@@ -579,7 +579,15 @@ def run_suite(s: EvaluateSettings) -> None:
         if code:
             sys.exit(code)
         return
-    _compare_systems(s, resolved, given or runs_of(dataset))
+    answering = compared_systems(benchmark=resolved.suite.name)
+    runtimes = tuple(spec for spec in s.runtimes if spec.name in answering)
+    if not runtimes:
+        console.print(
+            f"[red]error:[/red] no reference system answers {shown.markup(resolved.suite.name)}"
+            ": give --system NAME (or --command, --image, --endpoint, --runtime)"
+        )
+        sys.exit(EXIT_USAGE)
+    _compare_systems(replace(s, runtimes=runtimes), resolved, given or runs_of(dataset))
 
 
 def _compare_systems(s: EvaluateSettings, resolved: Resolved, base: Path) -> None:
@@ -687,6 +695,15 @@ class _DemoLog:
             eta_s=round(eta_s(number, self.total, elapsed) or 0, 1),
             **{headline.utility_label: _rounded(headline.utility)},
         )
+
+
+def _candidates() -> tuple[str, ...]:
+    """Every system the comparison with no system named may run, on whichever suite the
+    dataset turns out to be (run_suite keeps those that answer it)."""
+    names = compared_systems()
+    for suite in BUILTIN:
+        names += tuple(n for n in compared_systems(benchmark=suite) if n not in names)
+    return names
 
 
 def _given(*names: str) -> bool:

@@ -24,7 +24,7 @@ def test_a_failing_system_leaves_the_others_compared(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     systems = ["null", "helpers.faulty:Faulty", "text-only"]
-    monkeypatch.setattr(evaluate_command, "compared_systems", lambda: systems)
+    monkeypatch.setattr(evaluate_command, "compared_systems", lambda *_, **__: systems)
     out = tmp_path / "runs"
     done = CliRunner().invoke(
         main,
@@ -46,7 +46,9 @@ def test_runs_whose_judge_was_unreachable_are_still_compared(
 ) -> None:
     """Both runs finished and wrote their reports, without the judge's numbers: they are in
     the table and the page, and the command exits 4 as a single such run does."""
-    monkeypatch.setattr(evaluate_command, "compared_systems", lambda: ["null", "text-only"])
+    monkeypatch.setattr(
+        evaluate_command, "compared_systems", lambda *_, **__: ["null", "text-only"]
+    )
     monkeypatch.setenv(KEY_ENV, "key")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     with socket.socket() as s:  # a loopback port where nothing listens
@@ -65,3 +67,18 @@ def test_runs_whose_judge_was_unreachable_are_still_compared(
         assert (out / system / "report.json").is_file(), system
     page = (out / "compare.html").read_text()
     assert "null" in page and "text-only" in page
+
+
+def test_a_suite_is_compared_on_the_systems_that_answer_it(tmp_path: Path) -> None:
+    """ProactEgoMem's comparison runs its own reference system, not the four that answer
+    only APM-Bench and EgoProbe (each named with that reason)."""
+    out = tmp_path / "runs"
+    done = CliRunner().invoke(
+        main,
+        ["evaluate", "--benchmark", "proactegomem", "--synthetic", "tiny", "--seed", "0",
+         "--out", str(out)],
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["proact-rules"]
+    text = " ".join(done.output.split())
+    assert "system=text-log why='it answers only apmbench, egoprobe, not proactegomem'" in text
