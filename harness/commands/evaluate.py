@@ -30,7 +30,7 @@ from apmbench.harness.commands.common import (
     start_option,
     stoppable,
 )
-from apmbench.harness.commands.evaluate_settings import EvaluateSettings
+from apmbench.harness.commands.evaluate_command import EvaluateCommand
 from apmbench.harness.commands.evaluate_suites import (
     checked_benchmarks,
     run_suites,
@@ -415,7 +415,7 @@ def settings_of(
     caps: Caps,
     variant: str | None = None,
     **judge: Any,
-) -> EvaluateSettings:
+) -> EvaluateCommand:
     """The options as click parsed them, checked against each other; a usage error names
     what to change."""
     from apmbench.harness.orchestrate.shards import Shard
@@ -539,7 +539,7 @@ def settings_of(
         if dataset is not None
         else SyntheticRequest(synthetic or DEFAULT_PRESET, seed),
     )
-    return EvaluateSettings(
+    return EvaluateCommand(
         options=evaluation,
         runtimes=specs,
         embedded=embedded,
@@ -563,7 +563,7 @@ def _judge(given: dict[str, Any]) -> JudgeConfig:
     return replace(judge_config(**{**given, "judge": None}), kind=AUTO_JUDGE)
 
 
-def run_suite(s: EvaluateSettings) -> None:
+def run_suite(s: EvaluateCommand) -> None:
     """One suite's evaluation, or with no system named every compared system's and their
     comparison: resolved here, once, then the rest of the pipeline per system."""
     from apmbench.harness.orchestrate.resolve import runs_of
@@ -590,12 +590,12 @@ def run_suite(s: EvaluateSettings) -> None:
     _compare_systems(replace(s, runtimes=runtimes), resolved, given or runs_of(dataset))
 
 
-def _compare_systems(s: EvaluateSettings, resolved: Resolved, base: Path) -> None:
+def _compare_systems(s: EvaluateCommand, resolved: Resolved, base: Path) -> None:
     """Every compared system on the resolved dataset, each into BASE/<system>, then their
     table and comparison page. A system that fails is reported and the others still run;
     the command then exits with the worst code (an interrupt stops it at once)."""
     suite = resolved.suite
-    demo = _DemoLog(len(s.runtimes))
+    demo = _ComparisonLog(len(s.runtimes))
     demo.left_out(suite.name)
     results: list[tuple[str, Evaluation]] = []
     failed: list[tuple[str, int]] = []
@@ -603,7 +603,8 @@ def _compare_systems(s: EvaluateSettings, resolved: Resolved, base: Path) -> Non
         demo.started(spec.name, number)
         one = replace(resolved.options, runtime=spec, out=base / spec.label)
         try:
-            result, code = _run(replace(resolved, options=one), True, s.judge_optional, s.ray)
+            system = replace(resolved, options=one)
+            result, code = _run(system, quiet=True, judge_optional=s.judge_optional, ray=s.ray)
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             if code >= 128:  # interrupted: stop here, as the message above said
@@ -651,7 +652,7 @@ def _preparing(what: str) -> contextlib.AbstractContextManager[object]:
     return console.status(what)
 
 
-class _DemoLog:
+class _ComparisonLog:
     """The embedded comparison's progress lines: which system, how far, how long to go."""
 
     def __init__(self, total: int) -> None:

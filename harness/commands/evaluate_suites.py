@@ -29,7 +29,7 @@ from apmbench.harness.commands.common import (
     console,
     interrupted_exit,
 )
-from apmbench.harness.commands.evaluate_settings import EvaluateSettings
+from apmbench.harness.commands.evaluate_command import EvaluateCommand
 from apmbench.harness.commands.judge_options import EXIT_JUDGE_UNREACHABLE
 from apmbench.harness.errors import ConfigError, RunDirError
 from apmbench.harness.orchestrate.settings import SyntheticRequest
@@ -83,7 +83,7 @@ def checked_benchmarks(ctx: click.Context, param: click.Parameter, value: str | 
     return value
 
 
-def several_suites(s: EvaluateSettings) -> bool:
+def several_suites(s: EvaluateCommand) -> bool:
     return names_several(s.options.benchmark)
 
 
@@ -96,12 +96,12 @@ def worst_exit(codes: Sequence[int]) -> int:
     return max(codes, key=lambda c: 10 + c if _interrupted(c) else _RANK.get(c, 3), default=0)
 
 
-def suites_out(s: EvaluateSettings) -> Path:
+def suites_out(s: EvaluateCommand) -> Path:
     """Where the suites' run directories go: --out, else runs/suites-<system>/."""
     return s.options.out or Path("runs") / f"suites-{s.runtime.label}"
 
 
-def _refuse_what_differs(s: EvaluateSettings, names: Sequence[str], out: Path) -> None:
+def _refuse_what_differs(s: EvaluateCommand, names: Sequence[str], out: Path) -> None:
     """Exit 2, before anything starts, for what cannot run on every suite named."""
     given = f"--benchmark {s.options.benchmark}"
     if s.options.dataset is not None:
@@ -155,7 +155,7 @@ def _refuse_what_differs(s: EvaluateSettings, names: Sequence[str], out: Path) -
             raise click.UsageError(str(e)) from e
 
 
-def _exit_code(run_one: Callable[[EvaluateSettings], None], s: EvaluateSettings) -> int:
+def _exit_code(run_one: Callable[[EvaluateCommand], None], s: EvaluateCommand) -> int:
     """Run one suite's evaluation; the code it exits with (0 when it returns). `evaluate`
     ends a failed run with sys.exit, which here ends only that suite's turn."""
     try:
@@ -172,7 +172,7 @@ def _exit_code(run_one: Callable[[EvaluateSettings], None], s: EvaluateSettings)
     return 0
 
 
-def run_suites(s: EvaluateSettings, run_one: Callable[[EvaluateSettings], None]) -> None:
+def run_suites(s: EvaluateCommand, run_one: Callable[[EvaluateCommand], None]) -> None:
     """Each suite of `--benchmark` in turn through `run_one` (evaluate's own run), each into
     OUT/<suite>; then the page across suites; exits with the worst suite's code."""
     from apmbench.harness.orchestrate.multi_suite import REPORT_NAME, SuiteRun, write_suites_page

@@ -11,16 +11,17 @@ from apmbench.harness.runtimes import RuntimeSpec
 
 
 @dataclass(frozen=True)
-class EvaluateSettings:
-    """`evaluate`'s command line, checked once: the evaluation's settings, which every
-    stage reads as they are, and what only the command decides (which systems run in
-    turn, on which backend, and whether an unreachable judge fails the command)."""
+class EvaluateCommand:
+    """What `evaluate`'s command line said, checked once: the evaluation's settings, which
+    every stage reads as they are, and what only the command decides (which systems run
+    in turn, on which backend, and whether an unreachable judge fails the command)."""
 
     options: EvaluateOptions
-    """The settings of the evaluation (with no system named: of the first reference
+    """The settings of the evaluation (with no system named: of the first candidate
     system's; each of the others differs only in `runtime` and `out`)."""
     runtimes: tuple[RuntimeSpec, ...]
-    """The runtime as given; with no system named, one per reference system, in turn."""
+    """The runtime as given; with no system named, one per candidate reference system
+    (`run_suite` keeps those that answer the suite)."""
     embedded: bool
     """No system named: every reference system runs, and a comparison table follows."""
     ray: tuple[str | None, float] | None
