@@ -69,6 +69,7 @@ def test_runs_whose_judge_was_unreachable_are_still_compared(
     assert "null" in page and "text-only" in page
 
 
+@pytest.mark.slow
 def test_a_suite_is_compared_on_the_systems_that_answer_it(tmp_path: Path) -> None:
     """ProactEgoMem's comparison runs its own reference system, not the four that answer
     only APM-Bench and EgoProbe (each named with that reason)."""
