@@ -255,13 +255,20 @@ def test_proactegomem_live_steps_of_a_slow_system_come_late_and_score_less(
     offline, fast, slowed = (_intervention(reports[k]) for k in ("offline", "live", "slowed"))
     # proact-rules answers in milliseconds: live, it makes the same calls as offline, each
     # a few hundredths of a second of video later (its latency times the speed), which a
-    # loaded machine can push past Start@0.2's bound.
-    assert fast["f1"] == offline["f1"], (fast, offline)
+    # loaded machine can push past Start@0.2's bound. A machine loaded enough to make one
+    # of its steps late or dropped (CI, beside other work) can cost it a call: then it
+    # only has to beat the slowed system, below.
+    kept_up = reports["live"]["live"]
+    assert isinstance(kept_up, dict)
+    if kept_up["late"] == 0 and kept_up["questions_dropped"] == 0:
+        assert fast["f1"] == offline["f1"], (fast, offline)
+    else:
+        assert fast["f1"] <= offline["f1"], (fast, offline)
     played = reports["slowed"]["live"]
     assert isinstance(played, dict)
     assert played["late"] > 0 and played["questions_dropped"] > 0, played
     # A loaded machine can make a few of the fast system's steps late too, never as many.
-    assert reports["live"]["live"]["late"] < played["late"]  # type: ignore[index]
+    assert kept_up["late"] < played["late"], (kept_up, played)
     assert slowed["f1"] < fast["f1"] and slowed["start"] < fast["start"], (slowed, fast)
     # Every step has a record: the dropped ones say so and made no call.
     rows = [
