@@ -46,6 +46,11 @@ class EngineError(ConfigError):
     """The container engine cannot run what was asked: unreachable, no such image, no GPUs."""
 
 
+class EngineUnanswered(RuntimeStartError):
+    """The container engine did not answer a call in time, its retries spent (a busy engine):
+    not the user's settings; the message names the timeout to raise."""
+
+
 class ImageBuildError(ApmbenchError):
     """An image could not be built; the message names the step and what to install or fix."""
 

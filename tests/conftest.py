@@ -4,7 +4,8 @@ synthetic dataset: tests/helpers/shared.py).
 
 Under CI=true a skipped test fails the run unless tests/skip_allowlist.toml allows
 it (tests/skip_policy.py). tests/suite_timing.py prints the slowest tests and the serial
-total, and with --time-budget holds the suite to tests/time_budget.toml.
+total, and with --time-budget holds the suite to tests/time_budget.toml; each test's time
+limit grows with the machine's load (tests/load_timeouts.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ MINI = TESTS / "fixtures" / "mini"
 sys.path.insert(0, str(TESTS))
 
 import exclusive  # noqa: E402  (found through the line above)
+import load_timeouts  # noqa: E402
 import skip_policy  # noqa: E402
 import suite_timing  # noqa: E402
 from helpers.shared import Shared  # noqa: E402
@@ -36,6 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
     skip_policy.install(config)
     suite_timing.install(config)
     exclusive.install(config)
+    load_timeouts.install(config)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -40,16 +40,17 @@ import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 import click
 import docker
 import docker.errors
+import requests
 
 from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.harness.build.distributions import SDK_PROJECT, sdk_tree
-from apmbench.harness.errors import ImageBuildError
-from apmbench.harness.runtimes.docker.engine import connect
+from apmbench.harness.errors import EngineUnanswered, ImageBuildError
+from apmbench.harness.runtimes.docker.engine import connect, unanswered
 
 INPUTS_LABEL = "org.apmbench.inputs"
 ROOTFS = "apmbench/rootfs:latest"
@@ -258,8 +259,9 @@ class Builder:
 
     def _prune(self) -> None:
         """Drop the images a rebuild replaced (untagged, ours): they would pile up."""
-        # Failing (another build or a container still uses one) is harmless.
-        with contextlib.suppress(docker.errors.APIError):
+        # Failing (another build or a container still uses one, or a busy engine that does
+        # not answer in time) is harmless: the next build prunes them.
+        with contextlib.suppress(docker.errors.APIError, requests.RequestException):
             self.client.images.prune(filters={"dangling": True, "label": INPUTS_LABEL})
 
     # -- the images ------------------------------------------------------------
@@ -412,6 +414,25 @@ def summary(client: docker.DockerClient, built: Mapping[str, str]) -> list[Image
     return rows
 
 
+T = TypeVar("T")
+
+
+def or_exit(work: Callable[[], T]) -> T:
+    """`work()`, or a message and an exit: 2 for what the user can fix (a missing tool, a
+    failed step), 3 for an engine that did not answer in time (never a traceback)."""
+    try:
+        return work()
+    except EngineUnanswered as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(3)
+    except ApmbenchError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except requests.RequestException as e:
+        click.echo(f"error: {unanswered(e, 'while building')}", err=True)
+        sys.exit(3)
+
+
 @click.command()
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."))
 @click.option(
@@ -442,18 +463,17 @@ def main(
     harness_image: bool,
 ) -> None:
     """Build the base image and one image per reference system."""
-    try:
-        client = connect()
-        builder = Builder(root.resolve(), client, rebuild)
+
+    def build() -> tuple[dict[str, str], list[ImageRow]]:
+        builder = Builder(root.resolve(), connect(), rebuild)
         built = builder.all(rootfs or None, gpu)
         if node_template:
             built[NODE_TEMPLATE] = builder.node_template()
         if harness_image:
             built[HARNESS] = builder.harness()
-    except ApmbenchError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
-    rows = summary(client, built)
+        return built, summary(builder.client, built)
+
+    _, rows = or_exit(build)
     for row in rows:
         click.echo(f"{row['image']:<32} {row['id']}  {row['size_mb']:>5} MB")
     template_mb = next(row["size_mb"] for row in rows if row["image"] == TEMPLATE)

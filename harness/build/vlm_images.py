@@ -25,10 +25,9 @@ from pathlib import Path
 
 import click
 
-from apmbench.adapters.sdk.errors import ApmbenchError
 from apmbench.harness.errors import ImageBuildError
 from apmbench.harness.runtimes.docker.engine import connect
-from apmbench.harness.build.images import BASE, BASE_GPU, Builder, summary
+from apmbench.harness.build.images import BASE, BASE_GPU, Builder, ImageRow, or_exit, summary
 
 # The general protocols and the specialised memories (kv-memory, event-memory): all are
 # the same image recipe on the same base, differing only in the system they start.
@@ -135,18 +134,17 @@ def main(root: Path, rootfs: str | None, variant: str | None, rebuild: bool) -> 
     """Build the VLM systems' images (and whatever they stand on)."""
     if variant is None:
         raise click.UsageError("give --cpu or --gpu")
-    try:
-        client = connect()
-        builder = Builder(root.resolve(), client, rebuild)
+
+    def build() -> list[ImageRow]:
+        builder = Builder(root.resolve(), connect(), rebuild)
         built = builder.all(rootfs or None, gpu=variant == "gpu")
         if variant == "gpu":
             built.update(build_gpu(builder, built[BASE_GPU]))
         else:
             built.update(build_cpu(builder, built[BASE]))
-    except ApmbenchError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
-    for row in summary(client, built):
+        return summary(builder.client, built)
+
+    for row in or_exit(build):
         click.echo(f"{row['image']:<36} {row['id']}  {row['size_mb']:>5} MB")
 
 

@@ -1,18 +1,25 @@
 """bwrap's `--dev` binds six of the host's own nodes (/dev/null, zero, full, random, urandom,
 tty) into the box. As root, the box's uid maps onto the host's root, which owns them: a
 start could chmod or touch /dev/null itself, leaving the next start bits in its mode and
-times (about 76 a node), or break the host's /dev/null. Each start gets copies of its own."""
+times (about 76 a node), or break the host's /dev/null. Each start gets copies of its own.
+
+No test here marks the host's own nodes: an earlier control did (restoring only /dev/full),
+and two runs of the suite on one machine (CI beside a newcomer's `make test-fast`) then
+saw each other's marks, failing with nothing wrong in the sandbox. The control binds
+nodes the test made itself, the same inodes to every start, as bwrap binds the host's."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.runtimes import gpu
 from apmbench.harness.runtimes.process import sandboxed_process
 from apmbench.harness.runtimes.sandbox import STANDARD_NODES, Sandbox, SandboxPolicy
 
@@ -60,16 +67,44 @@ def test_a_start_cannot_mark_the_standard_nodes_for_the_next() -> None:
             before[node].st_mtime_ns,
         ), f"{node} changed on the host"
 
-    # The control: the host's nodes as bwrap binds them; a start's mark reaches the next
-    # (times only: a mode would break the host's /dev/null for everything beside the test).
-    host = Path("/dev/full")
-    kept = os.stat(host)
-    box.device_copies = None
-    try:
-        _run(box, WRITE)
-        assert json.loads(_run(box, WRITE))["full"]["mtime"] == 123456789 * 10**9
-    finally:
-        os.utime(host, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making device nodes (mknod) needs root")
+def test_the_check_sees_a_mark_on_nodes_every_start_shares(tmp_path: Path) -> None:
+    """The positive control: the same nodes bound into every start (as bwrap binds the
+    host's when no copies are made), here nodes this test made, never the host's. The
+    first start's mark and mode reach the second, so the test above could see them."""
+    before = {n: os.stat(n) for n in STANDARD_NODES}
+    box = Sandbox(SandboxPolicy(read_only=()))
+    assert box.device_copies is not None
+    box.device_copies = SharedNodes(tmp_path)
+    first = json.loads(_run(box, WRITE))
+    assert all(v["touched"] is True for v in first.values()), first
+    assert _run(box, CHMOD).strip().endswith("600")
+    second = json.loads(_run(box, WRITE))
+    assert {name: seen["mtime"] for name, seen in second.items()} == {
+        name: 123456789 * 10**9 for name in second
+    }
+    assert second["zero"]["mode"] == "0o600"
+    for node in STANDARD_NODES:  # the host's own nodes were never bound
+        after = os.stat(node)
+        assert (after.st_mode, after.st_mtime_ns) == (
+            before[node].st_mode,
+            before[node].st_mtime_ns,
+        )
+
+
+class SharedNodes(gpu.DeviceCopies):
+    """Copies made once and handed to every start: one set of inodes shared by all."""
+
+    def __init__(self, base: Path) -> None:
+        super().__init__(base)
+        self._made_once: list[Path] | None = None
+
+    def fresh(self, nodes: Sequence[Path]) -> list[Path]:
+        if self._made_once is None:
+            self._made_once = super().fresh(nodes)
+        assert [c.name for c in self._made_once] == [n.name for n in nodes]
+        return self._made_once
 
 
 @pytest.mark.usefixtures("helper_env")

@@ -38,9 +38,12 @@ def _drain(feed: LiveFeed, busy_s: float = 0.0) -> list[object]:
     return got
 
 
-def test_a_consumer_that_keeps_up_gets_every_item_on_time() -> None:
+def test_a_consumer_whose_buffer_holds_the_feed_gets_every_item_never_early() -> None:
     items = [_frame(ms) for ms in range(0, 1000, 50)]  # 20 frames, 1 s of video at 20 fps
-    with LiveFeed(iter(items), LiveSettings(speed=4.0), max_waiting_frames=4) as feed:
+    # The buffer holds all 20: however late a loaded machine schedules this thread, no
+    # frame can be dropped (a test of "keeps up" with a small buffer asserted on the
+    # scheduler, and failed beside other work; dropping is the next test's, by design).
+    with LiveFeed(iter(items), LiveSettings(speed=4.0), max_waiting_frames=len(items)) as feed:
         started = time.monotonic()
         got = _drain(feed)
         took = time.monotonic() - started

@@ -58,6 +58,7 @@ from apmbench.harness.runtimes.docker.engine import (
     engine_facts,
     find_image,
     image_facts,
+    unanswered,
 )
 from apmbench.harness.runtimes.docker.logstream import LogStream, log_config, tail
 from apmbench.harness.runtimes.docker.settings import ContainerRecord, ContainerSettings
@@ -290,6 +291,12 @@ class DockerRuntime(Runtime):
     def start(self) -> SystemClient:
         if self._engine is not None:
             raise RuntimeStartError("docker runtime already started: use restart()")
+        try:
+            return self._start()
+        except requests.RequestException as e:
+            raise unanswered(e, f"while starting {self.image_ref}") from e
+
+    def _start(self) -> SystemClient:
         engine = self._engine = connect()
         self._image = find_image(engine, self.image_ref)
         self._facts = engine_facts(engine)
@@ -308,6 +315,12 @@ class DockerRuntime(Runtime):
         return client
 
     def restart(self) -> SystemClient:
+        try:
+            return self._restart()
+        except requests.RequestException as e:
+            raise unanswered(e, f"while restarting {self.image_ref}") from e
+
+    def _restart(self) -> SystemClient:
         asked = time.monotonic()
         if self.spare:
             self._retire()
