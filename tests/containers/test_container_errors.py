@@ -63,8 +63,11 @@ def test_wrong_protocol_version(mini: Path, tmp_path: Path, engine: docker.Docke
 @pytest.mark.usefixtures("images")
 def test_no_health_service(mini: Path, tmp_path: Path, engine: docker.DockerClient) -> None:
     started = time.monotonic()
-    code, err = run_image(mini, tmp_path / "r", "--env", "TESTSYS=no-health")
-    assert time.monotonic() - started < 30  # at once, not after --startup-timeout (120 s)
+    code, err = run_image(
+        mini, tmp_path / "r", "--env", "TESTSYS=no-health", "--startup-timeout", "900"
+    )
+    # At once, not after --startup-timeout: a bound the setting sets, not the machine.
+    assert time.monotonic() - started < 450
     assert code == EXIT_SYSTEM, err
     assert "does not serve the gRPC health service (grpc.health.v1.Health)" in err
     assert "serving nothing at unix:/run/apmbench/sock" in err  # its output, in the message

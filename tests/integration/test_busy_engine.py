@@ -134,10 +134,8 @@ def test_a_prune_the_busy_engine_does_not_answer_is_given_up(
     slow_engine.stalls = {"/images/prune": 99}
     slow_engine.stall_s = 3.0
     client = engine.connect(timeout=1)
-    started = time.monotonic()
-    Builder(tmp_path, client)._prune()
-    assert time.monotonic() - started < 2.5  # one try: POSTs are not retried
-    assert sum(p.endswith("/images/prune") for p in slow_engine.seen) == 1
+    Builder(tmp_path, client)._prune()  # raises nothing
+    assert sum(p.endswith("/images/prune") for p in slow_engine.seen) == 1  # one try
     client.close()
 
 

@@ -197,12 +197,13 @@ def test_log_is_bounded_per_start_with_a_notice(tmp_path: Path) -> None:
 )
 def test_each_deadline_is_a_flag_its_timeout_names(tmp_path: Path, fault: str, flag: str) -> None:
     out = tmp_path / "run"
-    started = time.monotonic()
     done = run(out, fault, flag, "1.5")
     assert done.returncode == 3, done.stderr
     assert f"raise {flag}" in done.stderr
     assert "--query-timeout" not in done.stderr
-    assert time.monotonic() - started < 60
+    # The flag's deadline fired, not a default (the message names the seconds it had):
+    # an event, where a wall-clock bound failed on a loaded machine.
+    assert " has 1.5 s: raise " in done.stderr, done.stderr[-1500:]
     recorded = json.loads((out / "manifest.json").read_text())["settings"]["deadlines_s"]
     assert 1.5 in recorded.values()
 

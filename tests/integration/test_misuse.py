@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import time
 
 import grpc
 import pytest
@@ -198,8 +197,11 @@ def test_cancelled_query_does_not_wedge_the_server(serve: Serve) -> None:
     impatient = SystemClient(client.address, Deadlines(query=0.3))
     expect(DeadlineExceeded, "DEADLINE_EXCEEDED", lambda: impatient.query(query(1000)))
     assert system.closed.wait(5), "the abandoned answer was never closed"
-    started = time.perf_counter()
-    fast = client.push([frame(2000)])
-    assert fast.frames == 1 and time.perf_counter() - started < 2.0
+    # A wedged server would never answer: the push's own deadline says so (an event; a
+    # wall-clock bound on the push failed on a loaded machine).
+    patient = SystemClient(client.address, Deadlines(push=60.0))
+    fast = patient.push([frame(2000)])
+    assert fast.frames == 1
+    patient.close()
     assert system.finished == 0
     impatient.close()

@@ -35,8 +35,10 @@ def run(mini: Path, out: Path, system: str) -> dict:  # type: ignore[type-arg]
 def test_a_cheap_first_chunk_is_caught(mini: Path, tmp_path: Path) -> None:
     report = run(mini, tmp_path / "cheap", "helpers.systems:CheapFirstChunk")
     latency = report["latency"]
-    assert latency["time_to_first_token_s"]["p50"] < 0.2
-    assert latency["time_to_answer_s"]["p50"] >= 1.2
+    # Each answer's first chunk comes 1.2 s (the system's own sleep) before its rest: the
+    # margin the system sets, whatever the machine's load does to both.
+    first, whole = latency["time_to_first_token_s"]["p50"], latency["time_to_answer_s"]["p50"]
+    assert whole >= 1.2 and whole - first >= 1.15, latency
     flagged = report["audit"]["first_token"]["flagged"]
     rows = [
         json.loads(x) for x in (tmp_path / "cheap" / "instances.jsonl").read_text().split("\n") if x
