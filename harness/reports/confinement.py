@@ -118,6 +118,13 @@ def confinement_lines(report: Mapping[str, Any], manifest: ManifestLike) -> list
             "system loaded.",
             "",
         ]
+    if sandbox is not None and sandbox.get("confined") and sandbox.get("host_paths"):
+        bound = ", ".join(f"`{md_code(p, 200)}`" for p in sandbox["host_paths"])
+        lines += [
+            f"Host paths bound read-only into the sandbox, beside the system directories: "
+            f"{bound} (no kernel file system or whole host tmpfs is ever bound).",
+            "",
+        ]
     if sandbox is not None and not sandbox.get("confined"):
         lines += [
             f"**{md_code(sandbox.get('note', 'Not confined'))}**: the system ran with "

@@ -53,6 +53,8 @@ class Confinement(TypedDict, total=False):
     """"template" for starts forked from the run's template; absent for fresh starts."""
     gpus: str
     """The `--gpus` request a confined process was given; absent without one."""
+    host_paths: list[str]
+    """Every host path bound read-only into the box beside the system directories."""
 
 
 class RuntimeConfig:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.protocol.client import Deadlines
+from apmbench.harness.runtimes import host_mounts
 from apmbench.harness.runtimes.base import Launch, Runtime
 from apmbench.harness.runtimes.local_config import LocalConfig, LocalRecord, gpu_passthrough
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
@@ -201,13 +202,20 @@ def command_policy(
     a venv) from any working directory. Hidden paths are masked wherever they lie under
     those."""
     real_exe = Path(os.path.realpath(executable))
-    roots = {Path(os.path.realpath(cwd)), real_exe.parent, *_program_dirs(executable)}
+    named = {Path(os.path.realpath(cwd)): "--command's working directory"}
+    named.update(
+        dict.fromkeys(
+            {real_exe.parent, *_program_dirs(executable)}, f"--command's executable {words[0]}"
+        )
+    )
     for word in words[1:]:
         if ADDRESS in word or word.startswith("-"):
             continue
         path = Path(word) if os.path.isabs(word) else cwd / word
         if path.exists():
-            roots |= _program_dirs(path) if path.is_file() else {Path(os.path.realpath(path))}
+            dirs = _program_dirs(path) if path.is_file() else {Path(os.path.realpath(path))}
+            named.update(dict.fromkeys(dirs - named.keys(), f"--command's path {word!r}"))
+    roots = set(named)
     # The box's /tmp is its own empty tmpfs: the host's /tmp is never bound whole (other
     # runs, other users' files), so a command started from /tmp reads only the paths under
     # it that it names, each bound into the fresh /tmp.
@@ -219,6 +227,7 @@ def command_policy(
         )
     kept = sorted(r for r in roots if not any(o != r and _under(r, o) for o in roots))
     kept = [r for r in kept if not any(_under(r, Path(d)) for d in SYSTEM_DIRS)]
+    host_mounts.refuse_pseudo_filesystems({r: named[r] for r in kept})
     bin_dir = str(executable.parent)
     masked = {Path(os.path.realpath(h)) for h in hidden} | set(harness_dirs())
     masked |= set(labelled_dirs(kept))

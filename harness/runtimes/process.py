@@ -180,6 +180,9 @@ class ProcessRuntime(Runtime):
         gpu = sandbox.get("gpu")
         if isinstance(gpu, dict) and gpu.get("request"):  # a CPU run's report stays as it was
             facts["gpus"] = gpu["request"]
+        bound = sandbox.get("read_only")
+        if isinstance(bound, list) and bound:
+            facts["host_paths"] = [str(p) for p in bound]
         return facts
 
     def __init__(

@@ -52,7 +52,7 @@ from typing import Any
 
 from apmbench.harness.errors import ConfigError
 from apmbench.harness.runtimes import gpu as gpus
-from apmbench.harness.runtimes import procview, seccomp
+from apmbench.harness.runtimes import host_mounts, procview, seccomp
 
 BWRAP_ENV = "APMBENCH_BWRAP"
 """Path of the bwrap binary to use instead of the one on PATH."""
@@ -565,12 +565,16 @@ def python_policy(
     roots.add(_real(sys.executable).parent)
     roots.update(_package_dirs())
     roots.update(module_dirs)
+    named = dict.fromkeys(roots, "the Python installation the harness runs on")
+    named.update(dict.fromkeys(module_dirs, f"--system {system}"))
     model = env.get("APMBENCH_VLM_MODEL")
     if model and Path(model).exists():
         roots.add(_real(model))
+        named[_real(model)] = "APMBENCH_VLM_MODEL"
     # A nested root is bound with its parent already; binding it again is harmless but noisy.
     kept = sorted(r for r in roots if not any(o != r and _under(r, o) for o in roots))
     kept = [r for r in kept if not any(_under(r, Path(d)) for d in SYSTEM_DIRS)]
+    host_mounts.refuse_pseudo_filesystems({r: named[r] for r in kept})
     run_env = {**env, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     if import_root is not None:
         run_env["PYTHONPATH"] = str(import_root)

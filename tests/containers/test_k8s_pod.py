@@ -184,6 +184,8 @@ def test_the_pod_stops_the_persistence_cheaters_and_an_honest_system_scores(
 
     honest = _finished(results, "honest")
     report = json.loads((honest / "report.json").read_text())
+    bound = report["sandbox"].pop("host_paths")
+    assert bound and all(p.startswith("/") for p in bound), bound
     assert report["sandbox"] == {"confined": True, "network": "none", "tool": "bubblewrap"}
     assert report["overall"]["score"] > 50  # text-log: 90.7 on this seed on a host
     manifest = json.loads((honest / "manifest.json").read_text())

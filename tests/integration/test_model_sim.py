@@ -99,3 +99,8 @@ def test_it_runs_a_real_video_dataset(tmp_path: Path, monkeypatch: pytest.Monkey
     )  # fmt: skip
     answers = _answers(out)
     assert answers and all(isinstance(a, str) for a in answers.values())
+    # Every host path bound into the box is named in the report's head, the model's too.
+    report = json.loads((out / "report.json").read_text())
+    assert str(weights.resolve()) in report["sandbox"]["host_paths"], report["sandbox"]
+    head = (out / "report.md").read_text().split("## ", 1)[0]
+    assert "Host paths bound read-only into the sandbox" in head and str(weights.resolve()) in head
