@@ -51,6 +51,7 @@ TOOLS: tuple[Tool, ...] = (
     Tool("dockerd", "docker.io", "the Docker engine of the container tier"),
     Tool("mmdebstrap", "mmdebstrap", "the Debian root the base image is built from"),
     Tool("bwrap", "bubblewrap", "the sandbox every --system and --command process runs in"),
+    Tool("runsc", "runsc", "gVisor: the application kernel of --start snapshot"),
     Tool("node", "nodejs", "the Node.js template server (containers/template-node)"),
     Tool("npm", "npm", "installs the Node.js template's packages"),
     Tool("chromium", "chromium", "the viewer's browser test"),

@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from apmbench.adapters.sdk.errors import ApmbenchError
+from apmbench.adapters.sdk.loaded_point import wait_at_loaded_point
 from apmbench.adapters.sdk.server import serve
 from apmbench.adapters.systems import load_system
 
@@ -24,9 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         system = load_system(args.system)
+        # Loaded, no session data yet, nothing listening: a snapshotting harness
+        # checkpoints here (apmbench.adapters.sdk.loaded_point).
+        address = wait_at_loaded_point(args.address)
         serve(
             system,
-            args.address,
+            address,
             on_ready=lambda a: print(f"serving {args.system} at {a}", flush=True),
             exit_with_parent=args.exit_with_parent,
         )

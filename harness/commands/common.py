@@ -64,21 +64,25 @@ def start_option(command: Callable[..., object]) -> Callable[..., object]:
 
     @functools.wraps(command)
     def wrapper(*args: object, **kwargs: object) -> object:
-        if kwargs["start_mode"] == "template" and kwargs.get("system") is None:
-            raise click.UsageError("--start template: only for --system (a sandboxed process)")
+        if kwargs["start_mode"] != "fresh" and kwargs.get("system") is None:
+            raise click.UsageError(
+                f"--start {kwargs['start_mode']}: only for --system (a sandboxed process)"
+            )
         return command(*args, **kwargs)
 
     return click.option(
         "--start",
         "start_mode",
-        type=click.Choice(["fresh", "template"]),
+        type=click.Choice(["fresh", "template", "snapshot"]),
         default="fresh",
         show_default=True,
         help="How each sandboxed --system start begins: fresh (a new bubblewrap box and "
-        "interpreter) or template (opt-in: a fork of one pre-imported template process per "
+        "interpreter), template (opt-in: a fork of one pre-imported template process per "
         "run in which no system code runs, given its own namespaces, /proc, /tmp, /dev/shm, "
         "socket directory, no capabilities and the same seccomp filter before the system "
-        "loads). Recorded in the manifest and stated in every report.",
+        "loads) or snapshot (opt-in, as root with runsc: every start restores one snapshot "
+        "taken at the system's loaded point, inside gVisor, an application kernel of its "
+        "own; no spares). Recorded in the manifest and stated in every report.",
     )(wrapper)
 
 

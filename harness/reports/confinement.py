@@ -118,6 +118,14 @@ def confinement_lines(report: Mapping[str, Any], manifest: ManifestLike) -> list
             "system loaded.",
             "",
         ]
+    if sandbox is not None and sandbox.get("tool") == "gvisor":
+        lines += [
+            "**Boundary: gVisor** (`--start snapshot`): each start ran on an application "
+            "kernel of its own (its own /proc, /sys, cgroups, page cache, inode numbers, "
+            "sockets and pids; no network), restored from one snapshot taken at the "
+            "system's loaded point, before any data; no spare ran beside a live start.",
+            "",
+        ]
     if sandbox is not None and sandbox.get("confined") and sandbox.get("host_paths"):
         bound = ", ".join(f"`{md_code(p, 200)}`" for p in sandbox["host_paths"])
         lines += [

@@ -90,8 +90,9 @@ class ProcessConfig(LocalConfig):
     """A registered system name or "module:Class", as given."""
     start: str = "fresh"
     """`--start`: how a sandboxed process starts: "fresh" (a new bubblewrap box and
-    interpreter each time) or "template" (a fork of the run's pre-imported template,
-    confined further before the system loads; harness/runtimes/template.py)."""
+    interpreter each time), "template" (a fork of the run's pre-imported template,
+    confined further before the system loads; harness/runtimes/template.py) or "snapshot"
+    (a restore of one pristine snapshot in gVisor; harness/runtimes/snapshot.py)."""
 
     @property
     def name(self) -> str:
@@ -133,8 +134,21 @@ class ProcessRuntime(Runtime):
     socket directory read-write, unbounded, as it once did."""
 
     @classmethod
-    def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> ProcessRuntime:
+    def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> Runtime:
         config = spec.config_as(ProcessConfig)
+        if config.start == "snapshot":
+            return snapshot_process(
+                served_target(config.system),
+                launch.run_dir / "logs" / "system.log",
+                launch.deadlines,
+                launch.startup_timeout_s,
+                sandbox=config.sandbox,
+                env=config.env,
+                hidden=(*launch.hidden, launch.run_dir),
+                share_net=config.sandbox_net,
+                max_log_bytes=spec.max_log_bytes,
+                gpus=config.gpus,
+            )
         return sandboxed_process(
             served_target(config.system),
             launch.run_dir / "logs" / "system.log",
@@ -175,8 +189,8 @@ class ProcessRuntime(Runtime):
             "tool": sandbox.get("tool", "bubblewrap"),
             "network": sandbox.get("network", "none"),
         }
-        if recorded.get("start") == "template":  # a fresh start's report stays as it was
-            facts["start"] = "template"
+        if recorded.get("start") in ("template", "snapshot"):  # a fresh start's stays as it was
+            facts["start"] = str(recorded["start"])
         gpu = sandbox.get("gpu")
         if isinstance(gpu, dict) and gpu.get("request"):  # a CPU run's report stays as it was
             facts["gpus"] = gpu["request"]
@@ -787,3 +801,37 @@ def sandboxed_process(
         spare_budget_bytes=spare_budget_bytes,
         start=start,
     )
+
+
+def snapshot_process(
+    system: str,
+    log_path: Path,
+    deadlines: Deadlines,
+    startup_timeout_s: float,
+    *,
+    sandbox: bool,
+    env: tuple[str, ...] = (),
+    hidden: tuple[Path, ...] = (),
+    share_net: bool = False,
+    max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
+    gpus: GpuRequest | None = None,
+) -> Runtime:
+    """`--system SPEC --start snapshot`: the bubblewrap box's policy (what it may read, the
+    environment it gets), applied by gVisor, every start a restore of one snapshot."""
+    from apmbench.harness.paths import cache_root
+    from apmbench.harness.runtimes.sandbox import allowed_env, parse_env, python_policy
+    from apmbench.harness.runtimes.snapshot import SnapshotRuntime
+
+    if not sandbox:
+        raise ConfigError(
+            "--start snapshot: each start is confined by gVisor; not with --no-sandbox"
+        )
+    if share_net:
+        raise ConfigError("--start snapshot: a start has no network; not with --sandbox-net")
+    if gpus is not None and gpus.wanted:
+        raise ConfigError(
+            f"--gpus {gpus.describe()}: --start snapshot has no GPU passthrough yet (gVisor's "
+            "nvproxy); use --start fresh for a GPU method"
+        )
+    policy = python_policy(system, (*hidden, cache_root()), allowed_env(parse_env(env)))
+    return SnapshotRuntime(system, log_path, deadlines, startup_timeout_s, policy, max_log_bytes)

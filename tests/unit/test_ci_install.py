@@ -21,6 +21,7 @@ PACKAGE_OF = {
     "docker.io": "dockerd",
     "mmdebstrap": "mmdebstrap",
     "bubblewrap": "bwrap",
+    "runsc": "runsc",
     "nodejs": "node",
     "npm": "npm",
     "chromium": "chromium",

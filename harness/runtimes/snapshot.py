@@ -1,0 +1,456 @@
+"""`--system NAME --start snapshot`: every start restores one pristine snapshot in gVisor.
+
+The boundary of a start is an application kernel of its own (gVisor's `runsc`, ptrace
+platform: its KVM platform hung on the machines this was built on). The system's /proc,
+/sys, cgroups, page cache, inode numbers, sockets and pids belong to that kernel, so the
+host-kernel channels a shared-kernel box must filter one by one (docs/guarantees.md) are
+not there to filter. Its root holds only what the bubblewrap box would bind (the system
+directories, the interpreter, the packages, a model directory), read-only; /tmp is a
+tmpfs of its own; it has no network; its control directory is the one host path it can
+write, and the only place it may create a socket (`--host-uds=create`).
+
+The loaded point (docs/PROTOCOL.md#the-loaded-point): the harness starts the system once
+with `APMBENCH_LOADED_POINT` naming its control directory. A server that supports it
+loads (imports, model, weights) with no session data in reach, writes `loaded` there and
+waits for `go` before it listens; the harness then checkpoints it (`runsc checkpoint`).
+Every start from then on, the first included, is `runsc restore` of that one image into
+a fresh control directory, then `go`: the same bytes every time, so nothing of an earlier
+start can be in it, and no spare runs beside a live start. gVisor cannot checkpoint a
+socket bound on the host, which is why a server listens only after `go`. A server that
+never marks the point (it listens at once) gets no snapshot: each start is a full start,
+still in gVisor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+from apmbench.adapters.sdk import errors
+from apmbench.adapters.sdk.loaded_point import ADDRESS_FILE, GO_FILE, LOADED_FILE, LOADED_POINT_ENV
+from apmbench.harness.errors import ConfigError, RuntimeStartError
+from apmbench.harness.protocol.client import Deadlines, SystemClient
+from apmbench.harness.runtimes.base import Confinement, Runtime, RuntimeConfig, wait_serving
+from apmbench.harness.runtimes.local_config import LocalFacts, LocalRecord
+from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
+from apmbench.harness.runtimes.sandbox import (
+    ETC_FILES,
+    SANDBOX_HOME,
+    SYSTEM_DIRS,
+    TMP_SIZE_BYTES,
+    SandboxPolicy,
+)
+from apmbench.harness.runtimes.spare_plan import STARTS_FILE
+
+RUNSC_ENV = "APMBENCH_RUNSC"
+PLATFORM = "ptrace"
+CONTROL = "/run/apmbench"
+"""The control directory's path inside the box (a fresh host directory per start)."""
+SOCKET = f"{CONTROL}/sock"
+LOADED_TIMEOUT_NOTE = "raise --startup-timeout if loading takes longer"
+
+
+def find_runsc() -> str:
+    """The runsc to use: $APMBENCH_RUNSC, else PATH's; refused with what to install."""
+    given = os.environ.get(RUNSC_ENV)
+    found = given if given and os.access(given, os.X_OK) else shutil.which("runsc")
+    if found is None:
+        raise ConfigError(
+            "--start snapshot runs each start in gVisor: install runsc (as root: "
+            "`apt-get install -y runsc`), or set APMBENCH_RUNSC to its path"
+        )
+    if os.geteuid() != 0:
+        raise ConfigError("--start snapshot: runsc runs its sandboxes as root; run as root")
+    return found
+
+
+class SnapshotRuntime(Runtime):
+    """A `--system` whose every start is a restore of one snapshot, inside gVisor."""
+
+    kind = "process"
+    config_type: ClassVar[type[RuntimeConfig]] = RuntimeConfig
+
+    def __init__(
+        self,
+        system: str,
+        log_path: Path,
+        deadlines: Deadlines,
+        startup_timeout_s: float,
+        policy: SandboxPolicy,
+        max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
+    ) -> None:
+        self.system = system
+        self.log_path = log_path
+        self.deadlines = deadlines
+        self.startup_timeout_s = startup_timeout_s
+        self.policy = policy
+        self.max_log_bytes = max_log_bytes
+        self.runsc = find_runsc()
+        self.work = Path(tempfile.mkdtemp(prefix="apmgv-"))
+        self.root = self.work / "root"
+        self.image = self.work / "image"
+        self.starts = 0
+        self.restores = 0
+        self.snapshot: bool | None = None
+        """True once the image is made, False for a server that never marked its loaded
+        point (every start is then a full one), None before the first start."""
+        self.load_s: float | None = None
+        self.checkpoint_s: float | None = None
+        self.restore_s: list[float] = []
+        self.image_bytes = 0
+        self._live: str | None = None
+        self._control: Path | None = None
+        self._client: SystemClient | None = None
+        self._log_file: Path | None = None
+        self._make_root()
+
+    # -- the box -------------------------------------------------------------------------
+
+    def _runsc(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(
+                [self.runsc, "--root", str(self.work / "state"), f"--platform={PLATFORM}",
+                 "--network=none", "--host-uds=create", *args],
+                capture_output=True, text=True, timeout=timeout,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired as e:
+            raise RuntimeStartError(f"runsc {args[0]} did not return in {timeout:.0f} s") from e
+
+    def _make_root(self) -> None:
+        """An empty read-only root with a mount point for every bind and the merged-/usr
+        links (a bind over a link would put a directory where programs expect the link)."""
+        self.root.mkdir()
+        for name in SYSTEM_DIRS:
+            host = Path(name)
+            if host.is_symlink():
+                (self.root / name.lstrip("/")).symlink_to(os.readlink(host))
+        for dest in self._bind_sources():
+            target = self.root / str(dest).lstrip("/")
+            if target.exists() or target.is_symlink():
+                continue
+            if dest.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.touch()
+        for path in (*self.policy.hidden, Path(CONTROL), Path("/tmp"), Path("/proc")):
+            (self.root / str(path).lstrip("/")).mkdir(parents=True, exist_ok=True)
+
+    def _bind_sources(self) -> list[Path]:
+        system = [Path(d) for d in SYSTEM_DIRS if Path(d).is_dir() and not Path(d).is_symlink()]
+        etc = [Path(f) for f in ETC_FILES if Path(f).exists()]
+        return [*system, *etc, *self.policy.read_only]
+
+    def _spec(self, control: Path, loaded_point: bool) -> dict[str, object]:
+        p = self.policy
+        env = {**p.env, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "PATH": p.path}
+        if loaded_point:
+            env[LOADED_POINT_ENV] = CONTROL
+        ro = ["rbind", "ro", "nosuid", "nodev"]
+        mounts: list[dict[str, object]] = [
+            {"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+             "options": ["nosuid", "nodev", f"size={TMP_SIZE_BYTES}"]},
+        ]  # fmt: skip
+        mounts += [
+            {"destination": str(src), "type": "bind", "source": str(src), "options": ro}
+            for src in self._bind_sources()
+        ]
+        mounts += [
+            {"destination": str(h), "type": "tmpfs", "source": "tmpfs", "options": ["ro"]}
+            for h in p.hidden
+            if any(h == r or r in h.parents for r in p.read_only)
+        ]
+        mounts.append(
+            {"destination": CONTROL, "type": "bind", "source": str(control),
+             "options": ["rbind", "rw", "nosuid", "nodev", "noexec"]}
+        )  # fmt: skip
+        return {
+            "ociVersion": "1.0.0",
+            "process": {
+                "terminal": False,
+                "user": {"uid": 0, "gid": 0},
+                "args": [sys.executable, "-m", "apmbench.adapters", self.system,
+                         "--address", f"unix:{SOCKET}"],
+                "env": [f"{k}={v}" for k, v in sorted(env.items())],
+                "cwd": str(p.cwd or "/tmp"),
+                "capabilities": {k: [] for k in ("bounding", "effective", "inheritable",
+                                                 "permitted", "ambient")},
+                "noNewPrivileges": True,
+            },
+            "root": {"path": str(self.root), "readonly": True},
+            "hostname": "box",
+            "mounts": mounts,
+            "linux": {
+                "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")]
+            },
+        }  # fmt: skip
+
+    def _bundle(self, name: str, control: Path, loaded_point: bool) -> Path:
+        bundle = self.work / "bundles" / name
+        bundle.mkdir(parents=True)
+        (bundle / "config.json").write_text(json.dumps(self._spec(control, loaded_point)))
+        return bundle
+
+    def _new_start(self) -> tuple[str, Path, Path]:
+        self.starts += 1
+        name = f"start-{os.getpid()}-{self.starts}"
+        control = self.work / "control" / str(self.starts)
+        control.mkdir(parents=True)
+        control.chmod(0o777)
+        log = self.work / "logs" / f"{self.starts}.log"
+        log.parent.mkdir(exist_ok=True)
+        return name, control, log
+
+    # -- starts --------------------------------------------------------------------------
+
+    @property
+    def can_restart(self) -> bool:
+        return True
+
+    def start(self) -> SystemClient:
+        if self._client is not None:
+            raise RuntimeStartError("snapshot runtime already started: use restart()")
+        if self.snapshot is None:
+            return self._first()
+        return self._restore()
+
+    def restart(self) -> SystemClient:
+        self._retire()
+        return self.start()
+
+    def _first(self) -> SystemClient:
+        """The first start: load to the loaded point and checkpoint it (then restore it,
+        as every start is), or serve at once for a server that never marks the point."""
+        name, control, log = self._new_start()
+        bundle = self._bundle(name, control, loaded_point=True)
+        started = time.monotonic()
+        self._runsc_detached(["run", "--detach", "--bundle", str(bundle), name], log)
+        self._live, self._control, self._log_file = name, control, log
+        deadline = started + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if (control / LOADED_FILE).exists():
+                break
+            if (control / "sock").exists() or not self._running(name):
+                break
+            time.sleep(0.02)
+        if (control / LOADED_FILE).exists():
+            self.load_s = time.monotonic() - started
+            self._checkpoint(name)
+            self.snapshot = True
+            return self._restore()
+        if not self._running(name):
+            self._fail("exited before it was ready")
+        self.snapshot = False  # it listened without marking the point: a full start each time
+        self.load_s = time.monotonic() - started
+        return self._serve(control, deadline)
+
+    def _checkpoint(self, name: str) -> None:
+        started = time.monotonic()
+        done = self._runsc("checkpoint", "--image-path", str(self.image), name, timeout=300)
+        self._live = None
+        if done.returncode != 0:
+            self._remove(name)
+            raise RuntimeStartError(
+                f"runsc could not checkpoint {self.system!r} at its loaded point: "
+                f"{_runsc_error(done.stderr)}. A server must not listen, or hold a socket on "
+                "the host, before its loaded point (docs/PROTOCOL.md#the-loaded-point)"
+            )
+        self._remove(name)
+        self.checkpoint_s = time.monotonic() - started
+        self.image_bytes = sum(f.stat().st_size for f in self.image.rglob("*") if f.is_file())
+
+    def _restore(self) -> SystemClient:
+        if not self.snapshot:
+            name, control, log = self._new_start()
+            bundle = self._bundle(name, control, loaded_point=False)
+            self._runsc_detached(["run", "--detach", "--bundle", str(bundle), name], log)
+            self._live, self._control, self._log_file = name, control, log
+            return self._serve(control, time.monotonic() + self.startup_timeout_s)
+        name, control, log = self._new_start()
+        bundle = self._bundle(name, control, loaded_point=True)
+        started = time.monotonic()
+        args = ["restore", "--detach", "--image-path", str(self.image), "--bundle", str(bundle)]
+        self._runsc_detached([*args, name], log)
+        self._live, self._control, self._log_file = name, control, log
+        self.restores += 1
+        (control / ADDRESS_FILE).write_text(f"unix:{SOCKET}\n")
+        (control / GO_FILE).write_text("")
+        client = self._serve(control, time.monotonic() + self.startup_timeout_s)
+        self.restore_s.append(time.monotonic() - started)
+        return client
+
+    def _runsc_detached(self, args: list[str], log: Path) -> None:
+        """`runsc run|restore --detach`: the box's stdout and stderr (donated on a restore
+        too) and runsc's own complaints go to `log`; a pipe would be held open by the
+        detached sandbox, and this would wait for it for ever."""
+        with log.open("ab") as out:
+            try:
+                done = subprocess.run(
+                    [self.runsc, "--root", str(self.work / "state"), f"--platform={PLATFORM}",
+                     "--network=none", "--host-uds=create", *args],
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                    timeout=max(self.startup_timeout_s, 60.0),
+                )  # fmt: skip
+            except subprocess.TimeoutExpired as e:
+                raise RuntimeStartError(
+                    f"runsc {args[0]} of {self.system!r} did not return in {e.timeout:.0f} s "
+                    f"({LOADED_TIMEOUT_NOTE})"
+                ) from e
+        if done.returncode != 0:
+            said = _runsc_error(log.read_text(errors="replace")[-4000:])
+            raise RuntimeStartError(f"runsc could not {args[0]} {self.system!r}: {said}")
+
+    def _serve(self, control: Path, deadline: float) -> SystemClient:
+        assert self._live is not None
+        name = self._live
+        sock = control / "sock"
+        while not sock.exists() and time.monotonic() < deadline and self._running(name):
+            time.sleep(0.01)
+        client = SystemClient(f"unix:{sock}", self.deadlines)
+        try:
+            wait_serving(client, max(deadline - time.monotonic(), 1.0), lambda: self._running(name))
+        except errors.Unavailable as e:
+            client.close()
+            self._fail(str(e))
+        self._client = client
+        return client
+
+    def _running(self, name: str) -> bool:
+        done = self._runsc("state", name, timeout=30)
+        if done.returncode != 0:
+            return False
+        with contextlib.suppress(ValueError):
+            return bool(json.loads(done.stdout).get("status") in ("running", "created"))
+        return False
+
+    def _fail(self, why: str) -> None:
+        tail = self.log_tail()
+        self._retire()
+        raise RuntimeStartError(
+            f"system {self.system!r} did not start in gVisor: {why}. The end of its output "
+            f"({self.log_path}):\n{tail or '(no output)'}"
+        )
+
+    def _retire(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._live is not None:
+            self._remove(self._live)
+            self._live = None
+        self._keep_log()
+        if self._control is not None:
+            shutil.rmtree(self._control, ignore_errors=True)
+            self._control = None
+
+    def _remove(self, name: str) -> None:
+        self._runsc("kill", name, str(int(signal.SIGKILL)), timeout=30)
+        self._runsc("delete", "--force", name, timeout=60)
+
+    def _keep_log(self) -> None:
+        """The start's output, appended to system.log under its own heading."""
+        if self._log_file is None:
+            return
+        data = self._log_file.read_bytes() if self._log_file.exists() else b""
+        if self.max_log_bytes is not None:
+            data = data[-self.max_log_bytes :]
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            log.write(f"--- start #{self._log_file.stem} (gVisor) ---\n".encode() + data)
+        self._log_file = None
+
+    def stop(self) -> None:
+        self._retire()
+        if self.starts:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            (self.log_path.parent / STARTS_FILE).write_text(json.dumps(self.measured(), indent=1))
+        self._runsc("delete", "--force", "--all", timeout=60)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    # -- records -------------------------------------------------------------------------
+
+    def measured(self) -> dict[str, object]:
+        """What the starts cost: logs/starts.json."""
+        restores = sorted(self.restore_s)
+        return {
+            "boundary": "gvisor",
+            "snapshot": bool(self.snapshot),
+            "starts": self.starts,
+            "restores": self.restores,
+            "load_s": self.load_s,
+            "checkpoint_s": self.checkpoint_s,
+            "image_bytes": self.image_bytes,
+            "restore_s": {
+                "median": restores[len(restores) // 2] if restores else None,
+                "max": restores[-1] if restores else None,
+            },
+        }
+
+    def sandbox_facts(self) -> dict[str, object]:
+        return {
+            "confined": True,
+            "tool": "gvisor",
+            "boundary": "gVisor (runsc, its own application kernel)",
+            "runsc": self.runsc,
+            "platform": PLATFORM,
+            "network": "none",
+            "read_only": [str(p) for p in self.policy.read_only],
+            "hidden": [str(p) for p in self.policy.hidden],
+            "env": sorted(self.policy.env),
+            "tmp_size_bytes": TMP_SIZE_BYTES,
+        }
+
+    def describe(self) -> LocalRecord:
+        facts: LocalFacts = {
+            "sandbox": self.sandbox_facts(),
+            "max_log_bytes": self.max_log_bytes,
+            "spare": False,
+            "start": "snapshot",
+        }
+        record = {
+            "kind": self.kind,
+            "system": self.system,
+            "python": sys.executable,
+            **facts,
+            "snapshot": {
+                "made": bool(self.snapshot),
+                "load_s": self.load_s,
+                "checkpoint_s": self.checkpoint_s,
+                "image_bytes": self.image_bytes,
+                "starts": self.starts,
+                "restores": self.restores,
+            },
+        }
+        return record  # type: ignore[return-value]
+
+    @classmethod
+    def confinement_facts(cls, recorded: Mapping[str, object]) -> Confinement | None:
+        from apmbench.harness.runtimes.process import ProcessRuntime
+
+        return ProcessRuntime.confinement_facts(recorded)
+
+    def log_tail(self, lines: int = 15) -> str:
+        path = self._log_file if self._log_file is not None else self.log_path
+        try:
+            text = path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return "\n".join(text[-lines:])
+
+
+def _runsc_error(stderr: str) -> str:
+    """runsc's first line of complaint, without the Go stack that follows it."""
+    lines = [line for line in stderr.splitlines() if line and not line[0].isspace()]
+    first = next((line for line in lines if "goroutine" not in line), stderr.strip())
+    return first[:600]

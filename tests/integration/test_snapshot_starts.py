@@ -1,0 +1,102 @@
+"""`--start snapshot`: every start of a `--system` restores one pristine snapshot, taken at
+the system's loaded point, inside gVisor (harness/runtimes/snapshot.py).
+
+- The scores are the system's own: text-only on `mini` in `restart` mode scores what its
+  recorded report says (tests/fixtures/reports), each session a restore plus ImportState.
+- Red team 10's register in the kernel's inode-number counters (tests/helpers/
+  inode_register.py) reads what the start before it left on a shared kernel unless the
+  harness scrambles the counters; this runtime scrambles nothing, and no restore reads it,
+  because the counters are the snapshot's, in a kernel of the start's own. The positive
+  control: the same system in `reset` mode, one live kernel across sessions, reads back
+  what it wrote.
+- A server that never marks the loaded point gets a full start in gVisor every time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import runtime_spec
+
+TESTS = Path(__file__).resolve().parents[1]
+MINI = TESTS / "fixtures" / "mini"
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("runsc") is None, reason="gVisor's runsc is not installed"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="runsc runs its sandboxes as root"),
+]
+
+
+def run(out: Path, system: str, persistence: Persistence = Persistence.RESTART) -> dict[str, Any]:
+    evaluate(
+        EvaluateOptions(
+            dataset=MINI,
+            out=out,
+            runtime=runtime_spec(system=system, start="snapshot"),
+            persistence=persistence,
+        )
+    )
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    return report
+
+
+def starts(out: Path) -> dict[str, Any]:
+    measured: dict[str, Any] = json.loads((out / "logs" / "starts.json").read_text())
+    return measured
+
+
+def test_every_start_restores_the_snapshot_and_scores_stay_the_systems(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    report = run(out, "text-only")
+    recorded = json.loads((TESTS / "fixtures" / "reports" / "mini-text-only.json").read_text())
+    for key in ("tasks", "families", "overall", "storage"):
+        assert report[key] == recorded[key], key
+    measured = starts(out)
+    assert measured["snapshot"] is True and measured["boundary"] == "gvisor", measured
+    assert measured["starts"] >= 4 and measured["restores"] == measured["starts"] - 1, measured
+    assert measured["image_bytes"] > 0 and measured["restore_s"]["median"] > 0
+    assert report["sandbox"]["tool"] == "gvisor" and report["sandbox"]["start"] == "snapshot"
+    head = (out / "report.md").read_text().split("## ", 1)[0]
+    assert "**Boundary: gVisor** (`--start snapshot`)" in head, head
+    # No runsc sandbox, state or image is left behind.
+    assert not list(Path("/tmp").glob(f"apmgv-*/bundles/start-{os.getpid()}-*"))
+
+
+def _register(out: Path) -> list[str]:
+    text = (out / "logs" / "system.log").read_text()
+    return [line.split("register: ")[1] for line in text.splitlines() if "register: " in line]
+
+
+@pytest.mark.usefixtures("helper_env")
+def test_no_restore_reads_the_inode_register_the_start_before_wrote(tmp_path: Path) -> None:
+    cheater = "helpers.inode_register:InodeRegister"
+    run(tmp_path / "restart", cheater)
+    seen = _register(tmp_path / "restart")
+    assert len(seen) >= 3, seen
+    assert seen.count("MATCH") <= 1, seen  # 1 in 1024 by accident
+    # The control: one live process (and kernel) across its sessions reads its own mark
+    # wherever an import follows its own export (8 of 16 here: a fork or replay imports an
+    # older state, whose checksum is not the last written), far above 1 in 1024.
+    run(tmp_path / "reset", cheater, Persistence.RESET)
+    control = _register(tmp_path / "reset")
+    assert control.count("MATCH") >= 3, control
+
+
+@pytest.mark.usefixtures("helper_env")
+def test_a_server_that_never_marks_the_loaded_point_gets_a_full_start_each_time(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "run"
+    run(out, "helpers.unmarked:Unmarked")
+    measured = starts(out)
+    assert measured["snapshot"] is False and measured["restores"] == 0, measured
+    assert measured["starts"] >= 4, measured
