@@ -45,6 +45,10 @@ Three measurements, each against a baseline measured in the same run:
    wait per start, time per frame and per answer), on the first 8 `paper` trajectories, as
    --system, --command and --image (target: restart/reset at most 1.15 for each); the
    starts and how many were waited for. See honesty_bench.py; `--only honesty`.
+11. restore: restarts of a sandboxed `--system` that loads (bubblewrap, no spare) against
+   restores of one gVisor snapshot (`--start snapshot`) for `null`, `text-log` and a
+   20 s-load `model-sim`: seconds per restart, the snapshot's load, checkpoint and image
+   bytes. See restore_bench.py; `--only restore`.
 10. live: `evaluate --live --speed 1` with `null` at 1 and at 30 frames per second
    against the offline replay of the same dataset: the harness's pacing error (p50, p99,
    worst), frames dropped and CPU per second of video (target: p99 under 5 ms at 30 fps).
@@ -55,7 +59,7 @@ baseline (`run_bench.py --echo-server ADDRESS`) and for the harness
 (`apmbench-grpc serve null`). This is a measurement, not a test: nothing
 fails on speed; each target is reported as a boolean.
 
-    .venv/bin/python tests/bench/run_bench.py [--only query,push,rss,sandbox,frames,startup,paper,honesty,live]
+    .venv/bin/python tests/bench/run_bench.py [--only query,push,rss,sandbox,frames,startup,paper,honesty,live,restore]
 """
 
 from __future__ import annotations
@@ -873,6 +877,10 @@ def run_all(only: set[str]) -> dict[str, Any]:
             report["fault_campaign"] = bench_campaign(tmp)
         if "honesty" in only:
             report["honesty"] = bench_honesty(tmp)
+        if "restore" in only:
+            from restore_bench import restore_section
+
+            report["restore"] = restore_section()
         if "live" in only:
             from live_bench import bench_live
 
@@ -894,7 +902,7 @@ def main(argv: list[str]) -> int:
         return 0
     sections = {
         "query", "push", "rss", "frames", "sandbox", "startup", "template", "paper", "campaign",
-        "honesty", "live",
+        "honesty", "live", "restore",
     }  # fmt: skip
     only = sections
     if len(argv) == 2 and argv[0] == "--only":
