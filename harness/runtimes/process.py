@@ -136,19 +136,6 @@ class ProcessRuntime(Runtime):
     @classmethod
     def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> Runtime:
         config = spec.config_as(ProcessConfig)
-        if config.start == "snapshot":
-            return snapshot_process(
-                served_target(config.system),
-                launch.run_dir / "logs" / "system.log",
-                launch.deadlines,
-                launch.startup_timeout_s,
-                sandbox=config.sandbox,
-                env=config.env,
-                hidden=(*launch.hidden, launch.run_dir),
-                share_net=config.sandbox_net,
-                max_log_bytes=spec.max_log_bytes,
-                gpus=config.gpus,
-            )
         return sandboxed_process(
             served_target(config.system),
             launch.run_dir / "logs" / "system.log",
@@ -174,8 +161,8 @@ class ProcessRuntime(Runtime):
             "max_log_bytes": recorded.get("max_log_bytes"),
             "sandbox": {k: box.get(k) for k in ("confined", "tool", "network", "tmp_size_bytes")},
         }
-        if recorded.get("start") == "template":  # a run of fresh starts records as before
-            out["start"] = "template"
+        if recorded.get("start") in ("template", "snapshot"):  # fresh starts record as before
+            out["start"] = str(recorded["start"])
         return out
 
     @classmethod
@@ -752,12 +739,13 @@ def sandboxed_process(
     spare_budget_bytes: int | None = None,
     start: str = "fresh",
     gpus: GpuRequest | None = None,
-) -> ProcessRuntime:
+) -> Runtime:
     """`--system SPEC` as `evaluate` and `check` start it: in a bubblewrap sandbox that sees
     none of `hidden` (plus the synthetic cache), with only the allowlisted environment and
     `--env`; or, with `sandbox=False` (`--no-sandbox`), unconfined with the harness's
     environment, which the manifest and every report then say. `gpus` (`--gpus`): the box
-    gets those NVIDIA device nodes and the driver's libraries (gpu_passthrough)."""
+    gets those NVIDIA device nodes and the driver's libraries (gpu_passthrough). `start`
+    "snapshot": the same policy in gVisor, every start a restore (`snapshot_process`)."""
     from apmbench.harness.paths import cache_root
     from apmbench.harness.runtimes.sandbox import (
         Sandbox,
@@ -767,6 +755,11 @@ def sandboxed_process(
         python_policy,
     )
 
+    if start == "snapshot":  # gVisor's restores (snapshot.py) under the same policy
+        return snapshot_process(
+            system, log_path, deadlines, startup_timeout_s, sandbox=sandbox, env=env,
+            hidden=hidden, share_net=share_net, max_log_bytes=max_log_bytes, gpus=gpus,
+        )  # fmt: skip
     extra = parse_env(env)
     gpu = gpu_passthrough(gpus, sandbox, start)
     if start == "template" and not sandbox:
