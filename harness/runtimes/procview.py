@@ -81,6 +81,10 @@ DOCKER_MASKED = (
     "/sys/firmware", "/sys/devices/virtual/powercap",
 )  # fmt: skip
 """Docker's own masked paths: a container's MaskedPaths replaces them, so they are kept."""
+CGROUP_MASKED = ("/sys/fs/cgroup",)
+"""A container's own cgroup tree, which Docker shows it unmasked: its memory cgroup's
+statistics (workingset refaults, page-cache counts) with the serving cgroup inside, a
+channel a red team read across starts. Masked, it is an empty read-only directory."""
 SYS_COUNTER_DIRS = (
     "/sys/devices/system/node",
     "/sys/devices/system/cpu/cpufreq",
@@ -176,7 +180,7 @@ class ProcView:
         covered = [n for n in (*self.emptied, *self.frozen, *self.unreadable)
                    if n not in RUNC_BINDABLE or n in self.unreadable]  # fmt: skip
         masked = [*DOCKER_MASKED, *(self._in_box(n) for n in covered), *self.sys_masked]
-        return list(dict.fromkeys(masked))
+        return list(dict.fromkeys([*masked, *CGROUP_MASKED]))
 
     def describe(self) -> JsonObject:
         """What the manifest records (runtime.sandbox.proc_view)."""

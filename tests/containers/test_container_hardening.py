@@ -24,9 +24,21 @@ PROBE = ContainerSettings(env=(("TESTSYS", "probe"), ("PROBE_X", "1")))
 
 
 def probe(run_dir: Path, settings: ContainerSettings) -> dict[str, str]:
+    """The probe's details, and the limits the engine set on its container (its own cgroup
+    files are masked from it: an empty read-only directory at /sys/fs/cgroup)."""
     with DockerRuntime(TEST_IMAGE, run_dir, Deadlines(), settings, startup_timeout_s=60) as rt:
         details = dict(rt.start().describe().details)
         details["manifest_relaxations"] = ";".join(rt.describe()["container"]["relaxations"])
+        engine = docker.from_env()
+        try:
+            host = run_containers(engine, run_dir)[0].attrs["HostConfig"]  # a spare alike
+        finally:
+            engine.close()
+        details["memory_max"] = str(host.get("Memory") or "max")
+        pids = host.get("PidsLimit") or 0
+        details["pids_max"] = str(pids) if pids > 0 else "max"  # 0 and -1: no limit
+        quota = host.get("CpuQuota") or (host.get("NanoCpus") or 0) // 10_000
+        details["cpu_max"] = f"{quota or 'max'} {host.get('CpuPeriod') or 100000}"
         return details
 
 
@@ -54,6 +66,9 @@ def test_no_capabilities_no_new_privileges_limits_and_init(hardened: dict[str, s
     assert hardened["no_new_privs"] == "1"
     # The harness's seccomp profile, not Docker's default (which allows it).
     assert hardened["mincore"] == "ok: EPERM", hardened["mincore"]
+    # Its own cgroup tree is masked (a red team read its memory cgroup's statistics across
+    # starts): the limits are read from the engine.
+    assert hardened["cgroup_entries"] == "ok: 0", hardened["cgroup_entries"]
     assert hardened["memory_max"] == str(16 << 30)
     assert hardened["pids_max"] == "4096"
     quota, period = hardened["cpu_max"].split()

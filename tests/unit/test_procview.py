@@ -156,6 +156,7 @@ def test_containers_bind_what_runc_allows_and_mask_the_rest() -> None:
     assert {"/proc/vmstat", "/proc/pressure", "/proc/irq", "/proc/kpageflags",
             "/sys/kernel/mm"} <= set(masked)  # fmt: skip
     assert "/proc/meminfo" not in masked and "/proc/stat" not in masked
+    assert "/sys/fs/cgroup" in masked  # its own cgroup tree's statistics: a channel
     assert len(masked) == len(set(masked))
 
 

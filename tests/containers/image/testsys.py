@@ -100,6 +100,7 @@ def probe() -> dict[str, str]:
         "no_new_privs": _status("NoNewPrivs"),
         "mincore": _try(_mincore),
         **_cgroup_limits(),
+        "cgroup_entries": _try(lambda: str(len(os.listdir("/sys/fs/cgroup")))),
         "pid1": Path("/proc/1/cmdline").read_bytes().split(b"\0")[0].decode(),
         "env_names": ",".join(sorted(k for k in os.environ if k.startswith("PROBE_"))),
     }
