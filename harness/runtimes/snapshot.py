@@ -32,15 +32,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import IO, ClassVar
 
 from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.loaded_point import ADDRESS_FILE, GO_FILE, LOADED_FILE, LOADED_POINT_ENV
 from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
-from apmbench.harness.runtimes.base import Confinement, Runtime, RuntimeConfig, wait_serving
+from apmbench.harness.runtimes.base import Runtime, RuntimeConfig, wait_serving
 from apmbench.harness.runtimes.local_config import LocalFacts, LocalRecord
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
 from apmbench.harness.runtimes.sandbox import (
@@ -77,7 +76,7 @@ def find_runsc() -> str:
 class SnapshotRuntime(Runtime):
     """A `--system` whose every start is a restore of one snapshot, inside gVisor."""
 
-    kind = "process"
+    kind = "process"  # a --system process: ProcessRuntime reads its records (by kind)
     config_type: ClassVar[type[RuntimeConfig]] = RuntimeConfig
 
     def __init__(
@@ -119,13 +118,24 @@ class SnapshotRuntime(Runtime):
 
     def _runsc(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
         try:
-            return subprocess.run(
-                [self.runsc, "--root", str(self.work / "state"), f"--platform={PLATFORM}",
-                 "--network=none", "--host-uds=create", *args],
-                capture_output=True, text=True, timeout=timeout,
-            )  # fmt: skip
+            with self._stdin() as stdin:
+                return subprocess.run(
+                    [self.runsc, "--root", str(self.work / "state"), f"--platform={PLATFORM}",
+                     "--network=none", "--host-uds=create", *args],
+                    stdin=stdin, capture_output=True, text=True, timeout=timeout,
+                )  # fmt: skip
         except subprocess.TimeoutExpired as e:
             raise RuntimeStartError(f"runsc {args[0]} did not return in {timeout:.0f} s") from e
+
+    def _stdin(self) -> IO[bytes]:
+        """An empty file of this runtime's own, open for runsc's stdin. runsc, as root,
+        hands its stdio to the sandbox and chowns each to the sandbox's user (65534):
+        given /dev/null (subprocess.DEVNULL, or an inherited one) it changed the owner of
+        the host's /dev/null, and every later bubblewrap box then copied a node it could
+        not touch (the device-node test's "zero and random touched: True", others EPERM)."""
+        empty = self.work / "stdin"
+        empty.touch()
+        return empty.open("rb")
 
     def _make_root(self) -> None:
         """An empty read-only root with a mount point for every bind and the merged-/usr
@@ -295,12 +305,12 @@ class SnapshotRuntime(Runtime):
         """`runsc run|restore --detach`: the box's stdout and stderr (donated on a restore
         too) and runsc's own complaints go to `log`; a pipe would be held open by the
         detached sandbox, and this would wait for it for ever."""
-        with log.open("ab") as out:
+        with log.open("ab") as out, self._stdin() as stdin:
             try:
                 done = subprocess.run(
                     [self.runsc, "--root", str(self.work / "state"), f"--platform={PLATFORM}",
                      "--network=none", "--host-uds=create", *args],
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                    stdin=stdin, stdout=out, stderr=out,
                     timeout=max(self.startup_timeout_s, 60.0),
                 )  # fmt: skip
             except subprocess.TimeoutExpired as e:
@@ -447,12 +457,6 @@ class SnapshotRuntime(Runtime):
             },
         }
         return record  # type: ignore[return-value]
-
-    @classmethod
-    def confinement_facts(cls, recorded: Mapping[str, object]) -> Confinement | None:
-        from apmbench.harness.runtimes.process import ProcessRuntime
-
-        return ProcessRuntime.confinement_facts(recorded)
 
     def log_tail(self, lines: int = 15) -> str:
         path = self._log_file if self._log_file is not None else self.log_path

@@ -25,6 +25,7 @@ import pytest
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
 from apmbench.harness.run.executor import Persistence
 from apmbench.harness.runtimes import runtime_spec
+from apmbench.harness.runtimes.sandbox import STANDARD_NODES
 
 TESTS = Path(__file__).resolve().parents[1]
 MINI = TESTS / "fixtures" / "mini"
@@ -54,9 +55,17 @@ def starts(out: Path) -> dict[str, Any]:
     return measured
 
 
+def _owners() -> dict[str, tuple[int, int, int]]:
+    return {str(n): (s.st_uid, s.st_gid, s.st_mode) for n in STANDARD_NODES for s in [os.stat(n)]}
+
+
 def test_every_start_restores_the_snapshot_and_scores_stay_the_systems(tmp_path: Path) -> None:
     out = tmp_path / "run"
+    nodes = _owners()
     report = run(out, "text-only")
+    # runsc chowns the stdio it is given to the sandbox's user: handed /dev/null, it made
+    # the host's /dev/null 65534's, and every later bubblewrap box failed on it.
+    assert _owners() == nodes
     recorded = json.loads((TESTS / "fixtures" / "reports" / "mini-text-only.json").read_text())
     for key in ("tasks", "families", "overall", "storage"):
         assert report[key] == recorded[key], key
