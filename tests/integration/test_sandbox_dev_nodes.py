@@ -51,6 +51,10 @@ def _run(box: Sandbox, code: str) -> str:
 @pytest.mark.skipif(os.geteuid() != 0, reason="as non-root the box's uid owns no host node")
 def test_a_start_cannot_mark_the_standard_nodes_for_the_next() -> None:
     before = {n: os.stat(n) for n in STANDARD_NODES}
+    # A copy takes its node's owner: a host node that is not root's was chowned by something
+    # (runsc, as root, chowns the stdio it is handed: given /dev/null, it made it 65534's).
+    strays = {str(n): s.st_uid for n, s in before.items() if s.st_uid != 0}
+    assert not strays, f"host device nodes not owned by root: {strays}"
     box = Sandbox(SandboxPolicy(read_only=()))
     assert box.device_copies is not None
     first = json.loads(_run(box, WRITE))
