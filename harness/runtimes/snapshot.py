@@ -120,12 +120,16 @@ class SnapshotRuntime(Runtime):
         try:
             with self._stdin() as stdin:
                 return subprocess.run(
-                    [self.runsc, "--root", str(self.work / "state"), f"--platform={PLATFORM}",
-                     "--network=none", "--host-uds=create", *args],
+                    self._argv(*args),
                     stdin=stdin, capture_output=True, text=True, timeout=timeout,
                 )  # fmt: skip
         except subprocess.TimeoutExpired as e:
             raise RuntimeStartError(f"runsc {args[0]} did not return in {timeout:.0f} s") from e
+
+    def _argv(self, *args: str) -> list[str]:
+        """runsc with this runtime's state directory and the box's settings."""
+        return [self.runsc, "--root", str(self.work / "state"), f"--platform={PLATFORM}",
+                "--network=none", "--host-uds=create", *args]  # fmt: skip
 
     def _stdin(self) -> IO[bytes]:
         """An empty file of this runtime's own, open for runsc's stdin. runsc, as root,
@@ -308,8 +312,7 @@ class SnapshotRuntime(Runtime):
         with log.open("ab") as out, self._stdin() as stdin:
             try:
                 done = subprocess.run(
-                    [self.runsc, "--root", str(self.work / "state"), f"--platform={PLATFORM}",
-                     "--network=none", "--host-uds=create", *args],
+                    self._argv(*args),
                     stdin=stdin, stdout=out, stderr=out,
                     timeout=max(self.startup_timeout_s, 60.0),
                 )  # fmt: skip

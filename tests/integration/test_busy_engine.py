@@ -105,11 +105,13 @@ def slow_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Slo
 
 def test_reads_that_time_out_are_asked_again(slow_engine: SlowEngine) -> None:
     slow_engine.stalls = {"/version": 1, "/_ping": engine.READ_TRIES - 1}
-    slow_engine.stall_s = 2.0
-    client = engine.connect(timeout=1)
+    # A stall well past the client's wait, and a wait a loaded machine's ordinary answer
+    # stays within: the counts below are events (requests the server saw).
+    slow_engine.stall_s = 6.0
+    client = engine.connect(timeout=2)
     assert client.ping()
     # Each stalled read was sent again: one more version, READ_TRIES - 1 more pings.
-    assert sum(p.endswith("/version") for p in slow_engine.seen) == 2
+    assert sum(p.endswith("/version") for p in slow_engine.seen) >= 2
     assert sum(p.endswith("/_ping") for p in slow_engine.seen) >= engine.READ_TRIES
     client.close()
 
