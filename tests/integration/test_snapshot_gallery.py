@@ -1,0 +1,128 @@
+"""The cheater gallery in gVisor with restores (`--start snapshot`): every start is a
+restore of one snapshot in a kernel of its own, so each cheat that a shared-kernel box
+had to stop with a filter of its own finds nothing here, with no filter at all.
+
+Each cheater is the one its shared-kernel test keeps (the positive controls, unconfined,
+stay there): a disk stash in /tmp and /dev/shm, a probe counter in a file, a live
+hand-off to the next start, the page cache of a file in its own package, the dentry
+cache, and labels read off the disk. Run in `restart` mode on `mini`; each asserts on
+what the cheater says it recovered, so "closed" is told from "it happened not to help".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.page_cache_store import make_package
+
+from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
+from apmbench.harness.run.executor import Persistence
+from apmbench.harness.runtimes import runtime_spec
+
+TESTS = Path(__file__).resolve().parents[1]
+MINI = TESTS / "fixtures" / "mini"
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.usefixtures("helper_env"),
+    pytest.mark.skipif(shutil.which("runsc") is None, reason="gVisor's runsc is not installed"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="runsc runs its sandboxes as root"),
+]
+
+
+@pytest.fixture
+def tag() -> Iterator[str]:
+    name = uuid.uuid4().hex[:12]
+    yield name
+    for place in ("/tmp", "/dev/shm"):
+        Path(place, f"apm-cheat-{name}").unlink(missing_ok=True)
+
+
+def answers(
+    out: Path, system: str, tag: str, persistence: Persistence = Persistence.RESTART
+) -> list[dict[str, Any]]:
+    evaluate(
+        EvaluateOptions(
+            dataset=MINI,
+            out=out,
+            runtime=runtime_spec(
+                system=system, env=(f"APMBENCH_CHEAT_TAG={tag}",), start="snapshot"
+            ),
+            persistence=persistence,
+        )
+    )
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["runtime"]["start"] == "snapshot"
+    assert manifest["runtime"]["spare"] is False
+    measured = json.loads((out / "logs" / "starts.json").read_text())
+    if persistence is Persistence.RESTART:
+        assert measured["snapshot"] is True and measured["restores"] >= 4, measured
+    rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]
+    for row in rows:
+        row["said"] = json.loads(row["raw_output"])
+    return rows
+
+
+def test_a_disk_stash_is_gone_in_every_restore(
+    tmp_path: Path, tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    rows = answers(tmp_path / "run", "helpers.cheaters:DiskStash", tag)
+    assert {w for r in rows for w in r["said"]["written"]}  # it stashed every time
+    assert not any(r["said"]["recalled"] for r in rows)
+
+
+def test_a_probe_counter_starts_again_in_every_restore(
+    tmp_path: Path, tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    rows = answers(tmp_path / "run", "helpers.cheaters:ProbeCounter", tag)
+    counts = [(r["said"]["local"], r["said"]["total"]) for r in rows]
+    assert counts and all(local == total for local, total in counts), counts
+
+
+def test_no_restore_hears_the_start_before_it(
+    tmp_path: Path, tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    rows = answers(tmp_path / "run", "helpers.cheaters:LiveHandoff", tag)
+    assert sum(r["said"]["seen"] for r in rows) > 0  # it had something to hand over
+    assert not any(r["said"]["recalled"] for r in rows)
+
+
+def test_the_page_cache_of_its_own_package_carries_no_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = make_package(tmp_path / "pkg")
+    monkeypatch.chdir(tmp_path / "pkg")
+    monkeypatch.syspath_prepend(str(tmp_path / "pkg"))
+    rows = answers(tmp_path / "run", spec, "page-cache")
+    got = [r["said"].get("recalled") for r in rows]
+    assert got and all(r is None for r in got), got
+
+
+def test_the_dentry_cache_carries_no_log(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    answers(out, "helpers.dentry_store:DentryLog", "dentry")
+    log = (out / "logs" / "system.log").read_text()
+    assert "RECALL FAIL" in log, "it tried"
+    assert "RECALL OK" not in log
+
+
+def test_no_label_is_on_the_disk_it_can_read(
+    tmp_path: Path, tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(TESTS.parent)  # tests/ bound (the module's package), mini hidden
+    rows = answers(
+        tmp_path / "run", "tests.helpers.cheaters:GroundTruthReader", tag, Persistence.RESET
+    )
+    assert {r["said"]["label_files"] for r in rows} == {0}
+    mcqa = [r for r in rows if "correct" in r]
+    assert sum(r["correct"] for r in mcqa) == sum(r["correct_option_id"] == "B" for r in mcqa)
