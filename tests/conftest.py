@@ -126,6 +126,30 @@ def tiny_one_fork(tiny: Path, shared: Shared) -> Path:
     return shared.build("tiny-one-fork", make)
 
 
+NODE_TEMPLATE = TESTS.parent / "containers" / "template-node"
+
+
+@pytest.fixture(scope="session")
+def node_template(shared: Shared) -> Path:
+    """containers/template-node with its npm dependencies installed (`npm ci`, once, under
+    a lock: two workers' `npm ci` in one directory would remove each other's files)."""
+    import subprocess
+
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        message = "node is not installed (apt-get install -y nodejs npm)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)  # CI must have it (.ci/run installs it)
+        pytest.skip(message)
+    with shared.lock("npm-template-node"):
+        if not (NODE_TEMPLATE / "node_modules" / "@grpc" / "grpc-js").is_dir():
+            done = subprocess.run(
+                ["npm", "ci", "--no-audit", "--no-fund"],
+                cwd=NODE_TEMPLATE, capture_output=True, text=True, timeout=600,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stdout + done.stderr
+    return NODE_TEMPLATE
+
+
 @pytest.fixture
 def sock_dir() -> Iterator[Path]:
     """A short directory for Unix sockets (paths are limited to 107 bytes)."""

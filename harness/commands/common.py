@@ -58,16 +58,18 @@ def stoppable(command: Callable[..., object]) -> Callable[..., object]:
 
 
 def start_option(command: Callable[..., object]) -> Callable[..., object]:
-    """`--start fresh|template` for a sandboxed `--system`; call `command(...,
-    start_mode=str)` (refused for any other runtime). One option for `evaluate` and
-    `check`, so a method author can check the start path a run will use."""
+    """`--start fresh|template|snapshot` for a sandboxed `--system` (snapshot for a
+    `--command` too); call `command(..., start_mode=str)` (refused for any other
+    runtime). One option for `evaluate` and `check`, so a method author can check the
+    start path a run will use."""
 
     @functools.wraps(command)
     def wrapper(*args: object, **kwargs: object) -> object:
-        if kwargs["start_mode"] != "fresh" and kwargs.get("system") is None:
-            raise click.UsageError(
-                f"--start {kwargs['start_mode']}: only for --system (a sandboxed process)"
-            )
+        mode = kwargs["start_mode"]
+        if mode == "snapshot" and kwargs.get("system") is None and kwargs.get("command") is None:
+            raise click.UsageError("--start snapshot: only for --system or --command")
+        if mode == "template" and kwargs.get("system") is None:
+            raise click.UsageError("--start template: only for --system (a sandboxed process)")
         return command(*args, **kwargs)
 
     return click.option(
@@ -76,13 +78,14 @@ def start_option(command: Callable[..., object]) -> Callable[..., object]:
         type=click.Choice(["fresh", "template", "snapshot"]),
         default="fresh",
         show_default=True,
-        help="How each sandboxed --system start begins: fresh (a new bubblewrap box and "
-        "interpreter), template (opt-in: a fork of one pre-imported template process per "
-        "run in which no system code runs, given its own namespaces, /proc, /tmp, /dev/shm, "
-        "socket directory, no capabilities and the same seccomp filter before the system "
-        "loads) or snapshot (opt-in, as root with runsc: every start restores one snapshot "
-        "taken at the system's loaded point, inside gVisor, an application kernel of its "
-        "own; no spares). Recorded in the manifest and stated in every report.",
+        help="How each sandboxed --system (or, for snapshot, --command) start begins: fresh (a"
+        " new bubblewrap box and interpreter), template (opt-in: a fork of one pre-"
+        "imported template process per run in which no system code runs, given its own "
+        "namespaces, /proc, /tmp, /dev/shm, socket directory, no capabilities and the "
+        "same seccomp filter before the system loads) or snapshot (opt-in, as root with "
+        "runsc: every start restores one snapshot taken at the system's loaded point, "
+        "inside gVisor, an application kernel of its own; no spares). Recorded in the "
+        "manifest and stated in every report.",
     )(wrapper)
 
 

@@ -143,7 +143,8 @@ def runtime_spec(
     one place that maps an option to a runtime), and each runtime's config takes only the
     settings it reads. `sandbox`, `sandbox_net` and `env` (`--env` for a process: a
     container's is in `container`) go to a `--system` or `--command` process, `start` to a
-    `--system` one, `container` to an image, and its `--gpus` to a process as well."""
+    `--system` one (or `--command`, for "snapshot"), `container` to an image, and its
+    `--gpus` to a process as well."""
     given = (system, endpoint, image, command, runtime)
     if sum(x is not None for x in given) != 1:
         raise ConfigError(
@@ -172,8 +173,9 @@ def runtime_spec(
 
         kind = CommandRuntime.kind
         config = CommandConfig(
-            command=command, sandbox=sandbox, sandbox_net=sandbox_net, env=env, gpus=gpus
-        )
+            command=command, sandbox=sandbox, sandbox_net=sandbox_net, env=env, gpus=gpus,
+            start=start,
+        )  # fmt: skip
     elif image is not None:
         from apmbench.harness.runtimes.docker.runtime import DockerConfig, DockerRuntime
 

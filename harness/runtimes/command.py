@@ -31,7 +31,7 @@ from apmbench.harness.runtimes import host_mounts
 from apmbench.harness.runtimes.base import Launch, Runtime
 from apmbench.harness.runtimes.local_config import LocalConfig, LocalRecord, gpu_passthrough
 from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
-from apmbench.harness.runtimes.process import ProcessRuntime
+from apmbench.harness.runtimes.process import ProcessRuntime, refuse_snapshot_relaxations
 from apmbench.harness.runtimes.sandbox import (
     SYSTEM_DIRS,
     TMP,
@@ -43,6 +43,7 @@ from apmbench.harness.runtimes.sandbox import (
     labelled_dirs,
     parse_env,
 )
+from apmbench.harness.runtimes.snapshot import SOCKET, SnapshotRuntime
 
 if TYPE_CHECKING:
     from apmbench.harness.runtimes import RuntimeSpec
@@ -247,6 +248,9 @@ class CommandConfig(LocalConfig):
 
     command: str
     """The command line as given, with `{address}` in it."""
+    start: str = "fresh"
+    """`--start`: "fresh" (a new bubblewrap box each time) or "snapshot" (each start a
+    restore of one snapshot in gVisor, taken where the server marks its loaded point)."""
 
     @property
     def name(self) -> str:
@@ -272,7 +276,7 @@ class CommandRuntime(ProcessRuntime):
     config_type = CommandConfig
 
     @classmethod
-    def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> CommandRuntime:
+    def from_spec(cls, spec: RuntimeSpec, launch: Launch) -> Runtime:
         config = spec.config_as(CommandConfig)
         return command_process(
             config.command,
@@ -287,6 +291,7 @@ class CommandRuntime(ProcessRuntime):
             spare=spec.wants_spare,
             spare_budget_bytes=spec.spare_budget,
             gpus=config.gpus,
+            start=config.start,
         )
 
     def __init__(
@@ -349,14 +354,25 @@ def command_process(
     spare: bool = False,
     spare_budget_bytes: int | None = None,
     gpus: GpuRequest | None = None,
-) -> CommandRuntime:
+    start: str = "fresh",
+) -> Runtime:
     """`--command` as `evaluate` and `check` start it: sandboxed like `--system` (see
     `sandboxed_process`, also for `gpus`), or unconfined with `--no-sandbox`, which every
-    report then says."""
+    report then says. `start` "snapshot": the same policy applied by gVisor, every start a
+    restore of one snapshot (`CommandSnapshotRuntime`)."""
     from apmbench.harness.paths import cache_root
 
     where = Path(os.path.realpath(cwd or Path.cwd()))
     extra = parse_env(env)
+    if start == "snapshot":
+        refuse_snapshot_relaxations(sandbox=sandbox, share_net=share_net, gpus=gpus)
+        words, executable = parse_command(command, where)
+        hide = (*hidden, cache_root())
+        policy = command_policy(words, executable, where, hide, allowed_env(extra))
+        return CommandSnapshotRuntime(
+            command, words, executable, where, log_path, deadlines, startup_timeout_s,
+            policy, max_log_bytes,
+        )  # fmt: skip
     gpu = gpu_passthrough(gpus, sandbox)
     if not sandbox:
         return CommandRuntime(
@@ -373,3 +389,40 @@ def command_process(
         command, log_path, deadlines, startup_timeout_s, cwd=where, sandbox=box,
         max_log_bytes=max_log_bytes, spare=spare, spare_budget_bytes=spare_budget_bytes,
     )  # fmt: skip
+
+
+class CommandSnapshotRuntime(SnapshotRuntime):
+    """`--command ... --start snapshot`: a server in any language, each start a restore of
+    the snapshot taken where it marked its loaded point (docs/PROTOCOL.md), in gVisor; one
+    that never marks it gets a full start in gVisor every time."""
+
+    kind = "command"
+    config_type = CommandConfig
+
+    def __init__(
+        self,
+        command: str,
+        words: list[str],
+        executable: Path,
+        cwd: Path,
+        log_path: Path,
+        deadlines: Deadlines,
+        startup_timeout_s: float,
+        policy: SandboxPolicy,
+        max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
+    ) -> None:
+        self.command, self.executable, self.cwd = command, executable, cwd
+        args = [str(executable), *(w.replace(ADDRESS, f"unix:{SOCKET}") for w in words[1:])]
+        name = command_name(command, cwd)
+        super().__init__(
+            name, log_path, deadlines, startup_timeout_s, policy, max_log_bytes, argv=args
+        )
+
+    def describe(self) -> CommandRecord:
+        record = dict(super().describe())
+        record.pop("python", None)
+        record.update(
+            kind=self.kind, command=self.command, executable=str(self.executable),
+            cwd=str(self.cwd),
+        )  # fmt: skip
+        return record  # type: ignore[return-value]

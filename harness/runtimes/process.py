@@ -815,6 +815,13 @@ def snapshot_process(
     from apmbench.harness.runtimes.sandbox import allowed_env, parse_env, python_policy
     from apmbench.harness.runtimes.snapshot import SnapshotRuntime
 
+    refuse_snapshot_relaxations(sandbox=sandbox, share_net=share_net, gpus=gpus)
+    policy = python_policy(system, (*hidden, cache_root()), allowed_env(parse_env(env)))
+    return SnapshotRuntime(system, log_path, deadlines, startup_timeout_s, policy, max_log_bytes)
+
+
+def refuse_snapshot_relaxations(*, sandbox: bool, share_net: bool, gpus: GpuRequest | None) -> None:
+    """What `--start snapshot` cannot be combined with, for `--system` and `--command`."""
     if not sandbox:
         raise ConfigError(
             "--start snapshot: each start is confined by gVisor; not with --no-sandbox"
@@ -826,5 +833,3 @@ def snapshot_process(
             f"--gpus {gpus.describe()}: --start snapshot has no GPU passthrough yet (gVisor's "
             "nvproxy); use --start fresh for a GPU method"
         )
-    policy = python_policy(system, (*hidden, cache_root()), allowed_env(parse_env(env)))
-    return SnapshotRuntime(system, log_path, deadlines, startup_timeout_s, policy, max_log_bytes)

@@ -74,7 +74,8 @@ def find_runsc() -> str:
 
 
 class SnapshotRuntime(Runtime):
-    """A `--system` whose every start is a restore of one snapshot, inside gVisor."""
+    """A `--system` (or, as `CommandSnapshotRuntime`, a `--command`) whose every start is
+    a restore of one snapshot, inside gVisor."""
 
     kind = "process"  # a --system process: ProcessRuntime reads its records (by kind)
     config_type: ClassVar[type[RuntimeConfig]] = RuntimeConfig
@@ -87,8 +88,12 @@ class SnapshotRuntime(Runtime):
         startup_timeout_s: float,
         policy: SandboxPolicy,
         max_log_bytes: int | None = DEFAULT_MAX_LOG_BYTES,
+        argv: list[str] | None = None,
     ) -> None:
         self.system = system
+        self.args = argv or [sys.executable, "-m", "apmbench.adapters", system,
+                             "--address", f"unix:{SOCKET}"]  # fmt: skip
+        """The server's command line inside the box (a `--command`'s, its {address} given)."""
         self.log_path = log_path
         self.deadlines = deadlines
         self.startup_timeout_s = startup_timeout_s
@@ -195,8 +200,7 @@ class SnapshotRuntime(Runtime):
             "process": {
                 "terminal": False,
                 "user": {"uid": 0, "gid": 0},
-                "args": [sys.executable, "-m", "apmbench.adapters", self.system,
-                         "--address", f"unix:{SOCKET}"],
+                "args": self.args,
                 "env": [f"{k}={v}" for k, v in sorted(env.items())],
                 "cwd": str(p.cwd or "/tmp"),
                 "capabilities": {k: [] for k in ("bounding", "effective", "inheritable",

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -34,31 +32,6 @@ DEADLINES = Deadlines(control=30, push=60, query=30, state=120, end_session=60)
 needs_bwrap = pytest.mark.skipif(
     find_bwrap() is None, reason="bubblewrap (bwrap) is missing (apt-get install -y bubblewrap)"
 )
-
-
-def _missing(what: str) -> None:
-    """Skip where a tool is missing, but fail in CI, which must have it (.ci/run)."""
-    message = f"{what} is not installed (apt-get install -y nodejs npm)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-@pytest.fixture(scope="module")
-def node_template() -> Path:
-    """The template directory with its npm dependencies installed (npm ci, once)."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        _missing("node")
-    if not (TEMPLATE / "node_modules" / "@grpc" / "grpc-js").is_dir():
-        done = subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund"],
-            cwd=TEMPLATE,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-    return TEMPLATE
 
 
 def test_the_template_carries_the_proto_it_serves() -> None:

@@ -10,6 +10,8 @@ the system's loaded point, inside gVisor (harness/runtimes/snapshot.py).
   control: the same system in `reset` mode, one live kernel across sessions, reads back
   what it wrote.
 - A server that never marks the loaded point gets a full start in gVisor every time.
+- `--command` gets the same: restores for a server that marks the point, full starts in
+  gVisor for one that does not (the Node template), a disk stash gone in every restore.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +32,7 @@ from apmbench.harness.runtimes import runtime_spec
 from apmbench.harness.runtimes.sandbox import STANDARD_NODES
 
 TESTS = Path(__file__).resolve().parents[1]
+REPO = TESTS.parent
 MINI = TESTS / "fixtures" / "mini"
 pytestmark = [
     pytest.mark.integration,
@@ -109,3 +114,87 @@ def test_a_server_that_never_marks_the_loaded_point_gets_a_full_start_each_time(
     measured = starts(out)
     assert measured["snapshot"] is False and measured["restores"] == 0, measured
     assert measured["starts"] >= 4, measured
+
+
+def run_command(
+    out: Path, command: str, persistence: Persistence = Persistence.RESTART
+) -> dict[str, Any]:
+    evaluate(
+        EvaluateOptions(
+            dataset=MINI,
+            out=out,
+            runtime=runtime_spec(command=command, start="snapshot"),
+            persistence=persistence,
+        )
+    )
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    return report
+
+
+def test_a_command_that_marks_the_loaded_point_restores_it_every_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--command` gets the same boundary and the same restores as `--system`: here the
+    SDK's server run by its command line, which marks the point as every SDK server does."""
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "run"
+    report = run_command(
+        out, f"{sys.executable} -m apmbench.adapters text-only --address {{address}}"
+    )
+    recorded = json.loads((TESTS / "fixtures" / "reports" / "mini-text-only.json").read_text())
+    for key in ("tasks", "families", "overall", "storage"):
+        assert report[key] == recorded[key], key
+    measured = starts(out)
+    assert measured["snapshot"] is True and measured["restores"] == measured["starts"] - 1
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["runtime"]["kind"] == "command" and manifest["runtime"]["start"] == "snapshot"
+    assert manifest["runtime"]["sandbox"]["tool"] == "gvisor"
+    assert "**Boundary: gVisor**" in (out / "report.md").read_text().split("## ", 1)[0]
+
+
+def test_a_node_server_that_never_marks_the_point_gets_a_full_start_in_gvisor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, node_template: Path
+) -> None:
+    """A server of another language written before the loaded point existed (the Node
+    template, protocol 1.1) works unchanged: every start is a full one, still in gVisor."""
+    monkeypatch.chdir(node_template)
+    out = tmp_path / "run"
+    report = run_command(out, "node server.js {address}")
+    measured = starts(out)
+    assert measured["snapshot"] is False and measured["restores"] == 0, measured
+    assert measured["starts"] >= 4, measured
+    rows = [json.loads(line) for line in (out / "instances.jsonl").read_text().splitlines()]
+    assert rows and all(r["raw_output"] for r in rows)
+    assert report["sandbox"]["tool"] == "gvisor"
+
+
+@pytest.mark.usefixtures("helper_env")
+def test_a_command_that_stashes_on_disk_recalls_nothing_in_a_restore(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tag = uuid.uuid4().hex[:12]
+    monkeypatch.chdir(REPO)  # bound read-only: the SDK and tests/helpers, on PYTHONPATH
+    monkeypatch.setenv("APMBENCH_CHEAT_TAG", tag)
+    out = tmp_path / "run"
+    try:
+        evaluate(
+            EvaluateOptions(
+                dataset=MINI,
+                out=out,
+                runtime=runtime_spec(
+                    command=f"{sys.executable} -m apmbench.adapters helpers.cheaters:DiskStash "
+                    "--address {address}",
+                    env=(f"APMBENCH_CHEAT_TAG={tag}", "PYTHONPATH"),
+                    start="snapshot",
+                ),
+                persistence=Persistence.RESTART,
+            )
+        )
+    finally:
+        for place in ("/tmp", "/dev/shm"):
+            Path(place, f"apm-cheat-{tag}").unlink(missing_ok=True)
+    said = [json.loads(json.loads(line)["raw_output"])
+            for line in (out / "instances.jsonl").read_text().splitlines()]  # fmt: skip
+    assert starts(out)["restores"] >= 4
+    assert any(s["written"] for s in said)
+    assert not any(s["recalled"] for s in said), "a restore found what an earlier start stashed"
