@@ -50,6 +50,7 @@ from apmbench.harness.runtimes.sandbox import (
     SandboxPolicy,
 )
 from apmbench.harness.runtimes.spare_plan import STARTS_FILE
+from apmbench.harness.runtimes.start_cgroups import StartCgroups, StartGroup
 
 RUNSC_ENV = "APMBENCH_RUNSC"
 PLATFORM = "ptrace"
@@ -79,6 +80,9 @@ class SnapshotRuntime(Runtime):
 
     kind = "process"  # a --system process: ProcessRuntime reads its records (by kind)
     config_type: ClassVar[type[RuntimeConfig]] = RuntimeConfig
+    reclaims_pages: ClassVar[bool] = True
+    """False only in the test that shows what the reclaim stops: the host's page cache
+    behind gVisor's file proxy then carries bits from one restore to the next."""
 
     def __init__(
         self,
@@ -117,6 +121,14 @@ class SnapshotRuntime(Runtime):
         self._client: SystemClient | None = None
         self._log_file: Path | None = None
         self._pids: dict[str, int] = {}
+        # The host's page cache is behind gVisor's file proxy: a page of a bound file that a
+        # start reads (sentry or gofer, host processes) stays resident after it, and a later
+        # start can time its reads of such pages (red team 12: ~2,800 bits in under a
+        # second between two runsc starts). Each start is born in cgroups of its own, and
+        # what it makes resident once it serves is reclaimed when it stops (page_cache.py).
+        self._groups = StartCgroups() if self.reclaims_pages else None
+        self._group: StartGroup | None = None
+        self.reclaimed_bytes = 0
         self._make_root()
 
     # -- the box -------------------------------------------------------------------------
@@ -133,8 +145,10 @@ class SnapshotRuntime(Runtime):
 
     def _argv(self, *args: str) -> list[str]:
         """runsc with this runtime's state directory and the box's settings."""
+        # --ignore-cgroups: runsc would otherwise put the sandbox and its gofer in cgroups
+        # of its own at each hierarchy's root, out of the start's (their page-cache reset).
         return [self.runsc, "--root", str(self.work / "state"), f"--platform={PLATFORM}",
-                "--network=none", "--host-uds=create", *args]  # fmt: skip
+                "--network=none", "--host-uds=create", "--ignore-cgroups", *args]  # fmt: skip
 
     def _stdin(self) -> IO[bytes]:
         """An empty file of this runtime's own, open for runsc's stdin. runsc, as root,
@@ -229,6 +243,8 @@ class SnapshotRuntime(Runtime):
         control.chmod(0o777)
         log = self.work / "logs" / f"{self.starts}.log"
         log.parent.mkdir(exist_ok=True)
+        if self._groups is not None and self._groups.available():
+            self._group = self._groups.for_start(self.starts)
         return name, control, log
 
     # -- starts --------------------------------------------------------------------------
@@ -280,12 +296,14 @@ class SnapshotRuntime(Runtime):
         self._live = None
         if done.returncode != 0:
             self._remove(name)
+            self._release_group()
             raise RuntimeStartError(
                 f"runsc could not checkpoint {self.system!r} at its loaded point: "
                 f"{_runsc_error(done.stderr)}. A server must not listen, or hold a socket on "
                 "the host, before its loaded point (docs/PROTOCOL.md#the-loaded-point)"
             )
         self._remove(name)
+        self._release_group()
         self.checkpoint_s = time.monotonic() - started
         self.image_bytes = sum(f.stat().st_size for f in self.image.rglob("*") if f.is_file())
 
@@ -313,10 +331,13 @@ class SnapshotRuntime(Runtime):
         """`runsc run|restore --detach`: the box's stdout and stderr (donated on a restore
         too) and runsc's own complaints go to `log`; a pipe would be held open by the
         detached sandbox, and this would wait for it for ever."""
+        argv = self._argv(*args)
+        if self._group is not None:  # born in the start's cgroups: sandbox and gofer alike
+            argv = self._group.enter_argv(argv)
         with log.open("ab") as out, self._stdin() as stdin:
             try:
                 done = subprocess.run(
-                    self._argv(*args),
+                    argv,
                     stdin=stdin, stdout=out, stderr=out,
                     timeout=max(self.startup_timeout_s, 60.0),
                 )  # fmt: skip
@@ -341,6 +362,12 @@ class SnapshotRuntime(Runtime):
         except errors.Unavailable as e:
             client.close()
             self._fail(str(e))
+        if self._group is not None:
+            try:  # before its first request: what it reads from now on is reclaimed
+                self._group.serving()
+            except RuntimeStartError as e:
+                client.close()
+                self._fail(str(e))
         self._client = client
         return client
 
@@ -379,6 +406,7 @@ class SnapshotRuntime(Runtime):
         if self._live is not None:
             self._remove(self._live)
             self._live = None
+        self._release_group()
         self._keep_log()
         if self._control is not None:
             shutil.rmtree(self._control, ignore_errors=True)
@@ -388,6 +416,13 @@ class SnapshotRuntime(Runtime):
         self._pids.pop(name, None)
         self._runsc("kill", name, str(int(signal.SIGKILL)), timeout=30)
         self._runsc("delete", "--force", name, timeout=60)
+
+    def _release_group(self) -> None:
+        """The start's cgroups, once its sandbox is gone: what it left is killed, the pages it
+        made resident while serving are reclaimed, the cgroups removed."""
+        if self._group is not None:
+            self.reclaimed_bytes += self._group.release()
+            self._group = None
 
     def _keep_log(self) -> None:
         """The start's output, appended to system.log under its own heading."""
@@ -407,6 +442,8 @@ class SnapshotRuntime(Runtime):
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             (self.log_path.parent / STARTS_FILE).write_text(json.dumps(self.measured(), indent=1))
         self._runsc("delete", "--force", "--all", timeout=60)
+        if self._groups is not None:
+            self._groups.close()
         shutil.rmtree(self.work, ignore_errors=True)
 
     # -- records -------------------------------------------------------------------------
@@ -422,6 +459,7 @@ class SnapshotRuntime(Runtime):
             "load_s": self.load_s,
             "checkpoint_s": self.checkpoint_s,
             "image_bytes": self.image_bytes,
+            "page_cache_reclaimed_bytes": self.reclaimed_bytes,
             "restore_s": {
                 "median": restores[len(restores) // 2] if restores else None,
                 "max": restores[-1] if restores else None,
@@ -448,6 +486,7 @@ class SnapshotRuntime(Runtime):
             "max_log_bytes": self.max_log_bytes,
             "spare": False,
             "start": "snapshot",
+            "page_cache": self._page_cache_facts(),
         }
         record = {
             "kind": self.kind,
@@ -464,6 +503,11 @@ class SnapshotRuntime(Runtime):
             },
         }
         return record  # type: ignore[return-value]
+
+    def _page_cache_facts(self) -> dict[str, object]:
+        if self._groups is None:
+            return {"reset": False, "why_not": "switched off (a test's positive control)"}
+        return self._groups.describe()
 
     def log_tail(self, lines: int = 15) -> str:
         path = self._log_file if self._log_file is not None else self.log_path

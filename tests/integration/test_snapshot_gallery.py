@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import page_timer
 from helpers.page_cache_store import make_package
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
@@ -126,3 +127,34 @@ def test_no_label_is_on_the_disk_it_can_read(
     assert {r["said"]["label_files"] for r in rows} == {0}
     mcqa = [r for r in rows if "correct" in r]
     assert sum(r["correct"] for r in mcqa) == sum(r["correct_option_id"] == "B" for r in mcqa)
+
+
+def _timer(out: Path) -> list[str]:
+    text = (out / "logs" / "system.log").read_text()
+    return [line.split("timer: ")[1] for line in text.splitlines() if "timer: " in line]
+
+
+def test_the_host_page_cache_behind_the_file_proxy_carries_no_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team 12's channel: a page of a bound file that a start reads stays in the host's
+    page cache, and the next start times its reads. Each start's cgroups, reclaimed when it
+    stops, close it; the positive control, the same run with the reclaim switched off,
+    reads tokens back."""
+    from apmbench.harness.runtimes.snapshot import SnapshotRuntime
+
+    def timed(name: str) -> list[str]:
+        spec = page_timer.make_package(tmp_path / name / "pkg")
+        with monkeypatch.context() as m:
+            m.chdir(tmp_path / name / "pkg")
+            m.syspath_prepend(str(tmp_path / name / "pkg"))
+            answers(tmp_path / name / "run", spec, name)
+        return _timer(tmp_path / name / "run")
+
+    with monkeypatch.context() as m:
+        m.setattr(SnapshotRuntime, "reclaims_pages", False)
+        control = timed("control")
+    assert control.count("MATCH") >= 2, control
+    closed = timed("closed")
+    assert len(closed) >= 4, closed
+    assert closed.count("MATCH") == 0, closed
