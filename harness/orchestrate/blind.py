@@ -18,19 +18,18 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from apmbench.harness.errors import DatasetError, RunDirError
 from apmbench.harness.json_types import JsonObject
+from apmbench.harness.orchestrate.plan_check import check_exactly_the_plan, labelled_fields, listed
 from apmbench.harness.orchestrate.scoring import score_run
 from apmbench.harness.reports.head import RunFacts
 from apmbench.harness.run import records, seal
 from apmbench.harness.run.manifest import Manifest
 from apmbench.harness.run.manifest import load as load_manifest
-from apmbench.harness.run.plan import Ask
 from apmbench.harness.scoring.judge import ChatBackend, JudgeConfig
 from apmbench.harness.suites import base, datasets, get_suite, suite_of_dataset, withheld
 from apmbench.harness.suites.base import OpaqueSuite, SuiteDataset
@@ -169,56 +168,14 @@ def sealed_records(predictions: Mapping[str, Any]) -> list[tuple[str, object]]:
     return out
 
 
-def _listed(problems: Sequence[str], most: int = 20) -> str:
-    shown = "; ".join(problems[:most])
-    return shown if len(problems) <= most else f"{shown}; and {len(problems) - most} more"
-
-
 def check_sealed(predictions: Predictions) -> None:
     """Refuse predictions edited after the run, naming each record that changed."""
     problems = seal.breaks(predictions.get("seal"), sealed_records(predictions))
     if problems:
         raise RunDirError(
-            "the predictions are not what the run wrote: " + _listed(problems) + " (score the "
+            "the predictions are not what the run wrote: " + listed(problems) + " (score the "
             "predictions.json the run on the public part wrote, unedited)"
         )
-
-
-def check_exactly_the_plan(
-    by_id: Mapping[str, records.TrajectoryRecord],
-    fields: Mapping[tuple[str, str], object],
-    dataset: SuiteDataset,
-    public_ids: Mapping[str, str] | None = None,
-) -> None:
-    """The predictions answer each ask of the labelled plan once: none missing, added or
-    repeated, and no trajectory the labels do not have. A record is named as the
-    predictions file holds it: `public_ids` maps a labelled id back to its public one (the
-    public part may name a task's probes by time, so `#neg0` there can be `#pos` here)."""
-    shown = public_ids or {}
-    known = {t.trajectory_id for t in dataset.trajectories}
-    problems = [
-        f"trajectory {tid}: not in the labelled dataset" for tid in by_id if tid not in known
-    ]
-    counts: Counter[tuple[str, str]] = Counter()
-    where: dict[tuple[str, str], str] = {}
-    for tid, rec in by_id.items():
-        for row in rec["instances"]:
-            key = (str(row.get("segment")), str(row.get("instance_id")))
-            counts[key] += 1
-            where[key] = tid
-    for key, n in counts.items():
-        name = f"{where[key]}/{shown.get(key[0], key[0])}/{shown.get(key[1], key[1])}"
-        if key not in fields:
-            problems.append(f"{name}: not in the labelled plan")
-        elif n > 1:
-            problems.append(f"{name}: recorded {n} times")
-    problems += [
-        f"{shown.get(seg, seg)}/{shown.get(iid, iid)}: missing"
-        for seg, iid in fields
-        if (seg, iid) not in counts
-    ]
-    if problems:
-        raise RunDirError("the predictions are not exactly the labelled plan: " + _listed(problems))
 
 
 def read_predictions(path: Path) -> Predictions:
@@ -293,26 +250,6 @@ def check_match(predictions: Predictions, labels: SplitRecord) -> None:
             f"labels belong to the public part {public[:12]}...: score them with the private "
             "part split off the dataset the run used"
         )
-
-
-def _asks(asks: Iterable[Ask]) -> Iterable[Ask]:
-    for ask in asks:
-        yield ask
-        if ask.follow_up is not None:
-            yield from _asks([ask.follow_up.ask])
-
-
-def labelled_fields(
-    suite: OpaqueSuite, dataset: SuiteDataset, can_import: bool
-) -> dict[tuple[str, str], dict[str, object]]:
-    """Each planned ask's record fields as the labelled plan has them, by (segment, id): a
-    public plan's fields come from stand-ins (a bucket, a subset)."""
-    out: dict[tuple[str, str], dict[str, object]] = {}
-    for t in dataset.trajectories:
-        for segment in suite.plan(dataset, t, can_import):
-            for ask in _asks(segment.asks):
-                out[(segment.name, ask.instance_id)] = dict(ask.fields)
-    return out
 
 
 def _renamed(obj: object, ids: Mapping[str, str]) -> object:

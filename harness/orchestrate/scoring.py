@@ -17,6 +17,7 @@ from typing import TypedDict
 
 from apmbench.harness.errors import DatasetError, RunDirError
 from apmbench.harness.json_types import JSON, JsonObject
+from apmbench.harness.orchestrate.plan_check import check_run_records
 from apmbench.harness.reports.assemble import run_markdown, run_report
 from apmbench.harness.reports.head import RunFacts
 from apmbench.harness.run import live, records
@@ -153,6 +154,8 @@ def graded_records(
             rest = {k: v for k, v in entry.items() if k != "rerun"}
             graded["audit"] = {**audit, "persistence": {**rest, **compared}}
         out.append(graded)
+    can_import = bool(load_manifest(run.manifest_path).capabilities.get("supports_import", True))
+    check_run_records(run.root, out, suite, dataset, can_import)
     return out
 
 

@@ -878,9 +878,9 @@ def run_all(only: set[str]) -> dict[str, Any]:
         if "honesty" in only:
             report["honesty"] = bench_honesty(tmp)
         if "restore" in only:
-            from restore_bench import restore_section
+            from restore_bench import section
 
-            report["restore"] = restore_section()
+            report["restore"] = section()
         if "live" in only:
             from live_bench import bench_live
 

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import shutil
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -575,3 +576,40 @@ def test_a_run_on_all_suites_is_one_bundle_checked_run_by_run(
     assert result.exit_code == 1
     assert "FAIL suites-page: suites.json: apmbench: headline.utility is 99.0" in said(result)
     assert all(r["outcome"] != "fail" for k, r in rules.items() if k != "suites-page")
+
+
+@pytest.mark.slow
+def test_records_dropped_and_repeated_are_refused_by_score_and_verify(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """Red team 13's fourth forgery: a wrong answer's record removed and a right one
+    repeated, then scored again, raised text-log's Overall (80.78 -> 87.11 on small seed
+    0). Every run is now checked against its plan: `score` refuses it naming both records,
+    and so does `verify` re-deriving a bundle of it."""
+    run = tmp_path / "forged"
+    shutil.copytree(runs["apmbench"], run)
+    rows = [json.loads(line) for line in (run / "instances.jsonl").read_text().splitlines()]
+    # text-log answers every probe of tiny right: any record stands for the wrong one.
+    right = next(r for r in rows if r.get("correct") is True)
+    wrong = next(r for r in rows if r["instance_id"] != right["instance_id"])
+    for path in sorted((run / "trajectories").glob("*.json")):
+        record = json.loads(path.read_text())
+        kept = []
+        for row in record["instances"]:
+            if row["instance_id"] == wrong["instance_id"] and row["segment"] == wrong["segment"]:
+                continue
+            kept.append(row)
+            if row["instance_id"] == right["instance_id"] and row["segment"] == right["segment"]:
+                kept.append(dict(row))
+        record["instances"] = kept
+        path.write_text(json.dumps(record))
+    scored = cli("score", str(run))
+    assert scored.exit_code == 2, scored.output
+    message = " ".join(scored.output.split())
+    assert "are not exactly the labelled plan" in message
+    assert f"{right['instance_id']}: recorded 2 times" in message
+    assert f"{wrong['instance_id']}: missing" in message
+    result, rules = verify(bundle(run, tmp_path / "forged.tar"))
+    assert result.exit_code == 1
+    assert rules["numbers"]["outcome"] == "fail", rules["numbers"]
+    assert "recorded 2 times" in said(result)
