@@ -31,15 +31,21 @@ class Projection:
     """The first start's time, from launch to SERVING."""
     spare: bool
     """Whether restarts get spares (their starts overlap the sessions)."""
+    later_start_s: float | None = None
+    """What each start after the first costs where that differs (a restore of a snapshot
+    the first start made); None: as the first."""
 
     @property
     def start_total_s(self) -> float:
-        return self.starts * self.start_s
+        if self.later_start_s is None:
+            return self.starts * self.start_s
+        return self.start_s + (self.starts - 1) * self.later_start_s
 
     def advice(self, persistence: Persistence) -> list[str]:
         """Settings that would cut the cost, each with what it saves."""
         out = []
-        if persistence is Persistence.RESTART and self.starts > self.trajectories:
+        restored = self.later_start_s is not None  # no spare can help a restore
+        if persistence is Persistence.RESTART and self.starts > self.trajectories and not restored:
             if not self.spare:
                 out.append(
                     f"drop --no-spare (or --sandbox-net / a container network): spares start "
@@ -74,6 +80,7 @@ def project(
     start_s: float,
     spare: bool,
     decoys: bool = True,
+    later_start_s: float | None = None,
 ) -> Projection:
     count = starts = frames = queries = 0
     for trajectory in trajectories:
@@ -87,4 +94,4 @@ def project(
                 frames += sum(1 for t in times if stop is None or t <= stop)
     # The first start, before any segment; in `restart` mode each segment's sessions add one.
     starts = 1 + starts if persistence is Persistence.RESTART else 1
-    return Projection(count, starts, frames, queries, start_s, spare)
+    return Projection(count, starts, frames, queries, start_s, spare, later_start_s)

@@ -370,6 +370,7 @@ def _say_cost(p: Started, todo: list[Trajectory]) -> None:
         p.suite, p.dataset, todo, p.settings.persistence,
         p.info.capabilities.supports_import, p.options.frames.fps, p.start_s,
         bool(getattr(p.runtime, "spare", False)), p.settings.push.decoys,
+        p.runtime.later_start_s(p.start_s),
     )  # fmt: skip
     log = logs.get("evaluate")
     log.info(
@@ -380,6 +381,7 @@ def _say_cost(p: Started, todo: list[Trajectory]) -> None:
         queries=cost.queries,
         start_s=round(cost.start_s, 2),
         starts_s=round(cost.start_total_s, 1),
+        **({} if cost.later_start_s is None else {"later_start_s": round(cost.later_start_s, 2)}),
         spares=cost.spare,
     )
     for advice in cost.advice(p.settings.persistence):

@@ -179,6 +179,12 @@ class Runtime(ABC):
         """The end of the system's output since its last start ("" when there is none)."""
         return ""
 
+    def later_start_s(self, first_start_s: float) -> float | None:
+        """What each start after the first is expected to cost, for the projected cost; None
+        when it costs what the first did (a runtime whose first start also made what later
+        ones restore says what a restore took)."""
+        return None
+
     def begin_trajectory(self, trajectory_id: str) -> None:  # noqa: B027 - optional hook
         """Called before each trajectory; a runtime may name what it starts after it
         (the Docker runtime names containers per run and trajectory)."""

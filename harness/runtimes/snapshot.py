@@ -461,6 +461,11 @@ class SnapshotRuntime(Runtime):
             self._groups.close()
         shutil.rmtree(self.work, ignore_errors=True)
 
+    def later_start_s(self, first_start_s: float) -> float | None:
+        # The first start loaded and checkpointed; every later one is a restore like the
+        # one that ended it (or a full start again, for a server that never marks the point).
+        return self.restore_s[-1] if self.snapshot and self.restore_s else None
+
     # -- records -------------------------------------------------------------------------
 
     def measured(self) -> dict[str, object]:

@@ -52,3 +52,11 @@ def test_advice_names_what_cuts_the_cost() -> None:
     spared = Projection(8, 250, 90_000, 300, 10.0, spare=True)
     assert "--spare-memory" in " ".join(spared.advice(Persistence.RESTART))
     assert not any("spare" in a for a in spared.advice(Persistence.RESET))
+
+
+def test_a_run_of_restores_is_projected_at_the_restore_and_told_nothing_of_spares() -> None:
+    """`--start snapshot`: the first start loads and checkpoints (10 s here), every later
+    one is a restore (0.5 s); no spare can run beside a live start, so none is advised."""
+    restored = Projection(8, 250, 900, 300, 10.0, spare=False, later_start_s=0.5)
+    assert restored.start_total_s == 10.0 + 249 * 0.5
+    assert not any("spare" in a for a in restored.advice(Persistence.RESTART))
