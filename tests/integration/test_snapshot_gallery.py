@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import page_timer
+from helpers import atime_store, page_timer
 from helpers.page_cache_store import make_package
 
 from apmbench.harness.orchestrate.evaluate import EvaluateOptions, evaluate
@@ -158,3 +158,30 @@ def test_the_host_page_cache_behind_the_file_proxy_carries_no_token(
     closed = timed("closed")
     assert len(closed) >= 4, closed
     assert closed.count("MATCH") == 0, closed
+
+
+def test_host_access_times_behind_the_file_proxy_carry_no_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team 13's channel: runsc's gofer bound the read-only paths `rw,relatime` at host
+    level, so a read in the box set the host file's access time, and a later start read it
+    with stat(). Binds of read-only, noatime host mounts close it; the positive control,
+    the same run with the plain binds, reads tokens back."""
+    from apmbench.harness.runtimes.snapshot import SnapshotRuntime
+
+    def stored(name: str) -> list[str]:
+        spec = atime_store.make_package(tmp_path / name / "pkg")
+        with monkeypatch.context() as m:
+            m.chdir(tmp_path / name / "pkg")
+            m.syspath_prepend(str(tmp_path / name / "pkg"))
+            answers(tmp_path / name / "run", spec, name)
+        text = (tmp_path / name / "run" / "logs" / "system.log").read_text()
+        return [line.split("atime: ")[1] for line in text.splitlines() if "atime: " in line]
+
+    with monkeypatch.context() as m:
+        m.setattr(SnapshotRuntime, "noatime_binds", False)
+        control = stored("control")
+    assert control.count("MATCH") >= 2, control
+    closed = stored("closed")
+    assert len(closed) >= 4, closed
+    assert closed.count("MATCH") == 0 and closed.count("MISS") == 0, closed
