@@ -58,6 +58,11 @@ PLATFORM = "ptrace"
 CONTROL = "/run/apmbench"
 """The control directory's path inside the box (a fresh host directory per start)."""
 SOCKET = f"{CONTROL}/sock"
+BOX_FS_BYTES = 16 << 20
+"""The box's own tmpfs: its root skeleton, copies of small files, the control directory
+(all a start can write outside its own /tmp)."""
+COPIED_FILE_BYTES = 1 << 20
+"""A read-only file at most this size is copied onto the box's tmpfs rather than bound."""
 LOADED_TIMEOUT_NOTE = "raise --startup-timeout if loading takes longer"
 
 
@@ -82,12 +87,16 @@ class SnapshotRuntime(Runtime):
     kind = "process"  # a --system process: ProcessRuntime reads its records (by kind)
     config_type: ClassVar[type[RuntimeConfig]] = RuntimeConfig
     reclaims_pages: ClassVar[bool] = True
+    """False only in the test that shows what the reclaim stops: the host's page cache
+    behind gVisor's file proxy then carries bits from one restore to the next."""
     noatime_binds: ClassVar[bool] = True
     """False only in the test that shows what the host-level read-only, noatime binds stop:
     each read through gVisor's file proxy then sets the host file's access time, which a
     later start reads with stat()."""
-    """False only in the test that shows what the reclaim stops: the host's page cache
-    behind gVisor's file proxy then carries bits from one restore to the next."""
+    private_statfs: ClassVar[bool] = True
+    """False only in the test that shows what the box's own file systems stop: statfs() of
+    any path in the box then reports the host disk's free blocks, which what a start
+    writes (its output, kept in the run's log) moves, and a later start reads."""
 
     def __init__(
         self,
@@ -110,7 +119,12 @@ class SnapshotRuntime(Runtime):
         self.max_log_bytes = max_log_bytes
         self.runsc = find_runsc()
         self.work = Path(tempfile.mkdtemp(prefix="apmgv-"))
-        self.root = self.work / "root"
+        self.box = self.work / "box"
+        """The root skeleton, the small files the box binds and every start's control
+        directory: a tmpfs of the runtime's own (see `_mount_box`)."""
+        self._box_mounted = False
+        self._mount_box()
+        self.root = self.box / "root"
         self.image = self.work / "image"
         self.starts = 0
         self.restores = 0
@@ -197,45 +211,129 @@ class SnapshotRuntime(Runtime):
         etc = [Path(f) for f in ETC_FILES if Path(f).exists()]
         return [*system, *etc, *self.policy.read_only]
 
+    def _mount_box(self) -> None:
+        """A tmpfs for `self.box`. statfs() in gVisor reports the host file system a path
+        is on, free blocks included, and what a start writes (its output, which the run's
+        log keeps) moves the host disk's count for the next start to read (red team 14:
+        10-12 bits a restart). Every path in the box is therefore on a file system of the
+        box's own: this tmpfs (the root, the control directory, copies of small files) or
+        an overlay whose statfs is a fresh tmpfs's (`_host_mounts`). A start can fill the
+        control directory to BOX_FS_BYTES at most, and its directory is removed before the
+        next start, so the next start finds the same counts."""
+        self.box.mkdir()
+        if not self.private_statfs:
+            return
+        opts = f"size={BOX_FS_BYTES},mode=0755,nosuid,nodev"
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "apmbench-box", str(self.box)],
+                              capture_output=True, text=True)  # fmt: skip
+        if done.returncode != 0:
+            shutil.rmtree(self.work, ignore_errors=True)
+            raise RuntimeStartError(
+                f"--start snapshot could not mount the box's tmpfs at {self.box}: "
+                f"{done.stderr.strip() or done.returncode} (it needs root and a kernel with tmpfs)"
+            )
+        self._box_mounted = True
+
+    def _unmount_box(self) -> None:
+        if self._box_mounted:
+            subprocess.run(["umount", "--lazy", str(self.box)], capture_output=True)
+            self._box_mounted = False
+
     def _staged_binds(self) -> list[tuple[Path, Path]]:
-        """Each bind's host path and the path runsc binds it from: a read-only, noatime
-        mount of it (`_host_mounts`), or, with that switched off, the path itself."""
+        """Each bind's host path and the path runsc binds it from: a copy on the box's
+        tmpfs (a small file, with `private_statfs`), a read-only, noatime mount of it in
+        the start's mount namespace (`_host_mounts`), or, with both switched off, the path
+        itself."""
         sources = self._bind_sources()
-        if not self.noatime_binds:
+        if not (self.noatime_binds or self.private_statfs):
             return [(src, src) for src in sources]
-        return [(src, self.work / "binds" / str(i)) for i, src in enumerate(sources)]
+        return [(src, self._staging(i, src)) for i, src in enumerate(sources)]
+
+    def _staging(self, i: int, src: Path) -> Path:
+        if self._copied(src):
+            return self.box / "files" / str(i)
+        return self.work / "binds" / str(i)
+
+    def _copied(self, src: Path) -> bool:
+        return self.private_statfs and src.is_file() and src.stat().st_size <= COPIED_FILE_BYTES
 
     def _make_binds(self) -> None:
-        for src, staged in self._staged_binds():
+        for i, (src, staged) in enumerate(self._staged_binds()):
             if staged == src:
                 continue
             staged.parent.mkdir(parents=True, exist_ok=True)
+            if self._copied(src):  # read once: /etc's files do not change during a run
+                shutil.copyfile(src, staged)
+                staged.chmod(src.stat().st_mode & 0o755)
+                continue
             if src.is_dir():
                 staged.mkdir()
             else:
                 staged.touch()
+            if self.private_statfs:
+                (self.work / "lower" / str(i)).mkdir(parents=True)
+                if not src.is_dir():
+                    (self.work / "files" / str(i)).mkdir(parents=True)
 
     def _host_mounts(self, argv: list[str]) -> list[str]:
         """`argv` (runsc run or restore) in a mount namespace of its own where every bind
-        source is mounted read-only and noatime at host level. runsc's file proxy (the
-        gofer) binds the spec's sources with the kernel's default flags whatever the spec
-        says (`rw,relatime` in its mountinfo: only gVisor's kernel enforced `ro`), so each
-        read in the box set the host file's access time, a store on the disk that no
-        restore or reclaim undoes (red team 13: 49,272 bits a restart, text-log's whole
-        score at 40 B/hr). A bind of a read-only, noatime mount keeps those flags. The
-        namespace (private propagation) ends with the start's last process."""
-        if not self.noatime_binds:
+        source is mounted read-only and noatime at host level, under an overlay of the
+        start's own. runsc's file proxy (the gofer) binds the spec's sources with the
+        kernel's default flags whatever the spec says (`rw,relatime` in its mountinfo:
+        only gVisor's kernel enforced `ro`), so each read in the box set the host file's
+        access time, a store on the disk that no restore or reclaim undoes (red team 13:
+        49,272 bits a restart, text-log's whole score at 40 B/hr). A bind of a read-only,
+        noatime mount keeps those flags. The overlay (read-only, its upper layer on a
+        tmpfs of the namespace's own) gives every bound path a file system whose statfs()
+        is that empty tmpfs's, not the host disk's (`_mount_box`). The namespace (private
+        propagation) ends with the start's last process."""
+        if not (self.noatime_binds or self.private_statfs):
             return argv
         steps = []
-        flags = "remount,bind,ro,noatime,nosuid,nodev"
-        for src, staged in self._staged_binds():
-            steps.append(f"mount --rbind {shlex.quote(str(src))} {shlex.quote(str(staged))}")
-            for below in [src, *_mounts_below(src)]:
-                target = staged / below.relative_to(src)
-                steps.append(f"mount -o {flags} {shlex.quote(str(target))}")
+        upper = self.work / "upper"
+        if self.private_statfs:
+            upper.mkdir(exist_ok=True)
+            steps.append(f"mount -t tmpfs -o size=1m,mode=0700 apmbench-upper {_q(upper)}")
+        for i, (src, staged) in enumerate(self._staged_binds()):
+            if self._copied(src):
+                continue
+            if not self.private_statfs:
+                steps += self._read_only(src, staged)
+                continue
+            lower = self.work / "lower" / str(i)
+            tree = src if src.is_dir() else src.parent
+            steps += self._read_only(tree, lower)
+            top = staged if src.is_dir() else self.work / "files" / str(i)
+            for j, below in enumerate([tree, *_mounts_below(tree)]):
+                rel = below.relative_to(tree)
+                steps.append(self._overlay(below, lower / rel, top / rel, upper / f"{i}-{j}"))
+            if not src.is_dir():
+                steps.append(f"mount --bind {_q(top / src.name)} {_q(staged)}")
         script = " && ".join([*steps, 'exec "$@"']) + " || exit 125"
         return ["unshare", "--mount", "--propagation", "private", "--",
                 "/bin/sh", "-c", script, "sh", *argv]  # fmt: skip
+
+    def _read_only(self, src: Path, target: Path) -> list[str]:
+        """Shell steps: `src` (and every mount below it) bound at `target`, read-only and,
+        with `noatime_binds`, noatime."""
+        steps = [f"mount --rbind {_q(src)} {_q(target)}"]
+        if not self.noatime_binds:
+            return steps
+        flags = "remount,bind,ro,noatime,nosuid,nodev"
+        for below in [src, *_mounts_below(src)]:
+            steps.append(f"mount -o {flags} {_q(target / below.relative_to(src))}")
+        return steps
+
+    def _overlay(self, host: Path, lower: Path, target: Path, upper: Path) -> str:
+        """A shell step: a read-only overlay of `lower` (where `host` is bound in the
+        namespace) at `target`, with an upper layer of its own under `upper`; for a file
+        mounted below a tree, or a path overlayfs cannot take as an option, a bind."""
+        if not host.is_dir() or any(c in str(lower) for c in ",:"):
+            return f"mount --bind {_q(lower)} {_q(target)}"
+        atime = "noatime" if self.noatime_binds else "relatime"
+        opts = f"ro,{atime},lowerdir={lower},upperdir={upper}/u,workdir={upper}/w"
+        return (f"mkdir -p {_q(upper / 'u')} {_q(upper / 'w')} && "
+                f"mount -t overlay apmbench-ro -o {_q(opts)} {_q(target)}")  # fmt: skip
 
     def _spec(self, control: Path, loaded_point: bool) -> dict[str, object]:
         p = self.policy
@@ -290,7 +388,7 @@ class SnapshotRuntime(Runtime):
     def _new_start(self) -> tuple[str, Path, Path]:
         self.starts += 1
         name = f"start-{os.getpid()}-{self.starts}"
-        control = self.work / "control" / str(self.starts)
+        control = self.box / "control" / str(self.starts)
         control.mkdir(parents=True)
         control.chmod(0o777)
         log = self.work / "logs" / f"{self.starts}.log"
@@ -505,6 +603,8 @@ class SnapshotRuntime(Runtime):
             self._runsc("delete", "--force", state.name, timeout=60)
         if self._groups is not None:
             self._groups.close()
+        shutil.rmtree(self.box / "control", ignore_errors=True)
+        self._unmount_box()
         shutil.rmtree(self.work, ignore_errors=True)
 
     def later_start_s(self, first_start_s: float) -> float | None:
@@ -597,6 +697,10 @@ def _mounts_below(path: Path) -> list[Path]:
         if path in point.parents:
             found.add(point)
     return sorted(found, key=lambda p: len(p.parts))
+
+
+def _q(path: Path | str) -> str:
+    return shlex.quote(str(path))
 
 
 def _runsc_error(stderr: str) -> str:

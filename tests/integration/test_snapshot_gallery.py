@@ -180,8 +180,41 @@ def test_host_access_times_behind_the_file_proxy_carry_no_token(
 
     with monkeypatch.context() as m:
         m.setattr(SnapshotRuntime, "noatime_binds", False)
+        # The overlays that give the box file systems of its own keep access times too
+        # (a read through one touches the overlay's inode, not the host file's).
+        m.setattr(SnapshotRuntime, "private_statfs", False)
         control = stored("control")
     assert control.count("MATCH") >= 2, control
     closed = stored("closed")
     assert len(closed) >= 4, closed
     assert closed.count("MATCH") == 0 and closed.count("MISS") == 0, closed
+    with monkeypatch.context() as m:
+        m.setattr(SnapshotRuntime, "noatime_binds", False)
+        overlays_only = stored("overlays-only")
+    assert len(overlays_only) >= 4, overlays_only
+    assert overlays_only.count("MATCH") == 0, overlays_only
+
+
+def test_free_blocks_carry_nothing_from_one_restore_to_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team 14's register: statfs() in the box reported the host disk's free blocks,
+    which a start's own output (kept in the run's log) moved for the next start to read.
+    With every path in the box on a file system of the box's own, each restore sees the
+    same counts; the positive control, the host's file systems, sees them move."""
+    from apmbench.harness.runtimes.snapshot import SnapshotRuntime
+
+    def reads(name: str) -> list[str]:
+        out = tmp_path / name
+        answers(out, "helpers.free_blocks:FreeBlocks", name)
+        text = (out / "logs" / "system.log").read_text()
+        return [line.split("statfs: ")[1] for line in text.splitlines() if "statfs: " in line]
+
+    with monkeypatch.context() as m:
+        m.setattr(SnapshotRuntime, "private_statfs", False)
+        control = reads("control")
+    assert len(control) >= 4 and len(set(control)) > 1, control
+    closed = reads("closed")
+    assert len(closed) >= 4, closed
+    assert len(set(closed)) == 1, closed
+    assert all(value[0] >= 0 for value in json.loads(closed[0]).values()), closed[0]
