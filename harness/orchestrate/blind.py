@@ -24,7 +24,12 @@ from typing import Any, TypedDict, cast
 
 from apmbench.harness.errors import DatasetError, RunDirError
 from apmbench.harness.json_types import JsonObject
-from apmbench.harness.orchestrate.plan_check import check_exactly_the_plan, labelled_fields, listed
+from apmbench.harness.orchestrate.plan_check import (
+    check_exactly_the_plan,
+    labelled_fields,
+    listed,
+    planned_asks,
+)
 from apmbench.harness.orchestrate.scoring import score_run
 from apmbench.harness.reports.head import RunFacts
 from apmbench.harness.run import records, seal
@@ -304,7 +309,7 @@ def score_predictions(
     missing = [t.trajectory_id for t in dataset.trajectories if t.trajectory_id not in by_id]
     if missing:
         raise RunDirError(f"the predictions hold no record of trajectories {', '.join(missing)}")
-    blind = labelled_fields(
+    blind = planned_asks(
         suite,
         suite.dataset_format().planned_blind(dataset),
         bool(caps.get("supports_import", True)),

@@ -154,8 +154,11 @@ def graded_records(
             rest = {k: v for k, v in entry.items() if k != "rerun"}
             graded["audit"] = {**audit, "persistence": {**rest, **compared}}
         out.append(graded)
-    can_import = bool(load_manifest(run.manifest_path).capabilities.get("supports_import", True))
-    check_run_records(run.root, out, suite, dataset, can_import)
+    manifest = load_manifest(run.manifest_path)
+    can_import = bool(manifest.capabilities.get("supports_import", True))
+    labels = manifest.raw.get("labels")
+    blind = isinstance(labels, dict) and labels.get("withheld_during_run") is True
+    check_run_records(run.root, out, suite, dataset, can_import, blind)
     return out
 
 
