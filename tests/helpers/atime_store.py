@@ -16,22 +16,11 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
-from apmbench.adapters.sdk import (
-    Capabilities,
-    ExportedState,
-    Frame,
-    FrameEncoding,
-    MemorySystem,
-    Query,
-    QueryKind,
-    SessionEnd,
-    SessionStart,
-    SystemInfo,
-    UserTurn,
-)
+from apmbench.adapters.sdk import ExportedState
+
+from .quiet import QuietSystem
 
 BITS = 16
 REGIONS = 40
@@ -40,37 +29,15 @@ PAST = 946_684_800  # 2000-01-01
 FUTURE = 4_102_444_800  # 2100-01-01
 
 
-class AtimeStore(MemorySystem):
+class AtimeStore(QuietSystem):
+    name = "atime-store"
+
     def __init__(self) -> None:
         self.cells = Path(__file__).with_name("cells")
         self.next_region = 0
 
     def _cell(self, region: int, bit: int) -> Path:
         return self.cells / str(region * BITS + bit)
-
-    def describe(self) -> SystemInfo:
-        return SystemInfo(
-            name="atime-store",
-            version="1",
-            capabilities=Capabilities(
-                frame_encodings=(FrameEncoding.JPEG,), preferred_max_side=64, supports_import=True
-            ),
-        )
-
-    def reset(self, trajectory_id: str) -> None:
-        pass
-
-    def start_session(self, start: SessionStart) -> None:
-        pass
-
-    def ingest_frame(self, frame: Frame) -> None:
-        pass
-
-    def ingest_user_turn(self, turn: UserTurn) -> None:
-        pass
-
-    def end_session(self, end: SessionEnd) -> None:
-        pass
 
     def export_state(self) -> ExportedState:
         region, token = self.next_region, secrets.randbits(BITS) | 1  # never all zeros
@@ -94,12 +61,6 @@ class AtimeStore(MemorySystem):
         said = "UNREAD" if got == 0 else "MATCH" if got == data["token"] else "MISS"
         print(f"atime: {said}", flush=True)
 
-    def query(self, query: Query) -> Iterator[str]:
-        if query.kind is QueryKind.DECISION:
-            yield json.dumps({"decision": "SILENT", "reason": "nothing known"})
-        else:
-            yield json.dumps({"answer": "B"})
-
 
 def make_package(directory: Path) -> str:
     """A package `atstore` in `directory` holding the cheater and its cells; returns the
@@ -109,6 +70,7 @@ def make_package(directory: Path) -> str:
     cells.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "store.py").write_text(Path(__file__).read_text())
+    (package / "quiet.py").write_text(Path(__file__).with_name("quiet.py").read_text())
     for i in range(CELLS):
         cell = cells / str(i)
         cell.write_bytes(b"x")

@@ -15,22 +15,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-from apmbench.adapters.sdk import (
-    Capabilities,
-    ExportedState,
-    Frame,
-    FrameEncoding,
-    MemorySystem,
-    Query,
-    QueryKind,
-    SessionEnd,
-    SessionStart,
-    SystemInfo,
-    UserTurn,
-)
+from apmbench.adapters.sdk import ExportedState
+
+from .quiet import QuietSystem
 
 CONTROL = Path("/run/apmbench")
 PRINTED = 2 << 20
@@ -52,30 +41,8 @@ def probed() -> dict[str, list[int]]:
     return seen
 
 
-class FreeBlocks(MemorySystem):
-    def describe(self) -> SystemInfo:
-        return SystemInfo(
-            name="free-blocks",
-            version="1",
-            capabilities=Capabilities(
-                frame_encodings=(FrameEncoding.JPEG,), preferred_max_side=64, supports_import=True
-            ),
-        )
-
-    def reset(self, trajectory_id: str) -> None:
-        pass
-
-    def start_session(self, start: SessionStart) -> None:
-        pass
-
-    def ingest_frame(self, frame: Frame) -> None:
-        pass
-
-    def ingest_user_turn(self, turn: UserTurn) -> None:
-        pass
-
-    def end_session(self, end: SessionEnd) -> None:
-        pass
+class FreeBlocks(QuietSystem):
+    name = "free-blocks"
 
     def export_state(self) -> ExportedState:
         line = b"x" * 4095 + b"\n"
@@ -91,9 +58,3 @@ class FreeBlocks(MemorySystem):
 
     def import_state(self, state: ExportedState) -> None:
         print(f"statfs: {json.dumps(probed(), sort_keys=True)}", flush=True)
-
-    def query(self, query: Query) -> Iterator[str]:
-        if query.kind is QueryKind.DECISION:
-            yield json.dumps({"decision": "SILENT", "reason": "nothing known"})
-        else:
-            yield json.dumps({"answer": "B"})

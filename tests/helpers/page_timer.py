@@ -19,22 +19,11 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-from apmbench.adapters.sdk import (
-    Capabilities,
-    ExportedState,
-    Frame,
-    FrameEncoding,
-    MemorySystem,
-    Query,
-    QueryKind,
-    SessionEnd,
-    SessionStart,
-    SystemInfo,
-    UserTurn,
-)
+from apmbench.adapters.sdk import ExportedState
+
+from .quiet import QuietSystem
 
 STRIDE = 8192
 BITS = 16
@@ -77,34 +66,12 @@ class Pool:
         return token
 
 
-class PageTimer(MemorySystem):
+class PageTimer(QuietSystem):
+    name = "page-timer"
+
     def __init__(self) -> None:
         self.pool = Pool(Path(__file__).with_name("pool.bin"))
         self.next_region = 0
-
-    def describe(self) -> SystemInfo:
-        return SystemInfo(
-            name="page-timer",
-            version="1",
-            capabilities=Capabilities(
-                frame_encodings=(FrameEncoding.JPEG,), preferred_max_side=64, supports_import=True
-            ),
-        )
-
-    def reset(self, trajectory_id: str) -> None:
-        pass
-
-    def start_session(self, start: SessionStart) -> None:
-        pass
-
-    def ingest_frame(self, frame: Frame) -> None:
-        pass
-
-    def ingest_user_turn(self, turn: UserTurn) -> None:
-        pass
-
-    def end_session(self, end: SessionEnd) -> None:
-        pass
 
     def export_state(self) -> ExportedState:
         region, token = self.next_region, secrets.randbits(BITS)
@@ -123,12 +90,6 @@ class PageTimer(MemorySystem):
         said = "UNREAD" if got is None else "MATCH" if got == data["token"] else "MISS"
         print(f"timer: {said}", flush=True)
 
-    def query(self, query: Query) -> Iterator[str]:
-        if query.kind is QueryKind.DECISION:
-            yield json.dumps({"decision": "SILENT", "reason": "nothing known"})
-        else:
-            yield json.dumps({"answer": "B"})
-
 
 def make_package(directory: Path) -> str:
     """A package `pctimer` in `directory` holding the cheater and `pool.bin`, none of whose
@@ -137,6 +98,7 @@ def make_package(directory: Path) -> str:
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "timer.py").write_text(Path(__file__).read_text())
+    (package / "quiet.py").write_text(Path(__file__).with_name("quiet.py").read_text())
     pool = package / "pool.bin"
     with pool.open("wb") as f:
         for _ in range(FILE_BYTES >> 20):
