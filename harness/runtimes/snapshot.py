@@ -61,6 +61,9 @@ SOCKET = f"{CONTROL}/sock"
 BOX_FS_BYTES = 16 << 20
 """The box's own tmpfs: its root skeleton, copies of small files, the control directory
 (all a start can write outside its own /tmp)."""
+BOX_FS_INODES = 16384
+"""Files and directories the box's tmpfs holds at most (and a tmpfs's inode count is then
+this, not a share of the host's memory)."""
 COPIED_FILE_BYTES = 1 << 20
 """A read-only file at most this size is copied onto the box's tmpfs rather than bound."""
 LOADED_TIMEOUT_NOTE = "raise --startup-timeout if loading takes longer"
@@ -223,7 +226,10 @@ class SnapshotRuntime(Runtime):
         self.box.mkdir()
         if not self.private_statfs:
             return
-        opts = f"size={BOX_FS_BYTES},mode=0755,nosuid,nodev"
+        # noatime: a read of a copied file would set its access time on this tmpfs, which
+        # outlives every start (red team 15: /etc's copies as write-once cells).
+        atime = ",noatime" if self.noatime_binds else ""
+        opts = f"size={BOX_FS_BYTES},nr_inodes={BOX_FS_INODES},mode=0755,nosuid,nodev{atime}"
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "apmbench-box", str(self.box)],
                               capture_output=True, text=True)  # fmt: skip
         if done.returncode != 0:
@@ -293,7 +299,8 @@ class SnapshotRuntime(Runtime):
         upper = self.work / "upper"
         if self.private_statfs:
             upper.mkdir(exist_ok=True)
-            steps.append(f"mount -t tmpfs -o size=1m,mode=0700 apmbench-upper {_q(upper)}")
+            opts = "size=1m,nr_inodes=1024,mode=0700"
+            steps.append(f"mount -t tmpfs -o {opts} apmbench-upper {_q(upper)}")
         for i, (src, staged) in enumerate(self._staged_binds()):
             if self._copied(src):
                 continue
@@ -557,7 +564,7 @@ class SnapshotRuntime(Runtime):
         self._release_group()
         self._keep_log()
         if self._control is not None:
-            shutil.rmtree(self._control, ignore_errors=True)
+            _remove_tree(self._control)
             self._control = None
 
     def _remove(self, name: str) -> None:
@@ -595,17 +602,22 @@ class SnapshotRuntime(Runtime):
         self._log_file = None
 
     def stop(self) -> None:
-        self._retire()
-        if self.starts:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            (self.log_path.parent / STARTS_FILE).write_text(json.dumps(self.measured(), indent=1))
-        for state in sorted((self.work / "state").glob("*")):
-            self._runsc("delete", "--force", state.name, timeout=60)
-        if self._groups is not None:
-            self._groups.close()
-        shutil.rmtree(self.box / "control", ignore_errors=True)
-        self._unmount_box()
-        shutil.rmtree(self.work, ignore_errors=True)
+        try:
+            self._retire()
+            if self.starts:
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                (self.log_path.parent / STARTS_FILE).write_text(
+                    json.dumps(self.measured(), indent=1)
+                )
+        finally:  # whatever a start left, nothing of the runtime stays on the host
+            try:
+                for state in sorted((self.work / "state").glob("*")):
+                    self._runsc("delete", "--force", state.name, timeout=60)
+                if self._groups is not None:
+                    self._groups.close()
+            finally:
+                self._unmount_box()  # what the starts wrote there goes with it
+                _remove_tree(self.work)
 
     def later_start_s(self, first_start_s: float) -> float | None:
         # The first start loaded and checkpointed; every later one is a restore like the
@@ -697,6 +709,14 @@ def _mounts_below(path: Path) -> list[Path]:
         if path in point.parents:
             found.add(point)
     return sorted(found, key=lambda p: len(p.parts))
+
+
+def _remove_tree(path: Path) -> None:
+    """`rm -rf path`: a start may leave a tree in its control directory deeper than
+    shutil.rmtree can recurse (red team 15: 1,200 levels raised RecursionError, which
+    `ignore_errors` does not cover, and the run died with the box's tmpfs still mounted)."""
+    if path.exists() or path.is_symlink():
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], capture_output=True)
 
 
 def _q(path: Path | str) -> str:

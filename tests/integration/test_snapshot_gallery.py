@@ -218,3 +218,42 @@ def test_free_blocks_carry_nothing_from_one_restore_to_the_next(
     assert len(closed) >= 4, closed
     assert len(set(closed)) == 1, closed
     assert all(value[0] >= 0 for value in json.loads(closed[0]).values()), closed[0]
+
+
+def test_the_copies_of_etc_keep_no_access_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team 15's cells: the box's copies of /etc's files lie on a tmpfs that lasts the
+    run, and a read set a copy's access time there for a later start to stat(). The tmpfs
+    is noatime; the positive control (its default, relatime) sees the reads."""
+    from apmbench.harness.runtimes.snapshot import SnapshotRuntime
+
+    def reads(name: str) -> list[int]:
+        out = tmp_path / name
+        answers(out, "helpers.etc_atime:EtcAtime", name)
+        text = (out / "logs" / "system.log").read_text()
+        return [int(line.split("etc-atime: ")[1]) for line in text.splitlines() if "etc-atime: " in line]  # fmt: skip
+
+    with monkeypatch.context() as m:
+        m.setattr(SnapshotRuntime, "noatime_binds", False)
+        control = reads("control")
+    assert len(control) >= 4 and max(control) >= 2, control
+    closed = reads("closed")
+    assert len(closed) >= 4 and max(closed) == 0, closed
+
+
+def test_a_tree_too_deep_to_recurse_is_removed_and_the_run_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team 15: a chain of 1,500 directories in the control directory at every export.
+    shutil.rmtree raised RecursionError on it and the run died with the box's tmpfs
+    mounted on the host; each start's directory is now removed whatever its depth."""
+    from apmbench.harness.runtimes import snapshot
+
+    with monkeypatch.context() as m:  # the positive control: the removal of before
+        m.setattr(snapshot, "_remove_tree", lambda p: shutil.rmtree(p, ignore_errors=True))
+        with pytest.raises(RecursionError):
+            answers(tmp_path / "control", "helpers.deep_tree:DeepTree", "deep")
+    answers(tmp_path / "run", "helpers.deep_tree:DeepTree", "deep")
+    # starts.json is the stop's last record: it ran to the end.
+    assert (tmp_path / "run" / "logs" / "starts.json").is_file()
