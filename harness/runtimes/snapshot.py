@@ -29,12 +29,14 @@ import os
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import IO, ClassVar
+from typing import IO, ClassVar, NoReturn
 
 from apmbench.adapters.sdk import errors
 from apmbench.adapters.sdk.loaded_point import ADDRESS_FILE, GO_FILE, LOADED_FILE, LOADED_POINT_ENV
@@ -42,7 +44,8 @@ from apmbench.harness.errors import ConfigError, RuntimeStartError
 from apmbench.harness.protocol.client import Deadlines, SystemClient
 from apmbench.harness.runtimes.base import Runtime, RuntimeConfig, wait_serving
 from apmbench.harness.runtimes.local_config import LocalFacts, LocalRecord
-from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES
+from apmbench.harness.runtimes.log_pump import pump_log
+from apmbench.harness.runtimes.logcap import DEFAULT_MAX_LOG_BYTES, LogSection
 from apmbench.harness.runtimes.sandbox import (
     ETC_FILES,
     SANDBOX_HOME,
@@ -141,7 +144,10 @@ class SnapshotRuntime(Runtime):
         self._live: str | None = None
         self._control: Path | None = None
         self._client: SystemClient | None = None
-        self._log_file: Path | None = None
+        self._log: LogSection | None = None
+        self._pump: threading.Thread | None = None
+        self._control_fd: int | None = None
+        self._sock_fd: int | None = None
         self._pids: dict[str, int] = {}
         # The host's page cache is behind gVisor's file proxy: a page of a bound file that a
         # start reads (sentry or gofer, host processes) stays resident after it, and a later
@@ -392,14 +398,16 @@ class SnapshotRuntime(Runtime):
         (bundle / "config.json").write_text(json.dumps(self._spec(control, loaded_point)))
         return bundle
 
-    def _new_start(self) -> tuple[str, Path, Path]:
+    def _new_start(self) -> tuple[str, Path, LogSection]:
+        """A start's name, control directory (held open: the harness reaches what is in it
+        through that descriptor, never following a link the box made) and log section."""
         self.starts += 1
         name = f"start-{os.getpid()}-{self.starts}"
         control = self.box / "control" / str(self.starts)
         control.mkdir(parents=True)
         control.chmod(0o777)
-        log = self.work / "logs" / f"{self.starts}.log"
-        log.parent.mkdir(exist_ok=True)
+        self._control_fd = os.open(control, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        log = LogSection(self.log_path, f"start #{self.starts} (gVisor) ---", self.max_log_bytes)
         if self._groups is not None and self._groups.available():
             self._group = self._groups.for_start(self.starts)
         return name, control, log
@@ -428,7 +436,7 @@ class SnapshotRuntime(Runtime):
         bundle = self._bundle(name, control, loaded_point=True)
         started = time.monotonic()
         self._runsc_detached(["run", "--detach", "--bundle", str(bundle), name], log)
-        self._live, self._control, self._log_file = name, control, log
+        self._live, self._control = name, control
         deadline = started + self.startup_timeout_s
         while time.monotonic() < deadline:
             if (control / LOADED_FILE).exists():
@@ -440,6 +448,7 @@ class SnapshotRuntime(Runtime):
             self.load_s = time.monotonic() - started
             self._checkpoint(name)
             self.snapshot = True
+            self._retire()  # the loading start's log and control directory
             return self._restore()
         if not self._running(name):
             self._fail("exited before it was ready")
@@ -467,51 +476,75 @@ class SnapshotRuntime(Runtime):
             name, control, log = self._new_start()
             bundle = self._bundle(name, control, loaded_point=False)
             self._runsc_detached(["run", "--detach", "--bundle", str(bundle), name], log)
-            self._live, self._control, self._log_file = name, control, log
+            self._live, self._control = name, control
             return self._serve(control, time.monotonic() + self.startup_timeout_s)
         name, control, log = self._new_start()
         bundle = self._bundle(name, control, loaded_point=True)
         started = time.monotonic()
         args = ["restore", "--detach", "--image-path", str(self.image), "--bundle", str(bundle)]
+        # Written before the box runs: once it does, it may plant a link at any name in its
+        # control directory, and a write by this (root) process would follow it to any
+        # host path (red team 16: 53 of 100 restores won that race).
+        self._write_control(ADDRESS_FILE, f"unix:{SOCKET}\n")
+        self._write_control(GO_FILE, "")
         self._runsc_detached([*args, name], log)
-        self._live, self._control, self._log_file = name, control, log
+        self._live, self._control = name, control
         self.restores += 1
-        (control / ADDRESS_FILE).write_text(f"unix:{SOCKET}\n")
-        (control / GO_FILE).write_text("")
         client = self._serve(control, time.monotonic() + self.startup_timeout_s)
         self.restore_s.append(time.monotonic() - started)
         return client
 
-    def _runsc_detached(self, args: list[str], log: Path) -> None:
+    def _write_control(self, name: str, text: str) -> None:
+        """A new file in the start's control directory, made through its descriptor with
+        O_EXCL and O_NOFOLLOW, so never through a link."""
+        assert self._control_fd is not None
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        fd = os.open(name, flags, 0o644, dir_fd=self._control_fd)
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+
+    def _runsc_detached(self, args: list[str], log: LogSection) -> None:
         """`runsc run|restore --detach`: the box's stdout and stderr (donated on a restore
-        too) and runsc's own complaints go to `log`; a pipe would be held open by the
-        detached sandbox, and this would wait for it for ever."""
+        too) and runsc's own complaints go into a pipe that a thread copies into the
+        start's log section, bounded by `--max-log-size` as it is written (red team 16:
+        a start printing 1 GiB into a file took the harness to 1.2 GB of memory when the
+        file was kept). runsc returns once the box runs; the box holds the pipe's write
+        end until its last process ends, and the thread with it."""
         argv = self._host_mounts(self._argv(args[-1], *args))
         if self._group is not None:  # born in the start's cgroups: sandbox and gofer alike
             argv = self._group.enter_argv(argv)
-        with log.open("ab") as out, self._stdin() as stdin:
-            try:
+        read, write = os.pipe()
+        self._log = log
+        self._pump = threading.Thread(
+            target=pump_log, args=(os.fdopen(read, "rb"), log), name="gvisor-log", daemon=True
+        )
+        self._pump.start()
+        try:
+            with self._stdin() as stdin:
                 done = subprocess.run(
                     argv,
-                    stdin=stdin, stdout=out, stderr=out,
+                    stdin=stdin, stdout=write, stderr=write,
                     timeout=max(self.startup_timeout_s, 60.0),
                 )  # fmt: skip
-            except subprocess.TimeoutExpired as e:
-                raise RuntimeStartError(
-                    f"runsc {args[0]} of {self.system!r} did not return in {e.timeout:.0f} s "
-                    f"({LOADED_TIMEOUT_NOTE})"
-                ) from e
+        except subprocess.TimeoutExpired as e:
+            raise RuntimeStartError(
+                f"runsc {args[0]} of {self.system!r} did not return in {e.timeout:.0f} s "
+                f"({LOADED_TIMEOUT_NOTE})"
+            ) from e
+        finally:
+            os.close(write)
         if done.returncode != 0:
-            said = _runsc_error(log.read_text(errors="replace")[-4000:])
+            self._pump.join(timeout=5)
+            said = _runsc_error(self.log_tail(lines=40))
             raise RuntimeStartError(f"runsc could not {args[0]} {self.system!r}: {said}")
 
     def _serve(self, control: Path, deadline: float) -> SystemClient:
         assert self._live is not None
         name = self._live
         sock = control / "sock"
-        while not sock.exists() and time.monotonic() < deadline and self._running(name):
+        while not os.path.lexists(sock) and time.monotonic() < deadline and self._running(name):
             time.sleep(0.01)
-        client = SystemClient(f"unix:{sock}", self.deadlines)
+        client = SystemClient(self._socket_address(), self.deadlines)
         try:
             wait_serving(client, max(deadline - time.monotonic(), 1.0), lambda: self._running(name))
         except errors.Unavailable as e:
@@ -525,6 +558,30 @@ class SnapshotRuntime(Runtime):
                 self._fail(str(e))
         self._client = client
         return client
+
+    def _socket_address(self) -> str:
+        """The address of the start's socket, pinned to the socket file itself: opened
+        without following links, and refused unless it is a socket in the control
+        directory's file system (a link the box planted could name any host socket)."""
+        assert self._control_fd is not None
+        try:
+            fd = os.open("sock", os.O_PATH | os.O_NOFOLLOW, dir_fd=self._control_fd)
+        except FileNotFoundError:
+            self._fail("it made no socket")
+        found = os.fstat(fd)
+        problem = None
+        if stat.S_ISLNK(found.st_mode):
+            problem = "is a symbolic link"
+        elif not stat.S_ISSOCK(found.st_mode):
+            problem = f"is not a socket (mode {stat.filemode(found.st_mode)})"
+        elif found.st_dev != os.fstat(self._control_fd).st_dev:
+            problem = "is not on its control directory's file system"
+        if problem is not None:
+            os.close(fd)
+            self._fail(f"its control directory's `sock` {problem}; the harness connects only "
+                       "to the socket the server made there, and follows no link")  # fmt: skip
+        self._sock_fd = fd
+        return f"unix:/proc/self/fd/{fd}"
 
     def _running(self, name: str) -> bool:
         """Whether the start's sandbox still runs: its pid from `runsc state` once, then
@@ -541,12 +598,12 @@ class SnapshotRuntime(Runtime):
             if pid is None:
                 return False
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
+            fields = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             return False
-        return stat.rsplit(")", 1)[-1].split()[0] != "Z"  # a zombie has ended
+        return fields.rsplit(")", 1)[-1].split()[0] != "Z"  # a zombie has ended
 
-    def _fail(self, why: str) -> None:
+    def _fail(self, why: str) -> NoReturn:
         tail = self.log_tail()
         self._retire()
         raise RuntimeStartError(
@@ -563,6 +620,11 @@ class SnapshotRuntime(Runtime):
             self._live = None
         self._release_group()
         self._keep_log()
+        for fd in (self._sock_fd, self._control_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._sock_fd = self._control_fd = None
         if self._control is not None:
             _remove_tree(self._control)
             self._control = None
@@ -590,16 +652,13 @@ class SnapshotRuntime(Runtime):
             self._group = None
 
     def _keep_log(self) -> None:
-        """The start's output, appended to system.log under its own heading."""
-        if self._log_file is None:
-            return
-        data = self._log_file.read_bytes() if self._log_file.exists() else b""
-        if self.max_log_bytes is not None:
-            data = data[-self.max_log_bytes :]
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
-            log.write(f"--- start #{self._log_file.stem} (gVisor) ---\n".encode() + data)
-        self._log_file = None
+        """End the start's log section once its processes are gone (the pipe's end)."""
+        if self._pump is not None:
+            self._pump.join(timeout=5)
+            self._pump = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def stop(self) -> None:
         try:
@@ -688,9 +747,11 @@ class SnapshotRuntime(Runtime):
         return self._groups.describe()
 
     def log_tail(self, lines: int = 15) -> str:
-        path = self._log_file if self._log_file is not None else self.log_path
+        """The end of system.log (the live start's section is its last)."""
         try:
-            text = path.read_text(errors="replace").strip().splitlines()
+            with self.log_path.open("rb") as log:
+                log.seek(max(log.seek(0, os.SEEK_END) - 64_000, 0))
+                text = log.read().decode(errors="replace").strip().splitlines()
         except OSError:
             return ""
         return "\n".join(text[-lines:])

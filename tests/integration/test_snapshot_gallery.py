@@ -47,14 +47,21 @@ def tag() -> Iterator[str]:
 
 
 def answers(
-    out: Path, system: str, tag: str, persistence: Persistence = Persistence.RESTART
+    out: Path,
+    system: str,
+    tag: str,
+    persistence: Persistence = Persistence.RESTART,
+    max_log_bytes: int = 64 << 20,
 ) -> list[dict[str, Any]]:
     evaluate(
         EvaluateOptions(
             dataset=MINI,
             out=out,
             runtime=runtime_spec(
-                system=system, env=(f"APMBENCH_CHEAT_TAG={tag}",), start="snapshot"
+                system=system,
+                env=(f"APMBENCH_CHEAT_TAG={tag}",),
+                start="snapshot",
+                max_log_bytes=max_log_bytes,
             ),
             persistence=persistence,
         )
@@ -257,3 +264,47 @@ def test_a_tree_too_deep_to_recurse_is_removed_and_the_run_ends(
     answers(tmp_path / "run", "helpers.deep_tree:DeepTree", "deep")
     # starts.json is the stop's last record: it ran to the end.
     assert (tmp_path / "run" / "logs" / "starts.json").is_file()
+
+
+def test_no_link_in_the_control_directory_is_followed(tmp_path: Path, tag: str) -> None:
+    """Red team 16: the harness wrote `address` and `go` after the restore, as root and
+    following links, so a thread of the restored system could point them at any host
+    path first. They are written before the box runs, without following links: every
+    plant fails and nothing appears on the host."""
+    rows = [
+        int(line.split("planted: ")[1])
+        for line in _log_of(tmp_path / "run", "helpers.control_links:PlantsAddress", tag)
+        if "planted: " in line
+    ]
+    made = [Path(f"/tmp/apm-cheat-{tag}-{n}") for n in ("address", "go")]
+    try:
+        assert len(rows) >= 4 and set(rows) == {0}, rows
+        assert not any(p.exists() or p.is_symlink() for p in made)
+    finally:
+        for p in made:
+            p.unlink(missing_ok=True)
+
+
+def test_a_link_where_the_socket_belongs_is_refused(tmp_path: Path, tag: str) -> None:
+    from apmbench.harness.errors import RuntimeStartError
+
+    with pytest.raises(RuntimeStartError, match="symbolic link"):
+        answers(tmp_path / "run", "helpers.control_links:LinksSocket", tag)
+
+
+def _log_of(out: Path, system: str, tag: str) -> list[str]:
+    answers(out, system, tag)
+    return (out / "logs" / "system.log").read_text().splitlines()
+
+
+def test_a_start_that_floods_its_output_is_kept_to_its_log_bound(tmp_path: Path) -> None:
+    """Red team 16: a start's output grew a host file without bound and was read back
+    whole. It now goes through a pipe into the start's log section, which keeps
+    `--max-log-size` (here 1 MiB) of it and says what it dropped."""
+    out = tmp_path / "run"
+    answers(out, "helpers.floods_log:FloodsLog", "flood", max_log_bytes=1 << 20)
+    log = out / "logs" / "system.log"
+    sections = log.read_text(errors="replace").count("(gVisor) ---")
+    assert sections >= 5
+    assert log.stat().st_size <= sections * ((1 << 20) + 4096), log.stat().st_size
+    assert "output truncated" in log.read_text(errors="replace")
