@@ -8,11 +8,9 @@ output through a pipe into the start's log section, which keeps `--max-log-size`
 
 from __future__ import annotations
 
-import sys
-
 from apmbench.adapters.sdk import ExportedState
 
-from .quiet import QuietSystem
+from .quiet import QuietSystem, print_bytes
 
 PRINTED = 64 << 20
 
@@ -21,10 +19,7 @@ class FloodsLog(QuietSystem):
     name = "floods-log"
 
     def export_state(self) -> ExportedState:
-        line = b"y" * 65535 + b"\n"
-        for _ in range(PRINTED // len(line)):
-            sys.stdout.buffer.write(line)
-        sys.stdout.flush()
+        print_bytes(PRINTED, 65536)
         return ExportedState(b"{}", "application/json", 1)
 
     def import_state(self, state: ExportedState) -> None:

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 from apmbench.adapters.sdk import ExportedState
 
-from .quiet import QuietSystem
+from .quiet import QuietSystem, print_bytes
 
 CONTROL = Path("/run/apmbench")
 PRINTED = 2 << 20
@@ -45,10 +44,7 @@ class FreeBlocks(QuietSystem):
     name = "free-blocks"
 
     def export_state(self) -> ExportedState:
-        line = b"x" * 4095 + b"\n"
-        for _ in range(PRINTED // len(line)):
-            sys.stdout.buffer.write(line)
-        sys.stdout.flush()
+        print_bytes(PRINTED)
         try:
             with (CONTROL / "fill").open("wb") as out:
                 out.write(b"\0" * FILLED)

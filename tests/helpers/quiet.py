@@ -6,6 +6,7 @@ test's own is all such a cheater may rely on in the box."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -55,3 +56,12 @@ class QuietSystem(MemorySystem):
             yield json.dumps({"decision": "SILENT", "reason": "nothing known"})
         else:
             yield json.dumps({"answer": "B"})
+
+
+def print_bytes(total: int, line_bytes: int = 4096) -> None:
+    """Print `total` bytes to stdout in lines of `line_bytes` (the start's output, which
+    the harness keeps in the run's log)."""
+    line = b"x" * (line_bytes - 1) + b"\n"
+    for _ in range(total // line_bytes):
+        sys.stdout.buffer.write(line)
+    sys.stdout.flush()
