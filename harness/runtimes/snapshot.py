@@ -24,6 +24,7 @@ still in gVisor.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shlex
@@ -251,11 +252,13 @@ class SnapshotRuntime(Runtime):
             subprocess.run(["umount", "--lazy", str(self.box)], capture_output=True)
             self._box_mounted = False
 
-    def _staged_binds(self) -> list[tuple[Path, Path]]:
+    @functools.cached_property
+    def _binds(self) -> list[tuple[Path, Path]]:
         """Each bind's host path and the path runsc binds it from: a copy on the box's
         tmpfs (a small file, with `private_statfs`), a read-only, noatime mount of it in
         the start's mount namespace (`_host_mounts`), or, with both switched off, the path
-        itself."""
+        itself. Decided once: the spec of every start and the copies made at the start of
+        the run must agree."""
         sources = self._bind_sources()
         if not (self.noatime_binds or self.private_statfs):
             return [(src, src) for src in sources]
@@ -270,11 +273,11 @@ class SnapshotRuntime(Runtime):
         return self.private_statfs and src.is_file() and src.stat().st_size <= COPIED_FILE_BYTES
 
     def _make_binds(self) -> None:
-        for i, (src, staged) in enumerate(self._staged_binds()):
+        for i, (src, staged) in enumerate(self._binds):
             if staged == src:
                 continue
             staged.parent.mkdir(parents=True, exist_ok=True)
-            if self._copied(src):  # read once: /etc's files do not change during a run
+            if staged.parent == self.box / "files":  # a copy: /etc does not change in a run
                 shutil.copyfile(src, staged)
                 staged.chmod(src.stat().st_mode & 0o755)
                 continue
@@ -299,16 +302,25 @@ class SnapshotRuntime(Runtime):
         tmpfs of the namespace's own) gives every bound path a file system whose statfs()
         is that empty tmpfs's, not the host disk's (`_mount_box`). The namespace (private
         propagation) ends with the start's last process."""
-        if not (self.noatime_binds or self.private_statfs):
+        if self._mount_script is None:
             return argv
+        return ["unshare", "--mount", "--propagation", "private", "--",
+                "/bin/sh", "-c", self._mount_script, "sh", *argv]  # fmt: skip
+
+    @functools.cached_property
+    def _mount_script(self) -> str | None:
+        """`_host_mounts`' shell script, the same for every start (built once: it stats
+        every source and reads the host's mount table)."""
+        if not (self.noatime_binds or self.private_statfs):
+            return None
         steps = []
         upper = self.work / "upper"
         if self.private_statfs:
             upper.mkdir(exist_ok=True)
             opts = "size=1m,nr_inodes=1024,mode=0700"
             steps.append(f"mount -t tmpfs -o {opts} apmbench-upper {_q(upper)}")
-        for i, (src, staged) in enumerate(self._staged_binds()):
-            if self._copied(src):
+        for i, (src, staged) in enumerate(self._binds):
+            if staged.parent == self.box / "files":  # a copy, on the box's tmpfs
                 continue
             if not self.private_statfs:
                 steps += self._read_only(src, staged)
@@ -322,9 +334,7 @@ class SnapshotRuntime(Runtime):
                 steps.append(self._overlay(below, lower / rel, top / rel, upper / f"{i}-{j}"))
             if not src.is_dir():
                 steps.append(f"mount --bind {_q(top / src.name)} {_q(staged)}")
-        script = " && ".join([*steps, 'exec "$@"']) + " || exit 125"
-        return ["unshare", "--mount", "--propagation", "private", "--",
-                "/bin/sh", "-c", script, "sh", *argv]  # fmt: skip
+        return " && ".join([*steps, 'exec "$@"']) + " || exit 125"
 
     def _read_only(self, src: Path, target: Path) -> list[str]:
         """Shell steps: `src` (and every mount below it) bound at `target`, read-only and,
@@ -361,7 +371,7 @@ class SnapshotRuntime(Runtime):
         ]  # fmt: skip
         mounts += [
             {"destination": str(src), "type": "bind", "source": str(staged), "options": ro}
-            for src, staged in self._staged_binds()
+            for src, staged in self._binds
         ]
         mounts += [
             {"destination": str(h), "type": "tmpfs", "source": "tmpfs", "options": ["ro"]}
